@@ -1,0 +1,83 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { TenantScope } from '../db/tenant.js';
+import { invalid } from '../errors.js';
+import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
+import { problemResponses } from '../http/problem.js';
+import { AccountSchema, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams } from './accounts.schemas.js';
+import * as accounts from './accounts.service.js';
+
+export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const scope = (accountId: string) => new TenantScope(app.db, accountId);
+
+  app.get(
+    '/account',
+    {
+      schema: {
+        tags: ['account'],
+        summary: "The caller's account, plan, limits, usage of each rate-limit window and the key's scopes",
+        response: { 200: AccountSchema, ...problemResponses },
+      },
+    },
+    (request) => accounts.describeAccount(app.db, app.config, app.rateLimits, request.principal!),
+  );
+
+  app.get(
+    '/keys',
+    {
+      config: { scope: 'all' },
+      schema: {
+        tags: ['account'],
+        summary: "List the account's API keys, newest first (secrets are never shown again)",
+        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        response: { 200: pageSchema(ApiKeySchema), ...problemResponses },
+      },
+    },
+    async (request, reply) =>
+      withLinkHeader(request, reply, await accounts.listApiKeys(scope(request.principal!.accountId), pageRequest(request.query, accounts.keysListTag()))),
+  );
+
+  app.post(
+    '/keys',
+    {
+      config: { scope: 'all', idempotent: false },
+      schema: {
+        tags: ['account'],
+        summary: 'Create an API key; the response is the only time the key is shown',
+        description: 'Idempotency-Key is not honoured here: a stored response would hold the secret.',
+        body: CreateKeyBody,
+        response: { 201: CreatedApiKeySchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const { name, scopes, expiresAt } = request.body;
+      const expiresInMs = expiresAt === undefined ? undefined : Date.parse(expiresAt) - Date.now();
+      if (expiresInMs !== undefined && expiresInMs <= 0) throw invalid('/expiresAt', 'must be in the future');
+      const created = await accounts.createApiKey(app.db, { id: request.principal!.accountId, plan: request.principal!.plan }, { name, scopes, expiresInMs });
+      return reply.code(201).header('Location', `/v1/keys/${created.id}`).send(created);
+    },
+  );
+
+  app.get(
+    '/keys/:id',
+    {
+      config: { scope: 'all' },
+      schema: { tags: ['account'], summary: 'Read an API key', params: KeyParams, response: { 200: ApiKeySchema, ...problemResponses } },
+    },
+    (request) => accounts.getApiKey(scope(request.principal!.accountId), request.params.id),
+  );
+
+  app.post(
+    '/keys/:id/revoke',
+    {
+      config: { scope: 'all' },
+      schema: {
+        tags: ['account'],
+        summary: 'Revoke an API key: it stops working at once (revoking twice is a no-op)',
+        params: KeyParams,
+        response: { 200: ApiKeySchema, ...problemResponses },
+      },
+    },
+    (request) => accounts.revokeApiKey(scope(request.principal!.accountId), request.params.id),
+  );
+};

@@ -1,0 +1,70 @@
+import { Type } from 'typebox';
+import { SCOPES } from './accounts.service.js';
+
+const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)), { description: 'API key scope' });
+
+export const ApiKeySchema = Type.Object(
+  {
+    id: Type.String({ examples: ['key_01jd0c8n4ffm5b6d2x0v9k3q7r'] }),
+    name: Type.String(),
+    prefix: Type.String({ description: 'First 8 characters of the key, for recognising it.', examples: ['mtg_7Hq2'] }),
+    scopes: Type.Array(ScopeSchema),
+    createdAt: Timestamp,
+    lastUsedAt: NullableTimestamp,
+    expiresAt: NullableTimestamp,
+    revokedAt: NullableTimestamp,
+  },
+  { $id: 'ApiKey' },
+);
+
+export const CreatedApiKeySchema = Type.Object(
+  {
+    ...ApiKeySchema.properties,
+    key: Type.String({ description: 'The secret key. Shown only in this response.', pattern: '^mtg_[0-9A-Za-z]{40}$' }),
+  },
+  { $id: 'CreatedApiKey' },
+);
+
+export const CreateKeyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true })),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working.' })),
+  },
+  { additionalProperties: false },
+);
+
+const WindowUsage = Type.Object({
+  name: Type.String({ examples: ['events-minute'] }),
+  limit: Type.Integer(),
+  remaining: Type.Integer(),
+  reset: Type.Integer({ description: 'Unix seconds when the window resets.' }),
+  windowSeconds: Type.Integer(),
+});
+
+export const AccountSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['acct_01jd0c8n4ffm5b6d2x0v9k3q7r'] }),
+    email: Type.String(),
+    plan: Type.Union([Type.Literal('free'), Type.Literal('business'), Type.Literal('enterprise')]),
+    createdAt: Timestamp,
+    limits: Type.Object({
+      blendPerHour: Type.Integer(),
+      eventsPerMinute: Type.Integer(),
+      eventsPerDay: Type.Integer(),
+    }),
+    usage: Type.Array(WindowUsage),
+    key: Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      prefix: Type.String(),
+      scopes: Type.Array(ScopeSchema),
+      expiresAt: NullableTimestamp,
+    }),
+  },
+  { $id: 'Account' },
+);
+
+export const KeyParams = Type.Object({ id: Type.String({ description: 'API key id (`key_...`)' }) });

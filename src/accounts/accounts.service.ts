@@ -1,0 +1,192 @@
+import type { Config, Plan } from '../config.js';
+import { PLANS } from '../config.js';
+import type { Db } from '../db/database.js';
+import { TenantScope } from '../db/tenant.js';
+import { AppError, invalid, notFound } from '../errors.js';
+import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { newId } from '../ids.js';
+import type { RateLimits } from '../http/rate-limit.js';
+import { iso } from '../time.js';
+import * as repo from './accounts.repository.js';
+import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword } from './secrets.js';
+
+export const SCOPES = ['blend', 'events:read', 'events:write', 'checkin', 'webhooks'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+const MAX_KEY_LIFETIME_MS = 5 * 365 * 86_400_000;
+
+export function normaliseEmail(email: string): string {
+  const normalised = email.trim().toLowerCase();
+  if (!EMAIL.test(normalised)) throw invalid('/email', 'must be an email address');
+  return normalised;
+}
+
+export interface NewAccount {
+  email: string;
+  plan?: Plan;
+  password?: string;
+}
+
+export async function createAccount(db: Db, input: NewAccount) {
+  const email = normaliseEmail(input.email);
+  const plan = input.plan ?? 'business';
+  if (!PLANS.includes(plan)) throw invalid('/plan', `must be one of ${PLANS.join(', ')}`);
+  if (input.password !== undefined && (input.password.length < 10 || input.password.length > 1024)) {
+    throw invalid('/password', 'must be 10 to 1024 characters');
+  }
+  if (await repo.findAccountByEmail(db, email)) throw new AppError('conflict', `An account with email ${email} exists.`);
+  const now = Date.now();
+  const account = {
+    id: newId('account'),
+    email,
+    plan,
+    passwordHash: input.password === undefined ? null : await hashPassword(input.password),
+    createdAt: now,
+    updatedAt: now,
+  };
+  await repo.insertAccount(db, account);
+  return account;
+}
+
+export async function accountByEmail(db: Db, email: string) {
+  const account = await repo.findAccountByEmail(db, normaliseEmail(email));
+  if (!account) throw new AppError('not_found', `No account with email ${email.trim().toLowerCase()}.`);
+  return account;
+}
+
+export function parseScopes(scopes: readonly string[] | undefined): Scope[] | null {
+  if (scopes === undefined) return null;
+  const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) throw invalid('/scopes', `has unknown scope ${unknown.join(', ')} (known: ${SCOPES.join(', ')})`);
+  if (scopes.length === 0) throw invalid('/scopes', 'must name at least one scope (omit it for every scope)');
+  return [...new Set(scopes as Scope[])];
+}
+
+export interface NewKey {
+  name?: string;
+  scopes?: readonly string[];
+  expiresInMs?: number;
+}
+
+/** Creates a key; the returned `key` is the only time the secret is ever seen. */
+export async function createApiKey(db: Db, account: { id: string; plan: string }, input: NewKey) {
+  if (account.plan === 'free') {
+    throw new AppError('plan_required', 'Creating API keys requires the Business plan or above.');
+  }
+  const scopes = parseScopes(input.scopes);
+  if (input.expiresInMs !== undefined && (input.expiresInMs <= 0 || input.expiresInMs > MAX_KEY_LIFETIME_MS)) {
+    throw invalid('/expiresIn', 'must be between 1 minute and 5 years');
+  }
+  const key = generateApiKey();
+  const now = Date.now();
+  const row = {
+    id: newId('apiKey'),
+    accountId: account.id,
+    name: input.name?.trim() || 'API key',
+    prefix: key.slice(0, 8),
+    keyHash: hashApiKey(key),
+    scopes: scopes ? JSON.stringify(scopes) : null,
+    createdAt: now,
+    lastUsedAt: null,
+    expiresAt: input.expiresInMs === undefined ? null : now + input.expiresInMs,
+    revokedAt: null,
+  };
+  await repo.insertApiKey(db, row);
+  return { ...presentKey(row), key };
+}
+
+export function keyScopes(stored: string | null): Scope[] {
+  return stored === null ? [...SCOPES] : (JSON.parse(stored) as Scope[]);
+}
+
+export function presentKey(row: repo.ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: keyScopes(row.scopes),
+    createdAt: iso(row.createdAt),
+    lastUsedAt: iso(row.lastUsedAt),
+    expiresAt: iso(row.expiresAt),
+    revokedAt: iso(row.revokedAt),
+  };
+}
+
+export type PresentedKey = ReturnType<typeof presentKey>;
+
+export async function listApiKeys(scope: TenantScope, page: PageRequest): Promise<Page<PresentedKey>> {
+  const rows = await repo.listKeys(scope, page);
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentKey);
+}
+
+export const keysListTag = () => listTag('keys');
+
+export async function getApiKey(scope: TenantScope, id: string): Promise<PresentedKey> {
+  const row = await repo.findKey(scope, id);
+  if (!row) throw notFound('API key', id);
+  return presentKey(row);
+}
+
+/** Revokes a key; revoking a revoked key is a no-op that returns it as it is. */
+export async function revokeApiKey(scope: TenantScope, id: string): Promise<PresentedKey> {
+  const revoked = await repo.revokeKey(scope, id, Date.now());
+  if (revoked) return presentKey(revoked);
+  return getApiKey(scope, id);
+}
+
+/** Revokes by id whatever the account (command line, run by the operator). */
+export async function revokeApiKeyById(db: Db, id: string): Promise<PresentedKey> {
+  const owner = await db.selectFrom('apiKeys').select('accountId').where('id', '=', id).executeTakeFirst();
+  if (!owner) throw notFound('API key', id);
+  return revokeApiKey(new TenantScope(db, owner.accountId), id);
+}
+
+export interface Principal {
+  accountId: string;
+  plan: Plan;
+  keyId: string;
+  scopes: Scope[];
+}
+
+const lastTouched = new Map<string, number>();
+
+/** Resolves `Authorization: Bearer mtg_...`; each failure is its own code (API.md section 4). */
+export async function authenticate(db: Db, authorization: string | undefined, log: (err: unknown) => void): Promise<Principal> {
+  if (!authorization) {
+    throw new AppError('unauthorized', 'Send your API key as Authorization: Bearer <API_KEY>.');
+  }
+  const match = /^Bearer +(\S+)$/i.exec(authorization.trim());
+  if (!match || !API_KEY_PATTERN.test(match[1]!)) {
+    throw new AppError('unauthorized', 'The Authorization header is malformed: expected Bearer mtg_ followed by 40 characters.');
+  }
+  const key = await repo.findKeyByHash(db, hashApiKey(match[1]!));
+  if (!key) throw new AppError('unauthorized', 'This API key is not known.');
+  const now = Date.now();
+  if (key.revokedAt !== null) throw new AppError('api_key_revoked', `API key ${key.prefix}... was revoked.`);
+  if (key.expiresAt !== null && key.expiresAt <= now) {
+    throw new AppError('api_key_expired', `API key ${key.prefix}... expired at ${iso(key.expiresAt)}.`);
+  }
+  if ((lastTouched.get(key.id) ?? 0) < now - 60_000) {
+    lastTouched.set(key.id, now);
+    repo.touchKey(db, key.id, now).catch(log);
+  }
+  return { accountId: key.accountId, plan: key.plan as Plan, keyId: key.id, scopes: keyScopes(key.scopes) };
+}
+
+/** The caller's account, plan, limits, current usage of each window and the key's own scopes. */
+export async function describeAccount(db: Db, config: Config, limits: RateLimits, principal: Principal) {
+  const account = await repo.findAccountById(db, principal.accountId);
+  const key = await repo.findKey(new TenantScope(db, principal.accountId), principal.keyId);
+  if (!account || !key) throw new AppError('unauthorized', 'This API key is not known.');
+  const plan = account.plan as Plan;
+  return {
+    id: account.id,
+    email: account.email,
+    plan,
+    createdAt: iso(account.createdAt),
+    limits: plan === 'free' ? { blendPerHour: 0, eventsPerMinute: 0, eventsPerDay: 0 } : config.limits[plan],
+    usage: plan === 'free' ? [] : await limits.usage(account.id, plan),
+    key: { id: key.id, name: key.name, prefix: key.prefix, scopes: keyScopes(key.scopes), expiresAt: iso(key.expiresAt) },
+  };
+}

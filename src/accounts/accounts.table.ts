@@ -1,0 +1,26 @@
+export interface AccountTable {
+  id: string;
+  /** Lower-cased; unique. */
+  email: string;
+  plan: string;
+  /** `scrypt$N$r$p$salt$hash`, or null for accounts that only use API keys. */
+  passwordHash: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  accountId: string;
+  name: string;
+  /** First 8 characters of the key, for display. */
+  prefix: string;
+  /** SHA-256 of the whole key, hex. The key itself is never stored. */
+  keyHash: string;
+  /** JSON array of scopes, or null for a key with every scope. */
+  scopes: string | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}

@@ -1,0 +1,139 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import sjson from 'secure-json-parse';
+import { accountRoutes } from './accounts/accounts.routes.js';
+import type { Config } from './config.js';
+import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
+import { errorDocsRoutes } from './http/error-docs.js';
+import { healthRoutes } from './http/health.js';
+import { completeIdempotencyKey, idempotencyPreHandler, releaseIdempotencyKey } from './http/idempotency.js';
+import { guard } from './http/guard.js';
+import { metricsPlugin } from './http/metrics.js';
+import { problemPlugin } from './http/problem.js';
+import { RateLimits } from './http/rate-limit.js';
+import { validatorCompiler } from './http/validation.js';
+import { newId } from './ids.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    db: Db;
+    database: DatabaseHandle;
+    rateLimits: RateLimits;
+  }
+}
+
+export interface BuildOptions {
+  /** An open database; otherwise one is opened from `config` and closed with the app. */
+  database?: DatabaseHandle;
+  /** Pino options, or false for no logs (tests). */
+  logger?: FastifyServerOptions['logger'];
+  /** Extra versioned routes (tests of the shared HTTP pieces). */
+  extraRoutes?: FastifyPluginAsyncTypebox;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const database = options.database ?? openDatabase(config);
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    bodyLimit: config.bodyLimitBytes,
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    requestIdHeader: false,
+    // A caller's own X-Request-Id is kept when it is sane, so traces join up across services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('request');
+    },
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('config', config);
+  app.decorate('database', database);
+  app.decorate('db', database.db);
+  app.decorate('rateLimits', new RateLimits(config));
+  app.decorateRequest('principal', null);
+  app.decorateRequest('idempotency', null);
+  app.setValidatorCompiler(validatorCompiler());
+
+  app.addHook('onClose', async () => {
+    await app.rateLimits.close();
+    if (!options.database) await database.close();
+  });
+
+  // JSON only: any other media type with a body is 415. An empty body is no body.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    if (body === '') return done(null, undefined);
+    try {
+      done(null, sjson.parse(body as string, { protoAction: 'error', constructorAction: 'error' }));
+    } catch {
+      const error = new Error('The request body is not valid JSON.') as FastifyError;
+      error.code = 'FST_ERR_CTP_INVALID_JSON_BODY';
+      error.statusCode = 400;
+      done(error, undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      'request',
+    );
+  });
+
+  await app.register(problemPlugin);
+  await app.register(metricsPlugin, { token: config.metricsToken });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Montage API',
+        version: '1.0.0',
+        description:
+          'Photo blending and event management. Every route answers under both /v1 and /api/v1 (only /v1 is listed). ' +
+          'Errors are RFC 9457 problem details; see /docs/errors for every code.',
+      },
+      servers: [{ url: config.publicUrl }],
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'mtg_ API key' } } },
+      security: [{ apiKey: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  await app.register(errorDocsRoutes);
+  await app.register(healthRoutes);
+
+  const versioned: FastifyPluginAsyncTypebox<{ listed: boolean }> = async (api, { listed }) => {
+    if (!listed) {
+      api.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, hide: true };
+      });
+    }
+    api.addHook('onRequest', (request, reply) => guard(app.db, app.rateLimits, request, reply));
+    api.addHook('preHandler', (request, reply) => idempotencyPreHandler(app.db, request, reply));
+    api.addHook('onSend', async (request, reply, payload) => {
+      const claim = request.idempotency;
+      if (claim) {
+        request.idempotency = null;
+        if (typeof payload === 'string') await completeIdempotencyKey(app.db, claim, reply.statusCode, reply.getHeaders(), payload);
+        else await releaseIdempotencyKey(app.db, claim);
+      }
+      return payload;
+    });
+    await api.register(accountRoutes);
+    if (options.extraRoutes) await api.register(options.extraRoutes);
+  };
+  await app.register(versioned, { prefix: '/v1', listed: true });
+  await app.register(versioned, { prefix: '/api/v1', listed: false });
+
+  return app;
+}

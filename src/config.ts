@@ -1,0 +1,155 @@
+import path from 'node:path';
+
+/** Every setting Montage reads from the environment, validated once at start. */
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  dataDir: string;
+  /** `null` means the embedded SQLite file `montage.db` in `dataDir`. */
+  databaseUrl: string | null;
+  redisUrl: string | null;
+  allowPrivateNetwork: boolean;
+  webhookRetrySchedule: number[];
+  webhookDisableAfterMs: number;
+  limits: Record<ApiPlan, PlanLimits>;
+  blendMaxImages: number;
+  logLevel: LogLevel;
+  jobLeaseMs: number;
+  resultUrlTtlMs: number;
+  metricsToken: string | null;
+  bodyLimitBytes: number;
+}
+
+export type Plan = 'free' | 'business' | 'enterprise';
+export type ApiPlan = Exclude<Plan, 'free'>;
+export const PLANS: readonly Plan[] = ['free', 'business', 'enterprise'];
+
+export interface PlanLimits {
+  blendPerHour: number;
+  eventsPerMinute: number;
+  eventsPerDay: number;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+const DEFAULT_LIMITS: Record<ApiPlan, PlanLimits> = {
+  business: { blendPerHour: 1000, eventsPerMinute: 1000, eventsPerDay: 50000 },
+  enterprise: { blendPerHour: 10000, eventsPerMinute: 10000, eventsPerDay: 1000000 },
+};
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses `500ms`, `5s`, `5m`, `2h`, `7d`; returns milliseconds or null when malformed. */
+export function parseDuration(text: string): number | null {
+  const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return null;
+  return Number(match[1]) * DURATION_UNITS[match[2]!]!;
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function duration(env: Env, name: string, fallback: string): number {
+  const raw = env[name] || fallback;
+  const ms = parseDuration(raw);
+  if (ms === null || ms <= 0) throw new ConfigError(name, `must be a duration such as 30s, 5m, 2h or 7d, got "${raw}"`);
+  return ms;
+}
+
+function flag(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(name, `must be 1 or 0, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return raw;
+}
+
+function planLimits(env: Env, name: string, fallback: PlanLimits): PlanLimits {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const limits = { ...fallback };
+  for (const part of raw.split(',')) {
+    const [key, value] = part.split('=').map((s) => s.trim());
+    if (!key || !(key in fallback)) {
+      throw new ConfigError(name, `unknown limit "${key ?? ''}" (expected ${Object.keys(fallback).join(', ')})`);
+    }
+    if (!value || !/^\d+$/.test(value) || Number(value) < 1) {
+      throw new ConfigError(name, `limit ${key} must be a positive whole number`);
+    }
+    limits[key as keyof PlanLimits] = Number(value);
+  }
+  return limits;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  const logLevel = (env.MONTAGE_LOG_LEVEL || 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('MONTAGE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  const scheduleRaw = env.MONTAGE_WEBHOOK_RETRY_SCHEDULE || '5s,5m,30m,2h,5h,10h,10h';
+  const webhookRetrySchedule = scheduleRaw.split(',').map((part) => {
+    const ms = parseDuration(part);
+    if (ms === null) throw new ConfigError('MONTAGE_WEBHOOK_RETRY_SCHEDULE', `"${part}" is not a duration such as 5s, 5m or 2h`);
+    return ms;
+  });
+
+  return {
+    port,
+    host,
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    dataDir: path.resolve(env.DATA_DIR || './data'),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    allowPrivateNetwork: flag(env, 'MONTAGE_ALLOW_PRIVATE_NETWORK'),
+    webhookRetrySchedule,
+    webhookDisableAfterMs: duration(env, 'MONTAGE_WEBHOOK_DISABLE_AFTER', '5d'),
+    limits: {
+      business: planLimits(env, 'MONTAGE_LIMITS_BUSINESS', DEFAULT_LIMITS.business),
+      enterprise: planLimits(env, 'MONTAGE_LIMITS_ENTERPRISE', DEFAULT_LIMITS.enterprise),
+    },
+    blendMaxImages: integer(env, 'MONTAGE_BLEND_MAX_IMAGES', 10, 2, 100),
+    logLevel,
+    jobLeaseMs: duration(env, 'MONTAGE_JOB_LEASE', '30s'),
+    resultUrlTtlMs: duration(env, 'MONTAGE_RESULT_URL_TTL', '7d'),
+    metricsToken: env.MONTAGE_METRICS_TOKEN || null,
+    bodyLimitBytes: integer(env, 'MONTAGE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
+  };
+}

@@ -1,0 +1,91 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { CamelCasePlugin, Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { AccountTable, ApiKeyTable } from '../accounts/accounts.table.js';
+import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
+
+export interface Database {
+  accounts: AccountTable;
+  apiKeys: ApiKeyTable;
+  idempotencyKeys: IdempotencyKeyTable;
+}
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+export type Engine = 'sqlite' | 'postgres';
+
+export interface DatabaseHandle {
+  db: Db;
+  engine: Engine;
+  /** Human-readable location, without credentials. */
+  location: string;
+  close(): Promise<void>;
+}
+
+// int8 (counts, epoch milliseconds) and numeric (SUM of int8) come back from pg as strings;
+// every such value Montage stores fits in a double.
+const PG_NUMBER_TYPES = new Set([20, 1700]);
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: string) =>
+    PG_NUMBER_TYPES.has(oid) ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+export interface OpenOptions {
+  dataDir: string;
+  databaseUrl: string | null;
+  poolSize?: number;
+}
+
+/**
+ * SQLite (better-sqlite3, WAL) in `dataDir` unless `databaseUrl` names PostgreSQL.
+ * A `?schema=NAME` parameter on the PostgreSQL URL puts every table in that schema.
+ */
+export function openDatabase(options: OpenOptions): DatabaseHandle {
+  const plugins = [new CamelCasePlugin()];
+  if (options.databaseUrl) {
+    const url = new URL(options.databaseUrl);
+    const schema = url.searchParams.get('schema');
+    url.searchParams.delete('schema');
+    if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+      throw new Error('DATABASE_URL: schema must be a lower-case SQL identifier');
+    }
+    const pool = new pg.Pool({
+      connectionString: url.toString(),
+      max: options.poolSize ?? 10,
+      types: pgTypes,
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    });
+    // An idle client that loses its connection (a restarted server) must not crash the process.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins });
+    return {
+      db,
+      engine: 'postgres',
+      location: `postgres://${url.host}${url.pathname}${schema ? ` (schema ${schema})` : ''}`,
+      close: () => db.destroy(),
+    };
+  }
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  const file = path.join(options.dataDir, 'montage.db');
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins });
+  return { db, engine: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/** Creates the schema named in a PostgreSQL URL's `?schema=` if it does not exist yet. */
+export async function ensureSchema(handle: DatabaseHandle, databaseUrl: string | null): Promise<void> {
+  const schema = databaseUrl ? new URL(databaseUrl).searchParams.get('schema') : null;
+  if (handle.engine === 'postgres' && schema) {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(handle.db);
+  }
+}
+
+export async function ping(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}

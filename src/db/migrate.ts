@@ -1,0 +1,20 @@
+import { type Migration, type MigrationProvider, Migrator } from 'kysely';
+import type { Db } from './database.js';
+import * as m0001 from './migrations/2026_11_22_0001_accounts.js';
+
+const MIGRATIONS: Record<string, Migration> = {
+  '2026_11_22_0001_accounts': m0001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+/** Applies every pending migration; several processes starting at once take turns (Kysely's migration lock). */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`migration ${failed ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

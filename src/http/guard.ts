@@ -1,0 +1,54 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { authenticate, type Principal, SCOPES, type Scope } from '../accounts/accounts.service.js';
+import type { Db } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { type Area, type RateLimits, rateLimitHeaders } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * The key needs one of these scopes; `all`: a key holding every scope (managing keys,
+     * so a door-scanner key cannot mint a stronger one). Omitted: any valid key (GET /account).
+     */
+    scope?: Scope | readonly Scope[] | 'all';
+    /** Rate-limit area; everything but /blend is the event area. */
+    area?: Area;
+    /** `false` where a stored response would hold a secret (a new API key). */
+    idempotent?: boolean;
+  }
+}
+
+/**
+ * Runs before every versioned route, in a fixed order: authenticate the key (401), check the
+ * account's plan (403 plan_required), the key's scopes (403 insufficient_scope), then spend
+ * from the account's rate limits (429). Rate-limit headers go on every authenticated response.
+ */
+export async function guard(db: Db, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const principal = await authenticate(db, request.headers.authorization, (err) =>
+    request.log.warn({ err }, 'could not record key use'),
+  );
+  request.principal = principal;
+  if (principal.plan === 'free') {
+    throw new AppError('plan_required', 'API access requires the Business plan or above; this account is on the free plan.');
+  }
+  const { scope, area = 'events' } = request.routeOptions.config;
+  if (scope === 'all') {
+    if (principal.scopes.length < SCOPES.length) {
+      throw new AppError('insufficient_scope', 'Managing API keys needs a key that holds every scope.', { requiredScopes: SCOPES });
+    }
+  } else if (scope !== undefined) {
+    const needed: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+    if (!needed.some((s) => principal.scopes.includes(s))) {
+      throw new AppError('insufficient_scope', `This API key lacks the scope ${needed.join(' or ')}.`, { requiredScopes: needed });
+    }
+  }
+  const verdict = await limits.consume(principal.accountId, principal.plan, area);
+  reply.headers(rateLimitHeaders(verdict));
+  if (!verdict.allowed) {
+    reply.header('Retry-After', String(verdict.retryAfterSeconds));
+    throw new AppError('rate_limited', `Rate limit ${verdict.closest.name} of ${verdict.closest.limit} requests is used up; retry in ${verdict.retryAfterSeconds} s.`);
+  }
+}

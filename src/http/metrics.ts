@@ -1,0 +1,46 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { AppError } from '../errors.js';
+import { sendProblem } from './problem.js';
+
+/** Request counts and latency by route pattern and status, at /metrics (Prometheus text). */
+export const metricsPlugin = fp(
+  async (app: FastifyInstance, options: { token: string | null }) => {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const requests = new Counter({
+      name: 'montage_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    });
+    const duration = new Histogram({
+      name: 'montage_http_request_duration_seconds',
+      help: 'Time to answer HTTP requests, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    });
+
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, never the raw URL: IDs in paths would make the label set unbounded.
+      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+      requests.inc(labels);
+      duration.observe(labels, reply.elapsedTime / 1000);
+    });
+
+    const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : null;
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      if (expected) {
+        const given = Buffer.from(request.headers.authorization ?? '');
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+          return sendProblem(request, reply, new AppError('unauthorized', 'Send the metrics token as Authorization: Bearer <token>.'));
+        }
+      }
+      return reply.type(registry.contentType).send(await registry.metrics());
+    });
+  },
+  { name: 'metrics' },
+);

@@ -1,0 +1,112 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Type } from 'typebox';
+import { AppError, ERROR_CODES, type ErrorCode, type FieldError } from '../errors.js';
+
+/** RFC 9457 problem details, as every error response carries them. */
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ examples: ['/docs/errors#not_found'] }),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ description: 'Stable machine-readable error code (snake_case).' }),
+    detail: Type.String(),
+    requestId: Type.String(),
+    errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+  },
+  { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details' },
+);
+
+export function problemBody(request: FastifyRequest, error: AppError) {
+  const { status, title } = ERROR_CODES[error.code];
+  return {
+    type: `/docs/errors#${error.code}`,
+    title,
+    status,
+    code: error.code,
+    detail: error.detail,
+    requestId: request.id,
+    ...(error.errors ? { errors: error.errors } : {}),
+    ...error.extensions,
+  };
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError) {
+  if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="montage"');
+  // A string payload skips the response serializer, so extension members are kept.
+  return reply
+    .code(error.status)
+    .type('application/problem+json')
+    .send(JSON.stringify(problemBody(request, error)));
+}
+
+interface AjvError {
+  instancePath?: string;
+  message?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+}
+
+function fieldErrors(context: string | undefined, validation: AjvError[]): FieldError[] {
+  const part = context === 'body' ? '' : `/${context ?? ''}`.replace(/^\/querystring/, '/query');
+  return validation.map((v) => {
+    let path = v.instancePath ?? '';
+    let message = v.message ?? 'is invalid';
+    if (v.keyword === 'additionalProperties' && typeof v.params?.additionalProperty === 'string') {
+      path = `${path}/${v.params.additionalProperty}`;
+      message = 'is not a known property';
+    } else if (v.keyword === 'required' && typeof v.params?.missingProperty === 'string') {
+      path = `${path}/${v.params.missingProperty}`;
+      message = 'is required';
+    }
+    return { path: `${part}${path}` || '/', message };
+  });
+}
+
+/** Translates anything thrown into a problem+json; never leaks a stack, SQL or file path. */
+export function toAppError(error: FastifyError): AppError {
+  if (error instanceof AppError) return error;
+  if (error.validation) {
+    const errors = fieldErrors(error.validationContext, error.validation as AjvError[]);
+    const first = errors[0];
+    return new AppError('invalid_request', first ? `${first.path} ${first.message}` : 'Request is invalid.', {}, errors);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_request', 'The request body is not valid JSON.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('invalid_request', 'Content-Length does not match the body.');
+  }
+  if (error.statusCode === 400) return new AppError('invalid_request', 'The request is malformed.');
+  return new AppError('internal_error', 'Something went wrong on our side. Quote the request id when you report it.');
+}
+
+export const problemPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addSchema(ProblemSchema);
+
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const appError = toAppError(error);
+      if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendProblem(request, reply, appError);
+    });
+
+    app.setNotFoundHandler((request, reply) =>
+      sendProblem(request, reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    );
+  },
+  { name: 'problem' },
+);
+
+/** Response schemas for the error statuses every route can answer with. */
+export const problemResponses = {
+  '4xx': { $ref: 'Problem#' },
+  '5xx': { $ref: 'Problem#' },
+} as const;
+
+export const isErrorCode = (code: string): code is ErrorCode => code in ERROR_CODES;

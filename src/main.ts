@@ -1,0 +1,212 @@
+import { parseArgs } from 'node:util';
+import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
+import { buildApp } from './app.js';
+import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
+import { ensureSchema, openDatabase, type DatabaseHandle } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { TenantScope } from './db/tenant.js';
+import { AppError } from './errors.js';
+import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
+
+const USAGE = `Usage: montage <command>
+
+  serve [--no-worker]        API server (and background workers unless --no-worker); same as npm start
+  worker                     background workers only
+  migrate                    apply database migrations
+  accounts create --email E [--plan free|business|enterprise] [--password P]
+  keys create --email E [--name N] [--scopes a,b] [--expires-in 30d]
+  keys list --email E
+  keys revoke KEY_ID
+
+Configuration comes from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, ...): see README.md.`;
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+async function withDatabase<T>(config: Config, work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
+  const handle = openDatabase(config);
+  try {
+    await ensureSchema(handle, config.databaseUrl);
+    await migrateToLatest(handle.db);
+    return await work(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+function parseExpiresIn(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^(\d{1,6})([mhd])$/.exec(text);
+  if (!match) throw new AppError('invalid_request', '--expires-in takes <n>m, <n>h or <n>d, e.g. 30d.');
+  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
+}
+
+/** Background work that needs no HTTP: periodic clean-up now, job queues as areas add them. */
+function startWorkers(handle: DatabaseHandle, log: (msg: string, err?: unknown) => void): () => void {
+  const sweep = () =>
+    purgeExpiredIdempotencyKeys(handle.db).then(
+      (n) => n > 0 && log(`purged ${n} expired idempotency keys`),
+      (err) => log('idempotency key purge failed', err),
+    );
+  void sweep();
+  const timer = setInterval(sweep, 15 * 60_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+function onShutdown(stop: () => Promise<void>) {
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+}
+
+async function serve(config: Config, withWorker: boolean): Promise<void> {
+  const handle = openDatabase(config);
+  await ensureSchema(handle, config.databaseUrl);
+  await migrateToLatest(handle.db);
+  const app = await buildApp(config, { database: handle });
+  const stopWorkers = withWorker ? startWorkers(handle, (msg, err) => app.log.info({ err }, msg)) : () => {};
+  onShutdown(async () => {
+    stopWorkers();
+    await app.close();
+    await handle.close();
+  });
+  await app.listen({ port: config.port, host: config.host });
+  const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const base = config.publicUrl;
+  out('');
+  out(`Montage is running (${handle.engine}: ${handle.location}${withWorker ? ', with workers' : ''})`);
+  out(`  API       ${base}/v1   (also ${base}/api/v1)`);
+  out(`  API docs  ${base}/docs   (OpenAPI: ${base}/openapi.json)`);
+  out(`  Health    ${base}/healthz  ${base}/readyz  ${base}/metrics`);
+  if (Number(accounts.n) === 0) {
+    out('');
+    out('No accounts yet. Create one and its first API key in another terminal:');
+    out('  npx montage accounts create --email you@example.com --plan business');
+    out('  npx montage keys create --email you@example.com');
+    out(`Then: curl -H "Authorization: Bearer <key>" ${base}/v1/account`);
+  }
+  out('');
+}
+
+async function worker(config: Config): Promise<void> {
+  const handle = openDatabase(config);
+  await ensureSchema(handle, config.databaseUrl);
+  await migrateToLatest(handle.db);
+  const stop = startWorkers(handle, (msg, err) => process.stderr.write(`${msg}${err ? `: ${String(err)}` : ''}\n`));
+  out(`Montage worker running (${handle.engine}: ${handle.location})`);
+  onShutdown(async () => {
+    stop();
+    await handle.close();
+  });
+  // Keep the process alive until a signal stops it.
+  setInterval(() => {}, 1 << 30);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, sub] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    out(USAGE);
+    return command ? 0 : 1;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  try {
+    return await run(config, command, sub, argv);
+  } catch (err) {
+    if (err instanceof AppError) {
+      process.stderr.write(`${err.code}: ${err.detail}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+async function run(config: Config, command: string, sub: string | undefined, argv: string[]): Promise<number> {
+  const options = {
+    email: { type: 'string' },
+    plan: { type: 'string' },
+    password: { type: 'string' },
+    name: { type: 'string' },
+    scopes: { type: 'string' },
+    'expires-in': { type: 'string' },
+    'no-worker': { type: 'boolean' },
+  } as const;
+  const rest = command === 'accounts' || command === 'keys' ? argv.slice(2) : argv.slice(1);
+  const { values, positionals } = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+  const requireEmail = () => {
+    if (!values.email) throw new AppError('invalid_request', '--email is required.');
+    return values.email;
+  };
+
+  switch (`${command}${command === 'accounts' || command === 'keys' ? ` ${sub ?? ''}` : ''}`) {
+    case 'serve':
+      await serve(config, !values['no-worker']);
+      return 0;
+    case 'worker':
+      await worker(config);
+      return 0;
+    case 'migrate':
+      await withDatabase(config, async (handle) => {
+        const applied = await migrateToLatest(handle.db);
+        out(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');
+      });
+      return 0;
+    case 'accounts create':
+      return withDatabase(config, async ({ db }) => {
+        const account = await createAccount(db, { email: requireEmail(), plan: values.plan as Plan | undefined, password: values.password });
+        out(`Created account ${account.id} (${account.email}, plan ${account.plan})`);
+        return 0;
+      });
+    case 'keys create':
+      return withDatabase(config, async ({ db }) => {
+        const account = await accountByEmail(db, requireEmail());
+        const key = await createApiKey(db, account, {
+          name: values.name,
+          scopes: values.scopes?.split(',').map((s) => s.trim()),
+          expiresInMs: parseExpiresIn(values['expires-in']),
+        });
+        out(`Created key ${key.id} "${key.name}" for ${account.email}; scopes ${key.scopes.join(',')}${key.expiresAt ? `; expires ${key.expiresAt}` : ''}.`);
+        out('Store it now: it is shown only once.');
+        out(key.key);
+        return 0;
+      });
+    case 'keys list':
+      return withDatabase(config, async ({ db }) => {
+        const account = await accountByEmail(db, requireEmail());
+        const rows = await new TenantScope(db, account.id).selectFrom('apiKeys').selectAll().orderBy('id', 'desc').execute();
+        for (const key of rows.map(presentKey)) {
+          const state = key.revokedAt ? 'revoked' : key.expiresAt && Date.parse(key.expiresAt) <= Date.now() ? 'expired' : 'active';
+          out([key.id, key.prefix, state, key.name, key.scopes.join(','), `created ${key.createdAt}`, `last used ${key.lastUsedAt ?? 'never'}`].join('\t'));
+        }
+        if (rows.length === 0) out(`No keys for ${account.email}.`);
+        return 0;
+      });
+    case 'keys revoke':
+      return withDatabase(config, async ({ db }) => {
+        const id = positionals[0];
+        if (!id) throw new AppError('invalid_request', 'Name the key: montage keys revoke KEY_ID.');
+        const key = await revokeApiKeyById(db, id);
+        out(`Revoked ${key.id} (${key.prefix}...) at ${key.revokedAt}`);
+        return 0;
+      });
+    default:
+      process.stderr.write(`Unknown command: ${argv.join(' ')}\n${USAGE}\n`);
+      return 1;
+  }
+}

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { createAccount, createApiKey, type NewKey } from '../src/accounts/accounts.service.js';
+import { type BuildOptions, buildApp } from '../src/app.js';
+import { type Config, loadConfig, type Plan } from '../src/config.js';
+import { type DatabaseHandle, ensureSchema, type Engine, openDatabase } from '../src/db/database.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+
+/** The engines this run tests on (scripts/test.mjs sets them; PostgreSQL gets a fresh database per run). */
+export const ENGINES = (process.env.MONTAGE_TEST_ENGINES ?? 'sqlite').split(',').filter(Boolean) as Engine[];
+
+/** Where a test app keeps its data: a temp SQLite directory, or a fresh PostgreSQL schema. */
+export interface Storage {
+  engine: Engine;
+  env: Record<string, string>;
+}
+
+let counter = 0;
+
+export async function freshStorage(t: TestContext, engine: Engine): Promise<Storage> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-test-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  if (engine === 'sqlite') return { engine, env: { DATA_DIR: dataDir } };
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) throw new Error('TEST_DATABASE_URL is not set: run the tests with npm test');
+  const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
+  t.after(async () => {
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    await client.query(`drop schema if exists ${schema} cascade`);
+    await client.end();
+  });
+  return { engine, env: { DATA_DIR: dataDir, DATABASE_URL: `${base}?schema=${schema}` } };
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+  database: DatabaseHandle;
+  /** `http://127.0.0.1:<port>`: tests speak real HTTP over loopback. */
+  url: string;
+  /** Creates an account (and a key with every scope unless the plan is free). */
+  account(plan?: Plan, key?: NewKey): Promise<{ accountId: string; email: string; key: string }>;
+  key(accountId: string, plan: Plan, key?: NewKey): Promise<string>;
+  fetch(pathname: string, init?: RequestInit & { key?: string; json?: unknown }): Promise<Response>;
+}
+
+export async function startApp(
+  t: TestContext,
+  storage: Storage,
+  env: Record<string, string> = {},
+  options: Omit<BuildOptions, 'database'> = {},
+): Promise<TestApp> {
+  const config = loadConfig({ PORT: '0', MONTAGE_LOG_LEVEL: 'silent', ...storage.env, ...env });
+  const database = openDatabase(config);
+  await ensureSchema(database, config.databaseUrl);
+  await migrateToLatest(database.db);
+  const app = await buildApp(config, { database, logger: false, ...options });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  t.after(async () => {
+    await app.close();
+    await database.close();
+  });
+  const key: TestApp['key'] = async (accountId, plan, input = {}) =>
+    (await createApiKey(database.db, { id: accountId, plan }, input)).key;
+  return {
+    app,
+    config,
+    database,
+    url: address,
+    key,
+    async account(plan = 'business', input = {}) {
+      const email = `user${counter++}.${Date.now()}@example.com`;
+      const account = await createAccount(database.db, { email, plan });
+      return { accountId: account.id, email, key: plan === 'free' ? '' : await key(account.id, plan, input) };
+    },
+    fetch(pathname, init = {}) {
+      const { key: apiKey, json, headers, ...rest } = init;
+      const h = new Headers(headers);
+      if (apiKey) h.set('authorization', `Bearer ${apiKey}`);
+      if (json !== undefined) h.set('content-type', 'application/json');
+      return fetch(`${address}${pathname}`, { ...rest, headers: h, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    },
+  };
+}
+
+/** Asserts the RFC 9457 shape every error has, and returns the body. */
+export async function problem(response: Response, status: number, code: string): Promise<Record<string, any>> {
+  const body = (await response.json()) as Record<string, any>;
+  const { deepStrictEqual, equal, match, ok } = await import('node:assert/strict');
+  deepStrictEqual({ status: response.status, code: body.code }, { status, code }, JSON.stringify(body));
+  match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  equal(body.status, status);
+  equal(body.type, `/docs/errors#${code}`);
+  ok(typeof body.title === 'string' && body.title.length > 0);
+  ok(typeof body.detail === 'string' && body.detail.length > 0);
+  equal(body.requestId, response.headers.get('x-request-id'));
+  ok(!/at .+\(|node_modules|\/work\/|select |insert into/i.test(JSON.stringify(body)), 'no stack, path or SQL');
+  return body;
+}
+
+export { sql };
