@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
-import { ensureSchema, openDatabase, type DatabaseHandle } from './db/database.js';
+import { openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
@@ -22,11 +22,11 @@ Configuration comes from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, RE
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
-async function withDatabase<T>(config: Config, work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
+/** Opens the database, brings it up to date (unless the command is `migrate` itself) and runs `work`. */
+async function withDatabase<T>(config: Config, work: (handle: DatabaseHandle) => Promise<T>, migrate = true): Promise<T> {
   const handle = openDatabase(config);
   try {
-    await ensureSchema(handle, config.databaseUrl);
-    await migrateToLatest(handle.db);
+    if (migrate) await migrateToLatest(handle);
     return await work(handle);
   } finally {
     await handle.close();
@@ -69,8 +69,7 @@ function onShutdown(stop: () => Promise<void>) {
 
 async function serve(config: Config, withWorker: boolean): Promise<void> {
   const handle = openDatabase(config);
-  await ensureSchema(handle, config.databaseUrl);
-  await migrateToLatest(handle.db);
+  await migrateToLatest(handle);
   const app = await buildApp(config, { database: handle });
   const stopWorkers = withWorker ? startWorkers(handle, (msg, err) => app.log.info({ err }, msg)) : () => {};
   onShutdown(async () => {
@@ -98,8 +97,7 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
 
 async function worker(config: Config): Promise<void> {
   const handle = openDatabase(config);
-  await ensureSchema(handle, config.databaseUrl);
-  await migrateToLatest(handle.db);
+  await migrateToLatest(handle);
   const stop = startWorkers(handle, (msg, err) => process.stderr.write(`${msg}${err ? `: ${String(err)}` : ''}\n`));
   out(`Montage worker running (${handle.engine}: ${handle.location})`);
   onShutdown(async () => {
@@ -163,9 +161,9 @@ async function run(config: Config, command: string, sub: string | undefined, arg
       return 0;
     case 'migrate':
       await withDatabase(config, async (handle) => {
-        const applied = await migrateToLatest(handle.db);
+        const applied = await migrateToLatest(handle);
         out(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');
-      });
+      }, false);
       return 0;
     case 'accounts create':
       return withDatabase(config, async ({ db }) => {

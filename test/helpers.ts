@@ -1,14 +1,14 @@
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import pg from 'pg';
 import { createAccount, createApiKey, type NewKey } from '../src/accounts/accounts.service.js';
 import { type BuildOptions, buildApp } from '../src/app.js';
 import { type Config, loadConfig, type Plan } from '../src/config.js';
-import { type DatabaseHandle, ensureSchema, type Engine, openDatabase } from '../src/db/database.js';
+import { type DatabaseHandle, type Engine, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 
 /** The engines this run tests on (scripts/test.mjs sets them; PostgreSQL gets a fresh database per run). */
@@ -38,6 +38,9 @@ export async function freshStorage(t: TestContext, engine: Engine): Promise<Stor
   return { engine, env: { DATA_DIR: dataDir, DATABASE_URL: `${base}?schema=${schema}` } };
 }
 
+/** A fetch Response whose JSON tests read freely. */
+export type ApiResponse = Omit<Response, 'json'> & { json(): Promise<any> };
+
 export interface TestApp {
   app: FastifyInstance;
   config: Config;
@@ -47,7 +50,7 @@ export interface TestApp {
   /** Creates an account (and a key with every scope unless the plan is free). */
   account(plan?: Plan, key?: NewKey): Promise<{ accountId: string; email: string; key: string }>;
   key(accountId: string, plan: Plan, key?: NewKey): Promise<string>;
-  fetch(pathname: string, init?: RequestInit & { key?: string; json?: unknown }): Promise<Response>;
+  fetch(pathname: string, init?: RequestInit & { key?: string; json?: unknown }): Promise<ApiResponse>;
 }
 
 export async function startApp(
@@ -58,8 +61,7 @@ export async function startApp(
 ): Promise<TestApp> {
   const config = loadConfig({ PORT: '0', MONTAGE_LOG_LEVEL: 'silent', ...storage.env, ...env });
   const database = openDatabase(config);
-  await ensureSchema(database, config.databaseUrl);
-  await migrateToLatest(database.db);
+  await migrateToLatest(database);
   const app = await buildApp(config, { database, logger: false, ...options });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => {
@@ -90,18 +92,16 @@ export async function startApp(
 }
 
 /** Asserts the RFC 9457 shape every error has, and returns the body. */
-export async function problem(response: Response, status: number, code: string): Promise<Record<string, any>> {
+export async function problem(response: ApiResponse, status: number, code: string): Promise<Record<string, any>> {
   const body = (await response.json()) as Record<string, any>;
-  const { deepStrictEqual, equal, match, ok } = await import('node:assert/strict');
-  deepStrictEqual({ status: response.status, code: body.code }, { status, code }, JSON.stringify(body));
-  match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  equal(body.status, status);
-  equal(body.type, `/docs/errors#${code}`);
-  ok(typeof body.title === 'string' && body.title.length > 0);
-  ok(typeof body.detail === 'string' && body.detail.length > 0);
-  equal(body.requestId, response.headers.get('x-request-id'));
-  ok(!/at .+\(|node_modules|\/work\/|select |insert into/i.test(JSON.stringify(body)), 'no stack, path or SQL');
+  assert.deepStrictEqual({ status: response.status, code: body.code }, { status, code }, JSON.stringify(body));
+  assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.equal(body.status, status);
+  assert.equal(body.type, `/docs/errors#${code}`);
+  assert.ok(typeof body.title === 'string' && body.title.length > 0);
+  assert.ok(typeof body.detail === 'string' && body.detail.length > 0);
+  assert.equal(body.requestId, response.headers.get('x-request-id'));
+  assert.ok(!/at .+\(|node_modules|\/work\/|select |insert into/i.test(JSON.stringify(body)), 'no stack, path or SQL');
   return body;
 }
 
-export { sql };

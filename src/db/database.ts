@@ -21,6 +21,8 @@ export interface DatabaseHandle {
   engine: Engine;
   /** Human-readable location, without credentials. */
   location: string;
+  /** PostgreSQL schema named by `?schema=` in the URL, else null (the default search path). */
+  schema: string | null;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
     return {
       db,
       engine: 'postgres',
+      schema,
       location: `postgres://${url.host}${url.pathname}${schema ? ` (schema ${schema})` : ''}`,
       close: () => db.destroy(),
     };
@@ -75,15 +78,12 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins });
-  return { db, engine: 'sqlite', location: file, close: () => db.destroy() };
+  return { db, engine: 'sqlite', location: file, schema: null, close: () => db.destroy() };
 }
 
 /** Creates the schema named in a PostgreSQL URL's `?schema=` if it does not exist yet. */
-export async function ensureSchema(handle: DatabaseHandle, databaseUrl: string | null): Promise<void> {
-  const schema = databaseUrl ? new URL(databaseUrl).searchParams.get('schema') : null;
-  if (handle.engine === 'postgres' && schema) {
-    await sql`create schema if not exists ${sql.id(schema)}`.execute(handle.db);
-  }
+export async function ensureSchema(handle: DatabaseHandle): Promise<void> {
+  if (handle.schema) await sql`create schema if not exists ${sql.id(handle.schema)}`.execute(handle.db);
 }
 
 export async function ping(db: Db): Promise<void> {

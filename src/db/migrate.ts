@@ -1,5 +1,5 @@
 import { type Migration, type MigrationProvider, Migrator } from 'kysely';
-import type { Db } from './database.js';
+import { type DatabaseHandle, ensureSchema } from './database.js';
 import * as m0001 from './migrations/2026_11_22_0001_accounts.js';
 
 const MIGRATIONS: Record<string, Migration> = {
@@ -8,9 +8,13 @@ const MIGRATIONS: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
-/** Applies every pending migration; several processes starting at once take turns (Kysely's migration lock). */
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
+/**
+ * Applies every pending migration; several processes starting at once take turns
+ * (Kysely's migration lock). The bookkeeping tables live in the same schema as the data.
+ */
+export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+  await ensureSchema(handle);
+  const migrator = new Migrator({ db: handle.db, provider, ...(handle.schema ? { migrationTableSchema: handle.schema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+
+test('defaults follow API.md section 10', () => {
+  const config = loadConfig({});
+  assert.equal(config.port, 8080);
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.publicUrl, 'http://127.0.0.1:8080');
+  assert.equal(config.dataDir, path.resolve('./data'));
+  assert.equal(config.databaseUrl, null);
+  assert.equal(config.redisUrl, null);
+  assert.equal(config.allowPrivateNetwork, false);
+  assert.deepEqual(config.webhookRetrySchedule, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
+  assert.deepEqual(config.limits.business, { blendPerHour: 1000, eventsPerMinute: 1000, eventsPerDay: 50000 });
+  assert.equal(config.blendMaxImages, 10);
+  assert.equal(config.jobLeaseMs, 30_000);
+  assert.equal(config.resultUrlTtlMs, 7 * 86_400_000);
+  assert.equal(config.webhookDisableAfterMs, 5 * 86_400_000);
+  assert.equal(config.bodyLimitBytes, 1024 * 1024);
+});
+
+test('values are parsed and checked', () => {
+  const config = loadConfig({
+    PORT: '9000',
+    PUBLIC_URL: 'https://montage.example.com/',
+    MONTAGE_LIMITS_BUSINESS: 'eventsPerMinute=5',
+    MONTAGE_ALLOW_PRIVATE_NETWORK: '1',
+    DATABASE_URL: 'postgres://u@db:5432/montage',
+  });
+  assert.equal(config.publicUrl, 'https://montage.example.com');
+  assert.deepEqual(config.limits.business, { blendPerHour: 1000, eventsPerMinute: 5, eventsPerDay: 50000 });
+  assert.equal(config.allowPrivateNetwork, true);
+  assert.throws(() => loadConfig({ PORT: '70000' }), (e: unknown) => e instanceof ConfigError && e.variable === 'PORT');
+  assert.throws(() => loadConfig({ MONTAGE_LIMITS_ENTERPRISE: 'cats=1' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MONTAGE_LIMITS_ENTERPRISE');
+  assert.throws(() => loadConfig({ REDIS_URL: 'http://x' }), (e: unknown) => e instanceof ConfigError && e.variable === 'REDIS_URL');
+  assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_IMAGES: '1' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MONTAGE_BLEND_MAX_IMAGES');
+  assert.equal(parseDuration('90s'), 90_000);
+  assert.equal(parseDuration('2h'), 7_200_000);
+  assert.equal(parseDuration('2 hours'), null);
+});

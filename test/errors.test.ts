@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Type } from 'typebox';
+import { AppError } from '../src/errors.js';
+import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
+
+for (const engine of ENGINES) {
+  describe(`errors as problem details (${engine})`, () => {
+    test('413, 415 and malformed JSON each have their problem', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BODY_LIMIT: '2048' });
+      const { key } = await api.account();
+      const big = JSON.stringify({ name: 'x'.repeat(4000) });
+      await problem(await api.fetch('/v1/keys', { method: 'POST', key, body: big, headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+      await problem(await api.fetch('/v1/keys', { method: 'POST', key, body: 'name=x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+      await problem(
+        await api.fetch('/v1/keys', { method: 'POST', key, body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+        415,
+        'unsupported_media_type',
+      );
+      await problem(await api.fetch('/v1/keys', { method: 'POST', key, body: '{"name": ', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+      await problem(
+        await api.fetch('/v1/keys', { method: 'POST', key, body: '{"__proto__": {"admin": true}}', headers: { 'content-type': 'application/json' } }),
+        400,
+        'invalid_request',
+      );
+    });
+
+    test('validation errors list every failing path; unknown properties are refused', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const body = await problem(
+        await api.fetch('/v1/keys', { method: 'POST', key, json: { name: '', scopes: ['bogus'], nmae: 'typo' } }),
+        400,
+        'invalid_request',
+      );
+      const paths = body.errors.map((e: { path: string }) => e.path);
+      for (const expected of ['/name', '/scopes/0', '/nmae']) assert.ok(paths.includes(expected), `${expected} in ${paths}`);
+      assert.ok(body.errors.every((e: { message: string }) => typeof e.message === 'string' && e.message.length > 0));
+
+      const query = await problem(await api.fetch('/v1/keys?limit=abc&colour=red', { key }), 400, 'invalid_request');
+      const queryPaths = query.errors.map((e: { path: string }) => e.path);
+      assert.ok(queryPaths.includes('/query/limit') && queryPaths.includes('/query/colour'), String(queryPaths));
+    });
+
+    test('unknown routes, and errors we did not expect, never leak internals', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), {}, {
+        extraRoutes: async (app) => {
+          app.get('/test/boom', async () => {
+            throw new Error('select * from accounts where secret at /work/main/src/app.ts:12');
+          });
+          app.get('/test/conflict', async () => {
+            throw new AppError('sold_out', 'Ticket type tt_x has 0 of 100 left.', { available: 0 });
+          });
+          app.get('/test/echo/:id', { schema: { params: Type.Object({ id: Type.String() }) } }, async (request) => request.params);
+        },
+      });
+      const { key } = await api.account();
+      await problem(await api.fetch('/v1/nothing-here', { key }), 404, 'not_found');
+      await problem(await api.fetch('/nothing-here'), 404, 'not_found');
+      const boom = await problem(await api.fetch('/v1/test/boom', { key }), 500, 'internal_error');
+      assert.ok(!JSON.stringify(boom).includes('select'));
+      const conflict = await problem(await api.fetch('/v1/test/conflict', { key }), 409, 'sold_out');
+      assert.equal(conflict.available, 0, 'extension members reach the client');
+      assert.ok(conflict.headers === undefined);
+    });
+
+    test('every response carries X-Request-Id; a sane caller id is kept', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      for (const path of ['/healthz', '/v1/account', '/v1/missing', '/openapi.json']) {
+        const res = await api.fetch(path, { key });
+        assert.match(res.headers.get('x-request-id') ?? '', /^req_[0-9a-z]{26}$/, path);
+      }
+      const mine = await api.fetch('/v1/account', { key, headers: { 'x-request-id': 'trace-42.a:b' } });
+      assert.equal(mine.headers.get('x-request-id'), 'trace-42.a:b');
+      const hostile = await api.fetch('/v1/account', { key, headers: { 'x-request-id': '<script>' } });
+      assert.match(hostile.headers.get('x-request-id') ?? '', /^req_/);
+    });
+  });
+}

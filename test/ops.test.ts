@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
+
+for (const engine of ENGINES) {
+  describe(`operations endpoints (${engine})`, () => {
+    test('/healthz, /readyz (503 when the database is gone)', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      assert.deepEqual(await (await api.fetch('/healthz')).json(), { status: 'ok' });
+      assert.deepEqual(await (await api.fetch('/readyz')).json(), { status: 'ok' });
+      await api.database.close();
+      await problem(await api.fetch('/readyz'), 503, 'unavailable');
+      assert.equal((await api.fetch('/healthz')).status, 200, 'the process itself is still up');
+    });
+
+    test('/metrics counts requests by route pattern and status; a token guards it when set', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      await api.fetch('/v1/keys/key_01jd0c8n4ffm5b6d2x0v9k3q7r', { key });
+      await api.fetch('/api/v1/account', { key });
+      const text = await (await api.fetch('/metrics')).text();
+      assert.match(text, /montage_http_requests_total\{method="GET",route="\/v1\/keys\/:id",status="404"\} 1/);
+      assert.match(text, /montage_http_requests_total\{method="GET",route="\/api\/v1\/account",status="200"\} 1/);
+      assert.match(text, /montage_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/account",status="200"\}/);
+
+      const guarded = await startApp(t, await freshStorage(t, engine), { MONTAGE_METRICS_TOKEN: 's3cret-token' });
+      await problem(await guarded.fetch('/metrics'), 401, 'unauthorized');
+      await problem(await guarded.fetch('/metrics', { headers: { authorization: 'Bearer wrong' } }), 401, 'unauthorized');
+      assert.equal((await guarded.fetch('/metrics', { headers: { authorization: 'Bearer s3cret-token' } })).status, 200);
+    });
+
+    test('OpenAPI 3.1 lists every /v1 route with its schemas; /docs and /docs/errors are served', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const doc = await (await api.fetch('/openapi.json')).json();
+      assert.equal(doc.openapi, '3.1.0');
+      for (const path of ['/v1/account', '/v1/keys', '/v1/keys/{id}', '/v1/keys/{id}/revoke', '/healthz', '/readyz']) {
+        assert.ok(doc.paths[path], `${path} documented`);
+      }
+      assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/api/v1')), 'the alias is not listed twice');
+      const create = doc.paths['/v1/keys'].post;
+      assert.ok(create.requestBody.content['application/json'].schema);
+      assert.ok(create.responses['201'] && create.responses['4XX']);
+      assert.match(await (await api.fetch('/docs/')).text(), /swagger/i);
+      const errors = await (await api.fetch('/docs/errors')).text();
+      for (const code of ['sold_out', 'idempotency_key_reused', 'rate_limited']) assert.ok(errors.includes(`id="${code}"`));
+    });
+  });
+}
