@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CamelCasePlugin, Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { AccountTable, ApiKeyTable } from '../accounts/accounts.table.js';
 import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
+import { CachedSqliteDialect } from './sqlite-dialect.js';
 
 export interface Database {
   accounts: AccountTable;
@@ -77,7 +78,7 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins });
+  const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite), plugins });
   return { db, engine: 'sqlite', location: file, schema: null, close: () => db.destroy() };
 }
 
