@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import sjson from 'secure-json-parse';
 import { accountRoutes } from './accounts/accounts.routes.js';
 import type { Config } from './config.js';
+import { eventRoutes } from './events/events.routes.js';
 import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { healthRoutes } from './http/health.js';
@@ -130,6 +131,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return payload;
     });
     await api.register(accountRoutes);
+    await api.register(eventRoutes);
     if (options.extraRoutes) await api.register(options.extraRoutes);
   };
   await app.register(versioned, { prefix: '/v1', listed: true });

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   event_has_no_ticket_types: { status: 409, title: 'Event has no ticket types' },
   idempotency_key_reused: { status: 409, title: 'Idempotency key reused' },
   idempotency_request_in_progress: { status: 409, title: 'Idempotent request in progress' },
+  nothing_to_pay_out: { status: 409, title: 'Nothing to pay out' },
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },

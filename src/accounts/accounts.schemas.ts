@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
+import { NullableTimestamp, Timestamp } from '../schemas.js';
 import { SCOPES } from './accounts.service.js';
 
-const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] });
-const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)), { description: 'API key scope' });
 
 export const ApiKeySchema = Type.Object(

@@ -4,13 +4,22 @@ import SQLite from 'better-sqlite3';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { AccountTable, ApiKeyTable } from '../accounts/accounts.table.js';
+import type { CheckinTable, EventTable, OrderTable, PayoutTable, TicketTable, TicketTypeTable } from '../events/events.table.js';
 import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
+import type { WebhookMessageTable } from '../webhooks/webhooks.table.js';
 import { CachedSqliteDialect } from './sqlite-dialect.js';
 
 export interface Database {
   accounts: AccountTable;
   apiKeys: ApiKeyTable;
   idempotencyKeys: IdempotencyKeyTable;
+  events: EventTable;
+  ticketTypes: TicketTypeTable;
+  orders: OrderTable;
+  tickets: TicketTable;
+  checkins: CheckinTable;
+  payouts: PayoutTable;
+  webhookMessages: WebhookMessageTable;
 }
 
 export type Db = Kysely<Database>;

@@ -1,0 +1,116 @@
+import { Readable } from 'node:stream';
+import { sql } from 'kysely';
+import type { Static } from 'typebox';
+import type { TenantScope } from '../db/tenant.js';
+import { notFound } from '../errors.js';
+import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { iso } from '../time.js';
+import { containing, findEvent } from './events.repository.js';
+import type { AttendeeListQuery, ExportQuery } from './events.schemas.js';
+
+type Filters = Pick<Static<typeof AttendeeListQuery>, 'checkedIn' | 'ticketTypeId' | 'q'>;
+
+/** One row per valid ticket, with its type's name, filtered. */
+function attendeeQuery(scope: TenantScope, eventId: string, filters: Filters) {
+  let query = scope
+    .selectFrom('tickets')
+    .innerJoin('ticketTypes', 'ticketTypes.id', 'tickets.ticketTypeId')
+    .select([
+      'tickets.id as ticketId',
+      'tickets.orderId',
+      'tickets.attendeeName as name',
+      'tickets.attendeeEmail as email',
+      'tickets.ticketTypeId',
+      'ticketTypes.name as ticketTypeName',
+      'tickets.checkedInAt',
+    ])
+    .where('tickets.eventId', '=', eventId)
+    .where('tickets.status', '=', 'valid');
+  if (filters.checkedIn !== undefined) query = query.where('tickets.checkedInAt', filters.checkedIn ? 'is not' : 'is', null);
+  if (filters.ticketTypeId !== undefined) query = query.where('tickets.ticketTypeId', '=', filters.ticketTypeId);
+  if (filters.q !== undefined) {
+    const pattern = containing(filters.q);
+    query = query.where((eb) =>
+      eb.or([
+        eb(eb.fn('lower', ['tickets.attendeeName']), 'like', sql<string>`${pattern} escape '\\'`),
+        eb(eb.fn('lower', ['tickets.attendeeEmail']), 'like', sql<string>`${pattern} escape '\\'`),
+      ]),
+    );
+  }
+  return query;
+}
+
+type AttendeeRow = Awaited<ReturnType<ReturnType<typeof attendeeQuery>['execute']>>[number];
+
+function presentAttendee(row: AttendeeRow) {
+  return {
+    ticketId: row.ticketId,
+    orderId: row.orderId,
+    name: row.name,
+    email: row.email,
+    ticketTypeId: row.ticketTypeId,
+    ticketTypeName: row.ticketTypeName,
+    checkedIn: row.checkedInAt !== null,
+    checkedInAt: iso(row.checkedInAt),
+  };
+}
+
+export type Attendee = ReturnType<typeof presentAttendee>;
+
+async function requireEvent(scope: TenantScope, eventId: string) {
+  if (!(await findEvent(scope, eventId))) throw notFound('event', eventId);
+}
+
+export const attendeesListTag = (eventId: string, filters: Filters) =>
+  listTag(`attendees:${eventId}`, { checkedIn: filters.checkedIn, ticketTypeId: filters.ticketTypeId, q: filters.q });
+
+export async function listAttendees(scope: TenantScope, eventId: string, filters: Filters, page: PageRequest): Promise<Page<Attendee>> {
+  await requireEvent(scope, eventId);
+  const rows = await keysetPage(attendeeQuery(scope, eventId, filters), page, 'tickets.id', 'tickets.id', 'asc').execute();
+  return toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), presentAttendee);
+}
+
+const EXPORT_BATCH = 2000;
+export const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
+
+/**
+ * A cell as CSV: quoted when it holds a comma, quote or line break; a cell that a spreadsheet
+ * would run as a formula (starting with = + - @, tab or carriage return) gets a leading apostrophe.
+ */
+export function csvCell(value: string | boolean | null): string {
+  let text = value === null ? '' : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * The attendees as CSV or NDJSON, read from the database in keyset batches so memory stays
+ * flat however many there are, and written as fast as the client reads (backpressure).
+ */
+export async function exportAttendees(scope: TenantScope, eventId: string, query: Static<typeof ExportQuery>) {
+  await requireEvent(scope, eventId);
+  const format = query.format ?? 'csv';
+  async function* lines() {
+    if (format === 'csv') yield `${CSV_COLUMNS.join(',')}\r\n`;
+    let after: string | null = null;
+    for (;;) {
+      let batch = attendeeQuery(scope, eventId, query);
+      if (after !== null) batch = batch.where('tickets.id', '>', after);
+      const rows = await batch.orderBy('tickets.id').limit(EXPORT_BATCH).execute();
+      if (rows.length === 0) return;
+      let chunk = '';
+      for (const row of rows) {
+        const attendee = presentAttendee(row);
+        chunk += format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',')}\r\n` : `${JSON.stringify(attendee)}\n`;
+      }
+      yield chunk;
+      after = rows[rows.length - 1]!.ticketId;
+      if (rows.length < EXPORT_BATCH) return;
+    }
+  }
+  return {
+    contentType: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+    filename: `attendees-${eventId}.${format === 'csv' ? 'csv' : 'ndjson'}`,
+    stream: Readable.from(lines(), { objectMode: false }),
+  };
+}

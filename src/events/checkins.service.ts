@@ -1,0 +1,104 @@
+import type { Static } from 'typebox';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { iso } from '../time.js';
+import { enqueueMessages } from '../webhooks/outbox.js';
+import * as repo from './events.repository.js';
+import type { CheckinBody } from './events.schemas.js';
+import { presentTicket, type PresentedTicket } from './orders.service.js';
+
+/** How far ahead of the server's clock an offline scanner's own time may be. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Checks a ticket in. Every entry rule lives here, checked in this order inside one transaction:
+ *   1. the event exists (404);
+ *   2. the ticket, by id or by code, belongs to this event (404: a ticket of another event, a
+ *      transferred ticket's old code and an unknown code look alike);
+ *   3. the ticket is not cancelled (409 ticket_cancelled);
+ *   4. the ticket is not checked in yet (409 already_checked_in, with the first check-in's time).
+ * Rule 4 is a conditional update (`checked_in_at is null`), so of any number of concurrent
+ * scans of one ticket exactly one succeeds, on SQLite and on PostgreSQL.
+ */
+export async function checkIn(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, keyId: string | null) {
+  if ((input.ticketId === undefined) === (input.code === undefined)) {
+    throw invalid(input.ticketId === undefined ? '/ticketId' : '/code', 'send exactly one of ticketId and code');
+  }
+  const now = Date.now();
+  const scannedAt = input.checkedInAt === undefined ? now : Date.parse(input.checkedInAt);
+  if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
+
+  return scope.transaction(async (tx) => {
+    const event = await repo.findEvent(tx, eventId);
+    if (!event) throw notFound('event', eventId);
+    let lookup = tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId);
+    lookup = input.ticketId !== undefined ? lookup.where('id', '=', input.ticketId) : lookup.where('code', '=', input.code!);
+    const ticket = await lookup.executeTakeFirst();
+    if (!ticket) throw new AppError('not_found', `No ticket ${input.ticketId ?? 'with that code'} for event ${eventId}.`);
+    if (ticket.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled.`);
+
+    const checkinId = newId('checkin');
+    const checkedIn = await tx
+      .updateTable('tickets')
+      .set({ checkedInAt: scannedAt, checkinId, updatedAt: now })
+      .where('id', '=', ticket.id)
+      .where('status', '=', 'valid')
+      .where('checkedInAt', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (!checkedIn) {
+      const current = (await repo.findTicket(tx, ticket.id))!;
+      if (current.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled.`);
+      throw new AppError('already_checked_in', `Ticket ${ticket.id} was checked in at ${iso(current.checkedInAt)}.`, {
+        ticketId: ticket.id,
+        checkedInAt: iso(current.checkedInAt),
+        checkinId: current.checkinId,
+      });
+    }
+    await tx.db
+      .insertInto('checkins')
+      .values({ id: checkinId, accountId: scope.accountId, eventId, ticketId: ticket.id, action: 'checkin', gate: input.gate ?? null, scannedAt, keyId, createdAt: now })
+      .execute();
+    const presentedTicket = presentTicket(checkedIn);
+    const checkin = {
+      id: checkinId,
+      eventId,
+      ticketId: ticket.id,
+      checkedInAt: iso(scannedAt),
+      gate: input.gate ?? null,
+      createdAt: iso(now),
+      ticket: presentedTicket,
+      attendee: presentedTicket.attendee,
+    };
+    await enqueueMessages(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
+    return checkin;
+  });
+}
+
+/** Reverses a check-in (a wrong scan); the history keeps both. 409 not_checked_in otherwise. */
+export async function undoCheckIn(scope: TenantScope, eventId: string, ticketId: string, keyId: string | null): Promise<PresentedTicket> {
+  return scope.transaction(async (tx) => {
+    const now = Date.now();
+    const undone = await tx
+      .updateTable('tickets')
+      .set({ checkedInAt: null, checkinId: null, updatedAt: now })
+      .where('id', '=', ticketId)
+      .where('eventId', '=', eventId)
+      .where('checkedInAt', 'is not', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (!undone) {
+      const ticket = await repo.findTicket(tx, ticketId);
+      if (!ticket || ticket.eventId !== eventId) throw new AppError('not_found', `No ticket ${ticketId} for event ${eventId}.`);
+      throw new AppError('not_checked_in', `Ticket ${ticketId} is not checked in.`);
+    }
+    await tx.db
+      .insertInto('checkins')
+      .values({ id: newId('checkin'), accountId: scope.accountId, eventId, ticketId, action: 'undo', gate: null, scannedAt: now, keyId, createdAt: now })
+      .execute();
+    const presented = presentTicket(undone);
+    await enqueueMessages(tx.db, scope.accountId, [{ event: 'checkin.undone', data: presented }], now);
+    return presented;
+  });
+}

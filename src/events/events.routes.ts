@@ -1,0 +1,281 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Scope } from '../accounts/accounts.service.js';
+import { TenantScope } from '../db/tenant.js';
+import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
+import { problemResponses } from '../http/problem.js';
+import { IdParam } from '../schemas.js';
+import * as analytics from './analytics.service.js';
+import * as attendees from './attendees.service.js';
+import * as checkins from './checkins.service.js';
+import * as schemas from './events.schemas.js';
+import * as events from './events.service.js';
+import * as orders from './orders.service.js';
+
+const READ: readonly Scope[] = ['events:read', 'events:write'];
+const WRITE: readonly Scope[] = ['events:write'];
+const CHECKIN: readonly Scope[] = ['checkin', 'events:write'];
+
+const EventParams = IdParam('Event id (`evt_...`)');
+const TicketParams = IdParam('Ticket id (`tkt_...`)');
+const List = Type.Object({ data: Type.Array(schemas.TicketTypeSchema) });
+
+export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
+  const tags = ['events'];
+
+  app.get(
+    '/events',
+    {
+      config: { scope: READ },
+      schema: { tags, summary: 'List events, newest first', querystring: schemas.EventListQuery, response: { 200: pageSchema(schemas.EventSchema), ...problemResponses } },
+    },
+    async (request, reply) => withLinkHeader(request, reply, await events.listEvents(scope(request), request.query, pageRequest(request.query, events.eventsListTag(request.query)))),
+  );
+
+  app.post(
+    '/events',
+    {
+      config: { scope: WRITE },
+      schema: { tags, summary: 'Create an event (as a draft)', body: schemas.CreateEventBody, response: { 201: schemas.EventSchema, ...problemResponses } },
+    },
+    async (request, reply) => {
+      const event = await events.createEvent(scope(request), request.body);
+      return reply.code(201).header('Location', `/v1/events/${event.id}`).send(event);
+    },
+  );
+
+  app.get(
+    '/events/:id',
+    { config: { scope: READ }, schema: { tags, summary: 'Read an event', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } } },
+    async (request) => events.presentEvent(await events.getEvent(scope(request), request.params.id)),
+  );
+
+  app.patch(
+    '/events/:id',
+    {
+      config: { scope: WRITE },
+      schema: {
+        tags,
+        summary: 'Update an event (partial)',
+        description: 'Once ticket types exist the currency is fixed; capacity may not drop below the tickets sold; a cancelled event does not change.',
+        params: EventParams,
+        body: schemas.UpdateEventBody,
+        response: { 200: schemas.EventSchema, ...problemResponses },
+      },
+    },
+    (request) => events.updateEvent(scope(request), request.params.id, request.body),
+  );
+
+  app.delete(
+    '/events/:id',
+    {
+      config: { scope: WRITE },
+      schema: { tags, summary: 'Delete an event that never issued a ticket', params: EventParams, response: { 204: Type.Null(), ...problemResponses } },
+    },
+    async (request, reply) => {
+      await events.deleteEvent(scope(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/events/:id/publish',
+    {
+      config: { scope: WRITE },
+      schema: { tags, summary: 'Publish an event (needs a ticket type; publishing again is a no-op)', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } },
+    },
+    (request) => events.publishEvent(scope(request), request.params.id),
+  );
+
+  app.post(
+    '/events/:id/cancel',
+    {
+      config: { scope: WRITE },
+      schema: { tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } },
+    },
+    (request) => orders.cancelEvent(scope(request), request.params.id),
+  );
+
+  app.get(
+    '/events/:id/tickets',
+    {
+      config: { scope: READ },
+      schema: { tags: ['ticket types'], summary: 'List ticket types with live inventory', params: EventParams, response: { 200: List, ...problemResponses } },
+    },
+    (request) => events.listTicketTypes(scope(request), request.params.id),
+  );
+
+  app.post(
+    '/events/:id/tickets',
+    {
+      config: { scope: WRITE },
+      schema: { tags: ['ticket types'], summary: 'Create a ticket type', params: EventParams, body: schemas.CreateTicketTypeBody, response: { 201: schemas.TicketTypeSchema, ...problemResponses } },
+    },
+    async (request, reply) => {
+      const type = await events.createTicketType(scope(request), request.params.id, request.body);
+      return reply.code(201).header('Location', `/v1/events/${type.eventId}/tickets/${type.id}`).send(type);
+    },
+  );
+
+  app.patch(
+    '/events/:id/tickets/:ticketTypeId',
+    {
+      config: { scope: WRITE },
+      schema: {
+        tags: ['ticket types'],
+        summary: 'Update a ticket type (quantity not below sold; price only before any sale)',
+        params: schemas.EventTicketParams,
+        body: schemas.UpdateTicketTypeBody,
+        response: { 200: schemas.TicketTypeSchema, ...problemResponses },
+      },
+    },
+    (request) => events.updateTicketType(scope(request), request.params.id, request.params.ticketTypeId, request.body),
+  );
+
+  app.post(
+    '/events/:id/orders',
+    {
+      config: { scope: WRITE },
+      schema: {
+        tags: ['orders'],
+        summary: 'Place an order: issues its tickets, all or nothing',
+        description: 'Never sells more than a ticket type\'s quantity or the event\'s capacity, whatever the concurrency. Send an Idempotency-Key to retry safely.',
+        params: EventParams,
+        body: schemas.CreateOrderBody,
+        response: { 201: schemas.OrderSchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const order = await orders.createOrder(scope(request), request.params.id, request.body);
+      return reply.code(201).header('Location', `/v1/events/${order.eventId}/orders/${order.id}`).send(order);
+    },
+  );
+
+  app.get(
+    '/tickets/:id',
+    { config: { scope: READ }, schema: { tags: ['tickets'], summary: 'Read a ticket', params: TicketParams, response: { 200: schemas.TicketSchema, ...problemResponses } } },
+    (request) => orders.getTicket(scope(request), request.params.id),
+  );
+
+  app.post(
+    '/tickets/:id/cancel',
+    {
+      config: { scope: WRITE },
+      schema: { tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: schemas.TicketSchema, ...problemResponses } },
+    },
+    (request) => orders.cancelTicket(scope(request), request.params.id),
+  );
+
+  app.post(
+    '/tickets/:id/transfer',
+    {
+      config: { scope: WRITE },
+      schema: {
+        tags: ['tickets'],
+        summary: 'Transfer a ticket to a new holder; it gets a new code and the old one stops working',
+        params: TicketParams,
+        body: schemas.TransferBody,
+        response: { 200: schemas.TicketSchema, ...problemResponses },
+      },
+    },
+    (request) => orders.transferTicket(scope(request), request.params.id, request.body),
+  );
+
+  app.get(
+    '/events/:id/attendees',
+    {
+      config: { scope: READ },
+      schema: { tags: ['attendees'], summary: 'List attendees (one per valid ticket) and their check-in status', params: EventParams, querystring: schemas.AttendeeListQuery, response: { 200: pageSchema(schemas.AttendeeSchema), ...problemResponses } },
+    },
+    async (request, reply) => {
+      const tag = attendees.attendeesListTag(request.params.id, request.query);
+      return withLinkHeader(request, reply, await attendees.listAttendees(scope(request), request.params.id, request.query, pageRequest(request.query, tag)));
+    },
+  );
+
+  app.get(
+    '/events/:id/attendees/export',
+    {
+      config: { scope: READ },
+      schema: {
+        tags: ['attendees'],
+        summary: 'Export attendees as CSV (default) or NDJSON, streamed',
+        description: 'Cells starting with = + - @ are prefixed with an apostrophe so spreadsheets do not run them as formulas.',
+        params: EventParams,
+        querystring: schemas.ExportQuery,
+        response: { 200: { description: 'CSV or NDJSON', content: { 'text/csv': { schema: Type.String() }, 'application/x-ndjson': { schema: Type.String() } } }, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const file = await attendees.exportAttendees(scope(request), request.params.id, request.query);
+      return reply.type(file.contentType).header('Content-Disposition', `attachment; filename="${file.filename}"`).send(file.stream);
+    },
+  );
+
+  app.post(
+    '/events/:id/checkin',
+    {
+      config: { scope: CHECKIN },
+      schema: {
+        tags: ['check-in'],
+        summary: 'Check a ticket in by ticketId or by code',
+        description: 'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId.',
+        params: EventParams,
+        body: schemas.CheckinBody,
+        response: { 201: schemas.CheckinSchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await checkins.checkIn(scope(request), request.params.id, request.body, request.principal!.keyId)),
+  );
+
+  app.delete(
+    '/events/:id/checkin/:ticketId',
+    {
+      config: { scope: CHECKIN },
+      schema: { tags: ['check-in'], summary: 'Undo the check-in of a ticket', params: schemas.EventCheckinParams, response: { 200: schemas.TicketSchema, ...problemResponses } },
+    },
+    (request) => checkins.undoCheckIn(scope(request), request.params.id, request.params.ticketId, request.principal!.keyId),
+  );
+
+  app.get(
+    '/events/:id/analytics',
+    { config: { scope: READ }, schema: { tags: ['analytics'], summary: 'Totals: tickets, money, check-ins, per ticket type', params: EventParams, response: { 200: schemas.AnalyticsSchema, ...problemResponses } } },
+    (request) => analytics.eventAnalytics(scope(request), request.params.id),
+  );
+
+  app.get(
+    '/events/:id/analytics/sales',
+    {
+      config: { scope: READ },
+      schema: { tags: ['analytics'], summary: 'Sales and cancellations per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: schemas.SalesSeriesSchema, ...problemResponses } },
+    },
+    (request) => analytics.salesSeries(scope(request), request.params.id, request.query),
+  );
+
+  app.get(
+    '/events/:id/analytics/checkins',
+    {
+      config: { scope: READ },
+      schema: { tags: ['analytics'], summary: 'Check-ins and undos per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: schemas.CheckinSeriesSchema, ...problemResponses } },
+    },
+    (request) => analytics.checkinSeries(scope(request), request.params.id, request.query),
+  );
+
+  app.post(
+    '/events/:id/payouts',
+    { config: { scope: WRITE }, schema: { tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: schemas.PayoutSchema, ...problemResponses } } },
+    async (request, reply) => reply.code(201).send(await analytics.createPayout(scope(request), request.params.id)),
+  );
+
+  app.get(
+    '/events/:id/payouts',
+    {
+      config: { scope: READ },
+      schema: { tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: pageSchema(schemas.PayoutSchema), ...problemResponses } },
+    },
+    async (request, reply) =>
+      withLinkHeader(request, reply, await analytics.listPayouts(scope(request), request.params.id, pageRequest(request.query, analytics.payoutsListTag(request.params.id)))),
+  );
+};

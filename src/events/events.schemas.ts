@@ -1,0 +1,322 @@
+import { Type } from 'typebox';
+import { PageQuery } from '../http/paging.js';
+import { Currency, Email, Money, Name, NullableTimestamp, Person, Timestamp } from '../schemas.js';
+
+const Description = Type.String({ maxLength: 5000 });
+const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' }), Type.String({ maxLength: 500 }), {
+  maxProperties: 50,
+  description: 'Your own string key-value pairs (up to 50 keys).',
+  examples: [{ crmId: '4711' }],
+});
+const Venue = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    address: Type.Optional(Type.String({ maxLength: 500 })),
+    city: Type.Optional(Type.String({ maxLength: 200 })),
+    country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2' })),
+  },
+  { additionalProperties: false },
+);
+const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000 });
+const Capacity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
+const Quantity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
+const MaxPerOrder = Type.Integer({ minimum: 1, maximum: 100 });
+
+export const EventStatus = Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('cancelled')]);
+
+export const EventSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['evt_01m80eg3tperaacsapew6ns732'] }),
+    name: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()]),
+    startsAt: Timestamp,
+    endsAt: Timestamp,
+    timezone: Type.String({ examples: ['Europe/Berlin'] }),
+    venue: Type.Union([Venue, Type.Null()]),
+    onlineUrl: Type.Union([Type.String(), Type.Null()]),
+    capacity: Type.Union([Type.Integer(), Type.Null()]),
+    currency: Currency,
+    status: EventStatus,
+    metadata: Type.Record(Type.String(), Type.String()),
+    ticketsSold: Type.Integer({ description: 'Valid tickets across every ticket type.' }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    publishedAt: NullableTimestamp,
+    cancelledAt: NullableTimestamp,
+  },
+  { $id: 'Event' },
+);
+
+export const CreateEventBody = Type.Object(
+  {
+    name: Name,
+    description: Type.Optional(Description),
+    startsAt: Timestamp,
+    endsAt: Timestamp,
+    timezone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone', examples: ['Europe/Berlin'] }),
+    venue: Type.Optional(Venue),
+    onlineUrl: Type.Optional(HttpUrl),
+    capacity: Type.Optional(Capacity),
+    currency: Currency,
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateEventBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Type.Union([Description, Type.Null()])),
+    startsAt: Type.Optional(Timestamp),
+    endsAt: Type.Optional(Timestamp),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    venue: Type.Optional(Type.Union([Venue, Type.Null()])),
+    onlineUrl: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
+    capacity: Type.Optional(Type.Union([Capacity, Type.Null()])),
+    currency: Type.Optional(Currency),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const EventListQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(EventStatus),
+    startsAfter: Type.Optional(Timestamp),
+    startsBefore: Type.Optional(Timestamp),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Matches name and description, case-insensitive.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const TicketTypeSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['tt_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String(),
+    name: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()]),
+    price: Money,
+    currency: Currency,
+    quantity: Type.Integer(),
+    sold: Type.Integer(),
+    available: Type.Integer({ description: 'What can still be bought: quantity less sold, within the event capacity left.' }),
+    salesStartAt: NullableTimestamp,
+    salesEndAt: NullableTimestamp,
+    maxPerOrder: Type.Union([Type.Integer(), Type.Null()]),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'TicketType' },
+);
+
+export const CreateTicketTypeBody = Type.Object(
+  {
+    name: Name,
+    description: Type.Optional(Description),
+    price: Money,
+    currency: Type.Optional(Currency),
+    quantity: Quantity,
+    salesStartAt: Type.Optional(Timestamp),
+    salesEndAt: Type.Optional(Timestamp),
+    maxPerOrder: Type.Optional(MaxPerOrder),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateTicketTypeBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Type.Union([Description, Type.Null()])),
+    price: Type.Optional(Money),
+    quantity: Type.Optional(Quantity),
+    salesStartAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    salesEndAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    maxPerOrder: Type.Optional(Type.Union([MaxPerOrder, Type.Null()])),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const TicketSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['tkt_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String(),
+    ticketTypeId: Type.String(),
+    orderId: Type.String(),
+    status: Type.Union([Type.Literal('valid'), Type.Literal('cancelled')]),
+    attendee: Person,
+    code: Type.String({ description: 'The secret printed in the QR code. Changes on transfer.' }),
+    price: Money,
+    currency: Currency,
+    refundedAmount: Money,
+    checkedIn: Type.Boolean(),
+    checkedInAt: NullableTimestamp,
+    createdAt: Timestamp,
+    cancelledAt: NullableTimestamp,
+  },
+  { $id: 'Ticket' },
+);
+
+export const CreateOrderBody = Type.Object(
+  {
+    buyer: Person,
+    items: Type.Array(
+      Type.Object(
+        {
+          ticketTypeId: Type.String({ minLength: 1, maxLength: 64 }),
+          quantity: Type.Integer({ minimum: 1, maximum: 100 }),
+          attendees: Type.Optional(Type.Array(Person, { maxItems: 100, description: 'Holders; tickets past the list go to the buyer.' })),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 20 },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const OrderSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['ord_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String(),
+    status: Type.Literal('completed'),
+    buyer: Person,
+    items: Type.Array(Type.Object({ ticketTypeId: Type.String(), quantity: Type.Integer(), unitPrice: Money, amount: Money })),
+    total: Money,
+    currency: Currency,
+    tickets: Type.Array(TicketSchema),
+    createdAt: Timestamp,
+  },
+  { $id: 'Order' },
+);
+
+export const TransferBody = Type.Object({ attendee: Person }, { additionalProperties: false });
+
+export const AttendeeSchema = Type.Object(
+  {
+    ticketId: Type.String(),
+    orderId: Type.String(),
+    name: Type.String(),
+    email: Email,
+    ticketTypeId: Type.String(),
+    ticketTypeName: Type.String(),
+    checkedIn: Type.Boolean(),
+    checkedInAt: NullableTimestamp,
+  },
+  { $id: 'Attendee' },
+);
+
+export const AttendeeFilters = {
+  checkedIn: Type.Optional(Type.Boolean()),
+  ticketTypeId: Type.Optional(Type.String({ maxLength: 64 })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Matches name and email, case-insensitive.' })),
+};
+
+export const AttendeeListQuery = Type.Object({ ...PageQuery, ...AttendeeFilters }, { additionalProperties: false });
+
+export const ExportQuery = Type.Object(
+  {
+    ...AttendeeFilters,
+    format: Type.Optional(Type.Union([Type.Literal('csv'), Type.Literal('json')], { default: 'csv', description: '`json` is NDJSON: one attendee per line.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const CheckinBody = Type.Object(
+  {
+    ticketId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    code: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    checkedInAt: Type.Optional(Timestamp),
+    gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false, description: 'Exactly one of ticketId and code.' },
+);
+
+export const CheckinSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['chk_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String(),
+    ticketId: Type.String(),
+    checkedInAt: Timestamp,
+    gate: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Timestamp,
+    ticket: TicketSchema,
+    attendee: Person,
+  },
+  { $id: 'Checkin' },
+);
+
+export const AnalyticsSchema = Type.Object(
+  {
+    eventId: Type.String(),
+    currency: Currency,
+    ticketsSold: Type.Integer({ description: 'Valid tickets.' }),
+    ticketsCancelled: Type.Integer(),
+    grossRevenue: Money,
+    refunded: Money,
+    netRevenue: Type.Integer(),
+    paidOut: Money,
+    checkedIn: Type.Integer(),
+    checkInRate: Type.Number({ minimum: 0, maximum: 1 }),
+    byTicketType: Type.Array(
+      Type.Object({
+        ticketTypeId: Type.String(),
+        name: Type.String(),
+        quantity: Type.Integer(),
+        ticketsSold: Type.Integer(),
+        ticketsCancelled: Type.Integer(),
+        grossRevenue: Money,
+        refunded: Money,
+        checkedIn: Type.Integer(),
+      }),
+    ),
+  },
+  { $id: 'Analytics' },
+);
+
+export const SeriesQuery = Type.Object(
+  {
+    interval: Type.Optional(Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')], { default: 'day' })),
+    from: Type.Optional(Timestamp),
+    to: Type.Optional(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+const seriesSchema = (id: string, bucket: Record<string, ReturnType<typeof Type.Integer>>) =>
+  Type.Object(
+    {
+      interval: Type.String(),
+      from: Timestamp,
+      to: Timestamp,
+      buckets: Type.Array(Type.Object({ start: Timestamp, ...bucket })),
+    },
+    { $id: id },
+  );
+
+export const SalesSeriesSchema = seriesSchema('SalesSeries', {
+  ticketsSold: Type.Integer({ description: 'Tickets issued in the bucket (cancelled later or not).' }),
+  ticketsCancelled: Type.Integer(),
+  grossRevenue: Type.Integer(),
+  refunded: Type.Integer(),
+});
+
+export const CheckinSeriesSchema = seriesSchema('CheckinSeries', {
+  checkIns: Type.Integer(),
+  undos: Type.Integer(),
+});
+
+export const PayoutSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['pay_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String(),
+    amount: Money,
+    currency: Currency,
+    createdAt: Timestamp,
+  },
+  { $id: 'Payout' },
+);
+
+export const EventTicketParams = Type.Object({ id: Type.String(), ticketTypeId: Type.String() }, { additionalProperties: false });
+export const EventCheckinParams = Type.Object({ id: Type.String(), ticketId: Type.String() }, { additionalProperties: false });
+export { Email };

@@ -1,0 +1,267 @@
+import type { Static } from 'typebox';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError, invalid, notFound } from '../errors.js';
+import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { newId } from '../ids.js';
+import { iso } from '../time.js';
+import { enqueueMessages } from '../webhooks/outbox.js';
+import * as repo from './events.repository.js';
+import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
+
+type EventRow = repo.EventRow;
+type TicketTypeRow = repo.TicketTypeRow;
+
+const parseTime = (text: string) => Date.parse(text);
+const parseOptionalTime = (text: string | null | undefined) => (text === undefined ? undefined : text === null ? null : Date.parse(text));
+
+export function presentEvent(row: EventRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    startsAt: iso(row.startsAt),
+    endsAt: iso(row.endsAt),
+    timezone: row.timezone,
+    venue: row.venue === null ? null : JSON.parse(row.venue),
+    onlineUrl: row.onlineUrl,
+    capacity: row.capacity,
+    currency: row.currency,
+    status: row.status as 'draft' | 'published' | 'cancelled',
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    ticketsSold: row.sold,
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+    publishedAt: iso(row.publishedAt),
+    cancelledAt: iso(row.cancelledAt),
+  };
+}
+
+/** `available` is what an order could still get: the type's own stock, within the event's capacity left. */
+export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold'>) {
+  const left = row.quantity - row.sold;
+  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold;
+  return {
+    id: row.id,
+    eventId: row.eventId,
+    name: row.name,
+    description: row.description,
+    price: row.price,
+    currency: row.currency,
+    quantity: row.quantity,
+    sold: row.sold,
+    available: Math.max(0, Math.min(left, capacityLeft)),
+    salesStartAt: iso(row.salesStartAt),
+    salesEndAt: iso(row.salesEndAt),
+    maxPerOrder: row.maxPerOrder,
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  };
+}
+
+function checkTimezone(timezone: string): void {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: timezone });
+  } catch {
+    throw invalid('/timezone', 'must be an IANA time zone such as Europe/Berlin');
+  }
+}
+
+function checkWindow(startsAt: number, endsAt: number): void {
+  if (!(endsAt > startsAt)) throw invalid('/endsAt', 'must be after startsAt');
+}
+
+export async function getEvent(scope: TenantScope, id: string): Promise<EventRow> {
+  const event = await repo.findEvent(scope, id);
+  if (!event) throw notFound('event', id);
+  return event;
+}
+
+async function lockEvent(scope: TenantScope, id: string): Promise<EventRow> {
+  const event = await repo.lockEvent(scope, id);
+  if (!event) throw notFound('event', id);
+  return event;
+}
+
+export async function createEvent(scope: TenantScope, input: Static<typeof CreateEventBody>) {
+  const startsAt = parseTime(input.startsAt);
+  const endsAt = parseTime(input.endsAt);
+  checkWindow(startsAt, endsAt);
+  checkTimezone(input.timezone);
+  const now = Date.now();
+  const row: EventRow = {
+    id: newId('event'),
+    accountId: scope.accountId,
+    name: input.name,
+    description: input.description ?? null,
+    startsAt,
+    endsAt,
+    timezone: input.timezone,
+    venue: input.venue ? JSON.stringify(input.venue) : null,
+    onlineUrl: input.onlineUrl ?? null,
+    capacity: input.capacity ?? null,
+    currency: input.currency,
+    status: 'draft',
+    metadata: JSON.stringify(input.metadata ?? {}),
+    sold: 0,
+    ticketsIssued: 0,
+    createdAt: now,
+    updatedAt: now,
+    publishedAt: null,
+    cancelledAt: null,
+  };
+  const event = presentEvent(row);
+  await scope.transaction(async (tx) => {
+    await tx.db.insertInto('events').values(row).execute();
+    await enqueueMessages(tx.db, scope.accountId, [{ event: 'event.created', data: event }], now);
+  });
+  return event;
+}
+
+export async function listEvents(scope: TenantScope, query: Static<typeof EventListQuery>, page: Omit<PageRequest, 'listTag'>): Promise<Page<ReturnType<typeof presentEvent>>> {
+  const filters = {
+    status: query.status,
+    startsAfter: parseOptionalTime(query.startsAfter) ?? undefined,
+    startsBefore: parseOptionalTime(query.startsBefore) ?? undefined,
+    q: query.q,
+  };
+  const request = { ...page, listTag: eventsListTag(query) };
+  const rows = await repo.listEvents(scope, filters, request);
+  return toPage(rows, request, (r) => ({ key: r.id, id: r.id }), presentEvent);
+}
+
+export const eventsListTag = (query: Static<typeof EventListQuery>) =>
+  listTag('events', { status: query.status, startsAfter: query.startsAfter, startsBefore: query.startsBefore, q: query.q });
+
+/**
+ * Partial update. Once tickets exist the currency is fixed and capacity may not drop below
+ * the tickets sold; a cancelled event does not change any more.
+ */
+export async function updateEvent(scope: TenantScope, id: string, input: Static<typeof UpdateEventBody>) {
+  return scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, id);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is cancelled and cannot change.`);
+    const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt);
+    const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt);
+    checkWindow(startsAt, endsAt);
+    if (input.timezone !== undefined) checkTimezone(input.timezone);
+    if (input.currency !== undefined && input.currency !== event.currency) {
+      const types = await repo.listTicketTypes(tx, id);
+      if (types.length > 0) throw new AppError('event_has_tickets', 'The currency cannot change once ticket types exist.');
+    }
+    if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold) {
+      throw new AppError('conflict', `Capacity cannot drop below the ${event.sold} tickets sold.`, { ticketsSold: event.sold });
+    }
+    const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.timezone !== undefined) changes.timezone = input.timezone;
+    if (input.venue !== undefined) changes.venue = input.venue === null ? null : JSON.stringify(input.venue);
+    if (input.onlineUrl !== undefined) changes.onlineUrl = input.onlineUrl;
+    if (input.capacity !== undefined) changes.capacity = input.capacity;
+    if (input.currency !== undefined) changes.currency = input.currency;
+    if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
+    const updated = await tx.updateTable('events').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    return presentEvent(updated);
+  });
+}
+
+export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
+  await scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, id);
+    if (event.ticketsIssued > 0) {
+      throw new AppError('event_has_tickets', `Event ${id} has issued ${event.ticketsIssued} tickets; cancel it instead.`);
+    }
+    await tx.deleteFrom('ticketTypes').where('eventId', '=', id).execute();
+    await tx.deleteFrom('events').where('id', '=', id).execute();
+  });
+}
+
+/** Needs a ticket type; publishing a published event changes nothing and sends nothing. */
+export async function publishEvent(scope: TenantScope, id: string) {
+  return scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, id);
+    if (event.status === 'published') return presentEvent(event);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is cancelled.`);
+    const types = await repo.listTicketTypes(tx, id);
+    if (types.length === 0) throw new AppError('event_has_no_ticket_types', `Event ${id} needs a ticket type before it can be published.`);
+    const now = Date.now();
+    const updated = await tx
+      .updateTable('events')
+      .set({ status: 'published', publishedAt: now, updatedAt: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const presented = presentEvent(updated);
+    await enqueueMessages(tx.db, scope.accountId, [{ event: 'event.published', data: presented }], now);
+    return presented;
+  });
+}
+
+export async function listTicketTypes(scope: TenantScope, eventId: string) {
+  const event = await getEvent(scope, eventId);
+  const types = await repo.listTicketTypes(scope, eventId);
+  return { data: types.map((t) => presentTicketType(t, event)) };
+}
+
+function checkSalesWindow(start: number | null, end: number | null): void {
+  if (start !== null && end !== null && !(end > start)) throw invalid('/salesEndAt', 'must be after salesStartAt');
+}
+
+export async function createTicketType(scope: TenantScope, eventId: string, input: Static<typeof CreateTicketTypeBody>) {
+  return scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, eventId);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
+    if (input.currency !== undefined && input.currency !== event.currency) {
+      throw invalid('/currency', `must be the event's currency, ${event.currency}`);
+    }
+    const salesStartAt = parseOptionalTime(input.salesStartAt) ?? null;
+    const salesEndAt = parseOptionalTime(input.salesEndAt) ?? null;
+    checkSalesWindow(salesStartAt, salesEndAt);
+    const now = Date.now();
+    const row: TicketTypeRow = {
+      id: newId('ticketType'),
+      accountId: scope.accountId,
+      eventId,
+      name: input.name,
+      description: input.description ?? null,
+      price: input.price,
+      currency: event.currency,
+      quantity: input.quantity,
+      sold: 0,
+      salesStartAt,
+      salesEndAt,
+      maxPerOrder: input.maxPerOrder ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await tx.db.insertInto('ticketTypes').values(row).execute();
+    return presentTicketType(row, event);
+  });
+}
+
+/** Name, description, sales window and per-order limit change freely; quantity not below sold; price only before any sale. */
+export async function updateTicketType(scope: TenantScope, eventId: string, id: string, input: Static<typeof UpdateTicketTypeBody>) {
+  return scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, eventId);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
+    const type = await repo.findTicketType(tx, eventId, id);
+    if (!type) throw notFound('ticket type', id);
+    if (input.quantity !== undefined && input.quantity < type.sold) {
+      throw new AppError('conflict', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
+    }
+    if (input.price !== undefined && input.price !== type.price && type.sold > 0) {
+      throw new AppError('conflict', 'The price cannot change once tickets of this type are sold.', { sold: type.sold });
+    }
+    const salesStartAt = input.salesStartAt === undefined ? type.salesStartAt : parseOptionalTime(input.salesStartAt)!;
+    const salesEndAt = input.salesEndAt === undefined ? type.salesEndAt : parseOptionalTime(input.salesEndAt)!;
+    checkSalesWindow(salesStartAt, salesEndAt);
+    const changes: Partial<TicketTypeRow> = { salesStartAt, salesEndAt, updatedAt: Date.now() };
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.price !== undefined) changes.price = input.price;
+    if (input.quantity !== undefined) changes.quantity = input.quantity;
+    if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
+    const updated = await tx.updateTable('ticketTypes').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    return presentTicketType(updated, event);
+  });
+}

@@ -1,0 +1,104 @@
+export interface EventTable {
+  id: string;
+  accountId: string;
+  name: string;
+  description: string | null;
+  startsAt: number;
+  endsAt: number;
+  timezone: string;
+  /** JSON `{name, address, city, country}` or null. */
+  venue: string | null;
+  onlineUrl: string | null;
+  capacity: number | null;
+  currency: string;
+  /** `draft` | `published` | `cancelled` */
+  status: string;
+  /** JSON string map. */
+  metadata: string;
+  /** Valid tickets across every type (checked against `capacity`). */
+  sold: number;
+  /** Tickets ever issued, cancelled ones included: an event that issued one cannot be deleted. */
+  ticketsIssued: number;
+  createdAt: number;
+  updatedAt: number;
+  publishedAt: number | null;
+  cancelledAt: number | null;
+}
+
+export interface TicketTypeTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  name: string;
+  description: string | null;
+  price: number;
+  currency: string;
+  quantity: number;
+  /** Valid tickets of this type. */
+  sold: number;
+  salesStartAt: number | null;
+  salesEndAt: number | null;
+  maxPerOrder: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface OrderTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  buyerName: string;
+  buyerEmail: string;
+  /** JSON `[{ticketTypeId, quantity, unitPrice}]`. */
+  items: string;
+  total: number;
+  currency: string;
+  status: string;
+  createdAt: number;
+}
+
+export interface TicketTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  ticketTypeId: string;
+  orderId: string;
+  /** `valid` | `cancelled` */
+  status: string;
+  attendeeName: string;
+  attendeeEmail: string;
+  /** The secret printed in the QR code; replaced on transfer. */
+  code: string;
+  price: number;
+  currency: string;
+  refundedAmount: number;
+  checkedInAt: number | null;
+  checkinId: string | null;
+  createdAt: number;
+  updatedAt: number;
+  cancelledAt: number | null;
+}
+
+export interface CheckinTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  ticketId: string;
+  /** `checkin` | `undo` */
+  action: string;
+  gate: string | null;
+  /** When the scan happened (an offline scanner's own time), or when the undo did. */
+  scannedAt: number;
+  /** The API key that did it. */
+  keyId: string | null;
+  createdAt: number;
+}
+
+export interface PayoutTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  amount: number;
+  currency: string;
+  createdAt: number;
+}

@@ -1,0 +1,46 @@
+import type { Db, Tx } from '../db/database.js';
+import { newId } from '../ids.js';
+import { iso } from '../time.js';
+
+export const EVENT_AREA_EVENTS = [
+  'event.created',
+  'event.published',
+  'event.cancelled',
+  'ticket.purchased',
+  'ticket.cancelled',
+  'ticket.transferred',
+  'checkin.completed',
+  'checkin.undone',
+  'payment.completed',
+  'payment.refunded',
+  'payout.processed',
+  'rsvp.submitted',
+] as const;
+export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed'] as const;
+export const WEBHOOK_EVENTS = [...EVENT_AREA_EVENTS, ...BLEND_EVENTS] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface OutboxMessage {
+  event: WebhookEvent;
+  data: unknown;
+  /** Blend events carry their job id at the top of the body. */
+  jobId?: string;
+}
+
+const BATCH = 200;
+
+/**
+ * Writes webhook messages into the outbox. Call it with the transaction that makes the change
+ * the messages report: a crash can then delay a message, never lose it or send a phantom one.
+ */
+export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: OutboxMessage[], now = Date.now()): Promise<string[]> {
+  const rows = messages.map((message) => {
+    const id = newId('message');
+    const body = { id, event: message.event, ...(message.jobId ? { jobId: message.jobId } : {}), timestamp: iso(now), data: message.data };
+    return { id, accountId, eventType: message.event, payload: JSON.stringify(body), createdAt: now };
+  });
+  for (let i = 0; i < rows.length; i += BATCH) {
+    await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
+  }
+  return rows.map((r) => r.id);
+}
