@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parse } from 'csv-parse/sync';
+import { ENGINES, freshStorage, startApp, type TestApp } from './helpers.js';
+
+/** A published event with the given ticket types (name → quantity), ready to sell. */
+async function onSale(api: TestApp, key: string, types: Record<string, { quantity: number; price?: number }>, capacity?: number) {
+  const event = await (
+    await api.fetch('/v1/events', {
+      method: 'POST',
+      key,
+      json: { name: 'Launch', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR', ...(capacity ? { capacity } : {}) },
+    })
+  ).json();
+  const ids: Record<string, string> = {};
+  for (const [name, { quantity, price = 1000 }] of Object.entries(types)) {
+    const res = await api.fetch(`/v1/events/${event.id}/tickets`, { method: 'POST', key, json: { name, price, quantity } });
+    assert.equal(res.status, 201);
+    ids[name] = (await res.json()).id;
+  }
+  assert.equal((await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key })).status, 200);
+  return { eventId: event.id as string, ids };
+}
+
+const buyer = { name: 'Buyer', email: 'buyer@example.com' };
+
+async function ticketCounts(api: TestApp, eventId: string) {
+  const tickets = await api.database.db.selectFrom('tickets').select(['ticketTypeId', 'status']).where('eventId', '=', eventId).execute();
+  const types = await api.database.db.selectFrom('ticketTypes').select(['id', 'sold', 'quantity']).where('eventId', '=', eventId).execute();
+  const event = await api.database.db.selectFrom('events').select(['sold']).where('id', '=', eventId).executeTakeFirstOrThrow();
+  return { tickets, types, eventSold: event.sold };
+}
+
+for (const engine of ENGINES) {
+  describe(`event area under concurrency and at volume (${engine})`, () => {
+    test('300 concurrent orders against 50 tickets: exactly 50 issued, sold equals issued, only 201 or 409', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 50 } });
+      const answers = await Promise.all(
+        Array.from({ length: 300 }, () =>
+          api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } }),
+        ),
+      );
+      const statuses = answers.map((r) => r.status);
+      assert.deepEqual([...new Set(statuses)].sort(), [201, 409]);
+      assert.equal(statuses.filter((s) => s === 201).length, 50);
+      for (const res of answers.filter((r) => r.status === 409)) assert.equal((await res.json()).code, 'sold_out');
+      const { tickets, types, eventSold } = await ticketCounts(api, eventId);
+      assert.equal(tickets.length, 50);
+      assert.equal(types[0]!.sold, 50);
+      assert.equal(eventSold, 50);
+    });
+
+    test('event capacity holds across ticket types under concurrent orders of mixed sizes', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { A: { quantity: 40 }, B: { quantity: 40 } }, 50);
+      const answers = await Promise.all(
+        Array.from({ length: 120 }, (_, i) =>
+          api.fetch(`/v1/events/${eventId}/orders`, {
+            method: 'POST',
+            key,
+            json: { buyer, items: [{ ticketTypeId: i % 2 ? ids.A : ids.B, quantity: 1 + (i % 3) }] },
+          }),
+        ),
+      );
+      const issued = (await Promise.all(answers.filter((r) => r.status === 201).map((r) => r.json()))).reduce((n, o) => n + o.tickets.length, 0);
+      assert.ok(answers.every((r) => r.status === 201 || r.status === 409));
+      const { tickets, types, eventSold } = await ticketCounts(api, eventId);
+      assert.equal(tickets.length, issued, 'every acknowledged ticket exists, and no other');
+      assert.ok(issued <= 50 && issued >= 48, `issued ${issued}: capacity is used up to what order sizes allow`);
+      assert.equal(eventSold, issued);
+      for (const type of types) {
+        assert.equal(type.sold, tickets.filter((x) => x.ticketTypeId === type.id).length);
+        assert.ok(type.sold <= type.quantity);
+      }
+    });
+
+    test('100 concurrent check-ins of one ticket: exactly one 201', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const scanner = await api.key(accountId, 'business', { scopes: ['checkin'] });
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 5 } });
+      const order = await (await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } })).json();
+      const ticket = order.tickets[0];
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key: scanner, json: i % 2 ? { code: ticket.code, gate: `g${i}` } : { ticketId: ticket.id } }),
+        ),
+      );
+      const created = answers.filter((r) => r.status === 201);
+      assert.equal(created.length, 1);
+      const first = await created[0]!.json();
+      for (const res of answers.filter((r) => r.status !== 201)) {
+        assert.equal(res.status, 409);
+        const body = await res.json();
+        assert.equal(body.code, 'already_checked_in');
+        assert.equal(body.checkedInAt, first.checkedInAt);
+        assert.equal(body.checkinId, first.id);
+      }
+      const history = await api.database.db.selectFrom('checkins').selectAll().where('ticketId', '=', ticket.id).execute();
+      assert.equal(history.length, 1);
+      const messages = await api.database.db.selectFrom('webhookMessages').select('eventType').where('eventType', '=', 'checkin.completed').execute();
+      assert.equal(messages.length, 1);
+    });
+
+    test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_LIMITS_BUSINESS: 'eventsPerMinute=100000,eventsPerDay=1000000,blendPerHour=10' });
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 5000 } });
+      const tricky = ['Zoë, "the" Łódź', '=HYPERLINK("x")', '+1 555', '-minus', '@at', 'new\nline', '北京 李', 'tab\tin', 'plain'];
+      for (let o = 0; o < 50; o++) {
+        const attendees = Array.from({ length: 100 }, (_, i) => ({ name: `${tricky[(o * 100 + i) % tricky.length]} #${o * 100 + i}`, email: `a${o * 100 + i}@example.com` }));
+        const res = await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 100, attendees }] } });
+        assert.equal(res.status, 201);
+      }
+      const res = await api.fetch(`/v1/events/${eventId}/attendees/export`, { key });
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/csv/);
+      assert.match(res.headers.get('content-disposition') ?? '', /^attachment; filename="attendees-evt_/);
+      const rows: Record<string, string>[] = parse(await res.text(), { columns: true });
+      const db = await api.database.db
+        .selectFrom('tickets')
+        .select(['id', 'orderId', 'attendeeName', 'attendeeEmail', 'ticketTypeId'])
+        .where('eventId', '=', eventId)
+        .orderBy('id')
+        .execute();
+      assert.equal(rows.length, 5000);
+      assert.equal(db.length, 5000);
+      rows.forEach((row, i) => {
+        const expected = db[i]!;
+        const name = /^[=+\-@\t\r]/.test(expected.attendeeName) ? `'${expected.attendeeName}` : expected.attendeeName;
+        assert.deepEqual(row, {
+          ticketId: expected.id,
+          orderId: expected.orderId,
+          name,
+          email: expected.attendeeEmail,
+          ticketTypeId: expected.ticketTypeId,
+          ticketTypeName: 'GA',
+          checkedIn: 'false',
+          checkedInAt: '',
+        });
+      });
+      const ndjson = (await (await api.fetch(`/v1/events/${eventId}/attendees/export?format=json`, { key })).text()).trimEnd().split('\n');
+      assert.equal(ndjson.length, 5000);
+      assert.equal(JSON.parse(ndjson[0]!).name, db[0]!.attendeeName, 'NDJSON carries names as they are');
+    });
+
+    test('analytics totals and series sums equal what happened', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { Paid: { quantity: 100, price: 2500 }, Free: { quantity: 100, price: 0 } });
+      const tickets: { id: string; ticketTypeId: string; price: number }[] = [];
+      for (const [type, quantity] of [['Paid', 3], ['Free', 2], ['Paid', 4], ['Free', 1]] as const) {
+        const order = await (await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids[type], quantity }] } })).json();
+        tickets.push(...order.tickets);
+      }
+      const paid = tickets.filter((x) => x.price > 0);
+      const free = tickets.filter((x) => x.price === 0);
+      // Cancel two paid and one free; check in three, undo one of them.
+      for (const ticket of [paid[0]!, paid[1]!, free[0]!]) assert.equal((await api.fetch(`/v1/tickets/${ticket.id}/cancel`, { method: 'POST', key })).status, 200);
+      for (const ticket of [paid[2]!, paid[3]!, free[1]!]) assert.equal((await api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key, json: { ticketId: ticket.id } })).status, 201);
+      assert.equal((await api.fetch(`/v1/events/${eventId}/checkin/${free[1]!.id}`, { method: 'DELETE', key })).status, 200);
+      assert.equal((await api.fetch(`/v1/events/${eventId}/payouts`, { method: 'POST', key })).status, 201);
+
+      const totals = await (await api.fetch(`/v1/events/${eventId}/analytics`, { key })).json();
+      const gross = 7 * 2500;
+      const refunded = 2 * 2500;
+      assert.deepEqual(
+        { ...totals, byTicketType: undefined },
+        { eventId, currency: 'EUR', ticketsSold: 7, ticketsCancelled: 3, grossRevenue: gross, refunded, netRevenue: gross - refunded, paidOut: gross - refunded, checkedIn: 2, checkInRate: 2 / 7, byTicketType: undefined },
+      );
+      const byName = Object.fromEntries(totals.byTicketType.map((x: { name: string }) => [x.name, x]));
+      assert.deepEqual([byName.Paid.ticketsSold, byName.Paid.ticketsCancelled, byName.Paid.checkedIn, byName.Paid.grossRevenue], [5, 2, 2, gross]);
+      assert.deepEqual([byName.Free.ticketsSold, byName.Free.ticketsCancelled, byName.Free.checkedIn, byName.Free.grossRevenue], [2, 1, 0, 0]);
+
+      for (const interval of ['minute', 'hour', 'day']) {
+        const sales = await (await api.fetch(`/v1/events/${eventId}/analytics/sales?interval=${interval}`, { key })).json();
+        const sum = (k: string) => sales.buckets.reduce((n: number, b: Record<string, number>) => n + b[k]!, 0);
+        assert.equal(sum('ticketsSold'), 10, interval);
+        assert.equal(sum('ticketsSold') - sum('ticketsCancelled'), totals.ticketsSold);
+        assert.equal(sum('grossRevenue'), totals.grossRevenue);
+        assert.equal(sum('refunded'), totals.refunded);
+        assert.ok(sales.buckets.length >= 1);
+        for (let i = 1; i < sales.buckets.length; i++) {
+          assert.ok(Date.parse(sales.buckets[i].start) > Date.parse(sales.buckets[i - 1].start), 'buckets in order, none missing');
+        }
+        const checkins = await (await api.fetch(`/v1/events/${eventId}/analytics/checkins?interval=${interval}`, { key })).json();
+        const cSum = (k: string) => checkins.buckets.reduce((n: number, b: Record<string, number>) => n + b[k]!, 0);
+        assert.equal(cSum('checkIns'), 3);
+        assert.equal(cSum('undos'), 1);
+        assert.equal(cSum('checkIns') - cSum('undos'), totals.checkedIn);
+      }
+      // A range with empty buckets on both sides: zeros, not gaps.
+      const from = new Date(Date.now() - 10 * 60_000).toISOString();
+      const to = new Date(Date.now() + 10 * 60_000).toISOString();
+      const wide = await (await api.fetch(`/v1/events/${eventId}/analytics/sales?interval=minute&from=${from}&to=${to}`, { key })).json();
+      assert.ok(wide.buckets.length >= 20 && wide.buckets.length <= 21, String(wide.buckets.length));
+      assert.equal(wide.buckets[0].ticketsSold, 0);
+      assert.equal(wide.buckets.reduce((n: number, b: { ticketsSold: number }) => n + b.ticketsSold, 0), 10);
+    });
+  });
+}
