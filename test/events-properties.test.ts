@@ -46,6 +46,11 @@ for (const engine of ENGINES) {
       assert.deepEqual([...new Set(statuses)].sort(), [201, 409]);
       assert.equal(statuses.filter((s) => s === 201).length, 50);
       for (const res of answers.filter((r) => r.status === 409)) assert.equal((await res.json()).code, 'sold_out');
+      const acknowledged = answers.find((r) => r.status === 201)!;
+      const order = await acknowledged.json();
+      const reread = await api.fetch(acknowledged.headers.get('location')!, { key });
+      assert.equal(acknowledged.headers.get('location'), `/v1/orders/${order.id}`);
+      assert.deepEqual(await reread.json(), order, 'the Location reads the order back as it was answered');
       const { tickets, types, eventSold } = await ticketCounts(api, eventId);
       assert.equal(tickets.length, 50);
       assert.equal(types[0]!.sold, 50);

@@ -149,8 +149,17 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const order = await orders.createOrder(scope(request), request.params.id, request.body);
-      return reply.code(201).header('Location', `/v1/events/${order.eventId}/orders/${order.id}`).send(order);
+      return reply.code(201).header('Location', `/v1/orders/${order.id}`).send(order);
     },
+  );
+
+  app.get(
+    '/orders/:id',
+    {
+      config: { scope: READ },
+      schema: { tags: ['orders'], summary: 'Read an order with its tickets (their current state)', params: IdParam('Order id (`ord_...`)'), response: { 200: schemas.OrderSchema, ...problemResponses } },
+    },
+    (request) => orders.getOrder(scope(request), request.params.id),
   );
 
   app.get(

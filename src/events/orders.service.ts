@@ -177,6 +177,23 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   });
 }
 
+export async function getOrder(scope: TenantScope, id: string) {
+  const order = await scope.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!order) throw notFound('order', id);
+  const tickets = await scope.selectFrom('tickets').selectAll().where('orderId', '=', id).orderBy('id').execute();
+  return {
+    id: order.id,
+    eventId: order.eventId,
+    status: 'completed' as const,
+    buyer: { name: order.buyerName, email: order.buyerEmail },
+    items: JSON.parse(order.items) as Array<{ ticketTypeId: string; quantity: number; unitPrice: number; amount: number }>,
+    total: order.total,
+    currency: order.currency,
+    tickets: tickets.map(presentTicket),
+    createdAt: iso(order.createdAt),
+  };
+}
+
 export async function getTicket(scope: TenantScope, id: string): Promise<PresentedTicket> {
   const ticket = await repo.findTicket(scope, id);
   if (!ticket) throw notFound('ticket', id);
