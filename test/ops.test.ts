@@ -40,6 +40,22 @@ for (const engine of ENGINES) {
       const create = doc.paths['/v1/keys'].post;
       assert.ok(create.requestBody.content['application/json'].schema);
       assert.ok(create.responses['201'] && create.responses['4XX']);
+      let operations = 0;
+      for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+        if (!path.startsWith('/v1/')) continue;
+        for (const [method, op] of Object.entries(methods)) {
+          operations++;
+          const codes = Object.keys(op.responses);
+          assert.ok(codes.some((c) => /^2/.test(c)) && codes.includes('4XX'), `${method} ${path} documents its answers: ${codes}`);
+          assert.ok(op.summary, `${method} ${path} has a summary`);
+          if (['post', 'patch'].includes(method) && op.requestBody) {
+            assert.ok(op.requestBody.content['application/json'].schema, `${method} ${path} body schema`);
+          }
+        }
+      }
+      assert.ok(operations >= 29, `${operations} operations documented`);
+      const order = doc.paths['/v1/events/{id}/orders'].post.requestBody.content['application/json'];
+      assert.ok(order.schema.examples?.length || order.examples, 'request bodies carry examples');
       assert.match(await (await api.fetch('/docs/')).text(), /swagger/i);
       const errors = await (await api.fetch('/docs/errors')).text();
       for (const code of ['sold_out', 'idempotency_key_reused', 'rate_limited']) assert.ok(errors.includes(`id="${code}"`));

@@ -60,7 +60,7 @@ export const CreateEventBody = Type.Object(
     currency: Currency,
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false },
+  { examples: [{ name: 'Launch night', startsAt: '2027-05-01T18:00:00+02:00', endsAt: '2027-05-01T23:00:00+02:00', timezone: 'Europe/Berlin', currency: 'EUR', capacity: 300, venue: { name: 'Hall 7', city: 'Berlin', country: 'DE' } }], additionalProperties: false },
 );
 
 export const UpdateEventBody = Type.Object(
@@ -76,7 +76,7 @@ export const UpdateEventBody = Type.Object(
     currency: Type.Optional(Currency),
     metadata: Type.Optional(Metadata),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ capacity: 350, metadata: { crmId: '4711' } }], additionalProperties: false, minProperties: 1 },
 );
 
 export const EventListQuery = Type.Object(
@@ -121,7 +121,7 @@ export const CreateTicketTypeBody = Type.Object(
     salesEndAt: Type.Optional(Timestamp),
     maxPerOrder: Type.Optional(MaxPerOrder),
   },
-  { additionalProperties: false },
+  { examples: [{ name: 'Early bird', price: 2500, quantity: 100, maxPerOrder: 4, salesEndAt: '2027-04-01T00:00:00Z' }], additionalProperties: false },
 );
 
 export const UpdateTicketTypeBody = Type.Object(
@@ -134,7 +134,7 @@ export const UpdateTicketTypeBody = Type.Object(
     salesEndAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
     maxPerOrder: Type.Optional(Type.Union([MaxPerOrder, Type.Null()])),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ quantity: 150, salesEndAt: '2027-04-15T00:00:00Z' }], additionalProperties: false, minProperties: 1 },
 );
 
 export const TicketSchema = Type.Object(
@@ -172,7 +172,10 @@ export const CreateOrderBody = Type.Object(
       { minItems: 1, maxItems: 20 },
     ),
   },
-  { additionalProperties: false },
+  {
+    examples: [{ buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 2, attendees: [{ name: 'Charles Babbage', email: 'charles@example.com' }] }] }],
+    additionalProperties: false,
+  },
 );
 
 export const OrderSchema = Type.Object(
@@ -190,7 +193,7 @@ export const OrderSchema = Type.Object(
   { $id: 'Order' },
 );
 
-export const TransferBody = Type.Object({ attendee: Person }, { additionalProperties: false });
+export const TransferBody = Type.Object({ attendee: Person }, { examples: [{ attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }], additionalProperties: false });
 
 export const AttendeeSchema = Type.Object(
   {
@@ -229,7 +232,7 @@ export const CheckinBody = Type.Object(
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
-  { additionalProperties: false, description: 'Exactly one of ticketId and code.' },
+  { examples: [{ code: 'h0HFNKsRHaUT6fWW9eYOuL', gate: 'north' }], additionalProperties: false, description: 'Exactly one of ticketId and code.' },
 );
 
 export const CheckinSchema = Type.Object(
