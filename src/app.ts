@@ -6,6 +6,7 @@ import sjson from 'secure-json-parse';
 import { accountRoutes } from './accounts/accounts.routes.js';
 import type { Config } from './config.js';
 import { eventRoutes } from './events/events.routes.js';
+import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { healthRoutes } from './http/health.js';
@@ -132,6 +133,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     });
     await api.register(accountRoutes);
     await api.register(eventRoutes);
+    await api.register(webhookRoutes);
     if (options.extraRoutes) await api.register(options.extraRoutes);
   };
   await app.register(versioned, { prefix: '/v1', listed: true });

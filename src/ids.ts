@@ -14,6 +14,7 @@ export const ID_PREFIXES = {
   delivery: 'whd',
   job: 'job',
   payout: 'pay',
+  queuedJob: 'qjob',
   request: 'req',
 } as const;
 

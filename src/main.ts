@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { pino } from 'pino';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
@@ -6,7 +7,7 @@ import { openDatabase, type DatabaseHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
-import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
+import { startWorkers } from './jobs/workers.js';
 
 const USAGE = `Usage: montage <command>
 
@@ -40,19 +41,6 @@ function parseExpiresIn(text: string | undefined): number | undefined {
   return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
 }
 
-/** Background work that needs no HTTP: periodic clean-up now, job queues as areas add them. */
-function startWorkers(handle: DatabaseHandle, log: (msg: string, err?: unknown) => void): () => void {
-  const sweep = () =>
-    purgeExpiredIdempotencyKeys(handle.db).then(
-      (n) => n > 0 && log(`purged ${n} expired idempotency keys`),
-      (err) => log('idempotency key purge failed', err),
-    );
-  void sweep();
-  const timer = setInterval(sweep, 15 * 60_000);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
 function onShutdown(stop: () => Promise<void>) {
   let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -71,10 +59,10 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
   const handle = openDatabase(config);
   await migrateToLatest(handle);
   const app = await buildApp(config, { database: handle });
-  const stopWorkers = withWorker ? startWorkers(handle, (msg, err) => app.log.info({ err }, msg)) : () => {};
+  const workers = withWorker ? startWorkers(handle, config, app.log) : null;
   onShutdown(async () => {
-    stopWorkers();
     await app.close();
+    await workers?.stop();
     await handle.close();
   });
   await app.listen({ port: config.port, host: config.host });
@@ -98,10 +86,11 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
 async function worker(config: Config): Promise<void> {
   const handle = openDatabase(config);
   await migrateToLatest(handle);
-  const stop = startWorkers(handle, (msg, err) => process.stderr.write(`${msg}${err ? `: ${String(err)}` : ''}\n`));
-  out(`Montage worker running (${handle.engine}: ${handle.location})`);
+  const log = pino({ level: config.logLevel });
+  const workers = startWorkers(handle, config, log);
+  log.info({ workerId: workers.runner.workerId, database: `${handle.engine}: ${handle.location}` }, 'Montage worker running');
   onShutdown(async () => {
-    stop();
+    await workers.stop();
     await handle.close();
   });
   // Keep the process alive until a signal stops it.

@@ -10,6 +10,7 @@ import { type BuildOptions, buildApp } from '../src/app.js';
 import { type Config, loadConfig, type Plan } from '../src/config.js';
 import { type DatabaseHandle, type Engine, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import { startWorkers } from '../src/jobs/workers.js';
 
 /** The engines this run tests on (scripts/test.mjs sets them; PostgreSQL gets a fresh database per run). */
 export const ENGINES = (process.env.MONTAGE_TEST_ENGINES ?? 'sqlite').split(',').filter(Boolean) as Engine[];
@@ -57,15 +58,19 @@ export async function startApp(
   t: TestContext,
   storage: Storage,
   env: Record<string, string> = {},
-  options: Omit<BuildOptions, 'database'> = {},
+  options: Omit<BuildOptions, 'database'> & { workers?: boolean } = {},
 ): Promise<TestApp> {
   const config = loadConfig({ PORT: '0', MONTAGE_LOG_LEVEL: 'silent', ...storage.env, ...env });
   const database = openDatabase(config);
   await migrateToLatest(database);
-  const app = await buildApp(config, { database, logger: false, ...options });
+  const { workers: withWorkers, ...buildOptions } = options;
+  const app = await buildApp(config, { database, logger: false, ...buildOptions });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const silent = { info() {}, warn() {}, error() {} };
+  const workers = withWorkers ? startWorkers(database, config, silent) : null;
   t.after(async () => {
     await app.close();
+    await workers?.stop(1000);
     await database.close();
   });
   const key: TestApp['key'] = async (accountId, plan, input = {}) =>
@@ -105,3 +110,14 @@ export async function problem(response: ApiResponse, status: number, code: strin
   return body;
 }
 
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
+export async function until<T>(check: () => Promise<T> | T, timeoutMs = 5000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

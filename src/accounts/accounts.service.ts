@@ -8,7 +8,7 @@ import { newId } from '../ids.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { iso } from '../time.js';
 import * as repo from './accounts.repository.js';
-import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword } from './secrets.js';
+import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword, newWebhookSecret } from './secrets.js';
 
 export const SCOPES = ['blend', 'events:read', 'events:write', 'checkin', 'webhooks'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -42,6 +42,7 @@ export async function createAccount(db: Db, input: NewAccount) {
     email,
     plan,
     passwordHash: input.password === undefined ? null : await hashPassword(input.password),
+    webhookSecret: newWebhookSecret(),
     createdAt: now,
     updatedAt: now,
   };

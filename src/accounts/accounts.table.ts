@@ -5,6 +5,8 @@ export interface AccountTable {
   plan: string;
   /** `scrypt$N$r$p$salt$hash`, or null for accounts that only use API keys. */
   passwordHash: string | null;
+  /** `whsec_...`: signs webhook deliveries that have no subscription (a blend job's own webhookUrl). */
+  webhookSecret: string | null;
   createdAt: number;
   updatedAt: number;
 }

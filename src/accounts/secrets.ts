@@ -11,6 +11,11 @@ export function generateApiKey(): string {
   return `mtg_${randomBase62(40)}`;
 }
 
+/** A Standard Webhooks signing secret: `whsec_` + base64 of 32 random bytes. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
 /** Keys have 238 random bits, so a fast unsalted hash is enough to make a stolen table useless. */
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');

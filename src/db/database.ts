@@ -6,7 +6,8 @@ import pg from 'pg';
 import type { AccountTable, ApiKeyTable } from '../accounts/accounts.table.js';
 import type { CheckinTable, EventTable, OrderTable, PayoutTable, TicketTable, TicketTypeTable } from '../events/events.table.js';
 import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
-import type { WebhookMessageTable } from '../webhooks/webhooks.table.js';
+import type { JobTable } from '../jobs/jobs.table.js';
+import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from '../webhooks/webhooks.table.js';
 import { CachedSqliteDialect } from './sqlite-dialect.js';
 
 export interface Database {
@@ -20,6 +21,9 @@ export interface Database {
   checkins: CheckinTable;
   payouts: PayoutTable;
   webhookMessages: WebhookMessageTable;
+  webhookSubscriptions: WebhookSubscriptionTable;
+  webhookAttempts: WebhookAttemptTable;
+  jobs: JobTable;
 }
 
 export type Db = Kysely<Database>;

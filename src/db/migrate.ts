@@ -2,10 +2,12 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely';
 import { type DatabaseHandle, ensureSchema } from './database.js';
 import * as m0001 from './migrations/2026_11_22_0001_accounts.js';
 import * as m0002 from './migrations/2026_11_22_0002_events.js';
+import * as m0003 from './migrations/2026_11_22_0003_jobs_webhooks.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
   '2026_11_22_0002_events': m0002,
+  '2026_11_22_0003_jobs_webhooks': m0003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,6 +1,8 @@
 import type { Db, Tx } from '../db/database.js';
 import { newId } from '../ids.js';
+import { enqueueJobs, type NewJob } from '../jobs/queue.js';
 import { iso } from '../time.js';
+import { DELIVER_KIND, DELIVERY_MAX_ATTEMPTS } from './delivery.js';
 
 export const EVENT_AREA_EVENTS = [
   'event.created',
@@ -25,6 +27,8 @@ export interface OutboxMessage {
   data: unknown;
   /** Blend events carry their job id at the top of the body. */
   jobId?: string;
+  /** A blend job's own endpoint, besides the account's subscriptions. */
+  webhookUrl?: string;
 }
 
 const BATCH = 200;
@@ -42,5 +46,27 @@ export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: 
   for (let i = 0; i < rows.length; i += BATCH) {
     await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
   }
+  // Fan out to the subscriptions that exist now, in the same transaction: a delivery job per
+  // (message, subscription). Later subscriptions do not receive earlier messages.
+  const subscriptions = await tx
+    .selectFrom('webhookSubscriptions')
+    .select(['id', 'events'])
+    .where('accountId', '=', accountId)
+    .where('status', '=', 'enabled')
+    .execute();
+  const jobs: NewJob[] = [];
+  for (const subscription of subscriptions) {
+    const events = JSON.parse(subscription.events) as string[];
+    for (const row of rows) {
+      if (events.includes('*') || events.includes(row.eventType)) {
+        jobs.push({ kind: DELIVER_KIND, payload: { messageId: row.id, subscriptionId: subscription.id }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
+      }
+    }
+  }
+  for (const message of messages.filter((m) => m.webhookUrl)) {
+    const row = rows[messages.indexOf(message)]!;
+    jobs.push({ kind: DELIVER_KIND, payload: { messageId: row.id, url: message.webhookUrl }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
+  }
+  if (jobs.length > 0) await enqueueJobs(tx, jobs, now);
   return rows.map((r) => r.id);
 }

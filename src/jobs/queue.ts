@@ -1,0 +1,104 @@
+import type { Selectable } from 'kysely';
+import type { Db, Engine, Tx } from '../db/database.js';
+import { newId } from '../ids.js';
+import type { JobTable } from './jobs.table.js';
+
+export type JobRow = Selectable<JobTable>;
+
+export interface NewJob {
+  kind: string;
+  payload: unknown;
+  maxAttempts: number;
+  runAt?: number;
+}
+
+const BATCH = 200;
+
+/** Adds jobs; call it inside the transaction whose commit should make them visible. */
+export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now()): Promise<void> {
+  const rows = jobs.map((job) => ({
+    id: newId('queuedJob'),
+    kind: job.kind,
+    payload: JSON.stringify(job.payload),
+    status: 'queued',
+    attempts: 0,
+    maxAttempts: job.maxAttempts,
+    runAt: job.runAt ?? now,
+    lockedBy: null,
+    lockedUntil: null,
+    lastError: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+  }));
+  for (let i = 0; i < rows.length; i += BATCH) await db.insertInto('jobs').values(rows.slice(i, i + BATCH)).execute();
+}
+
+/**
+ * Claims up to `limit` jobs for `workerId` with a lease: queued jobs that are due, and running
+ * jobs whose lease expired (their worker died). On PostgreSQL the candidates are locked with
+ * FOR UPDATE SKIP LOCKED, so concurrent workers never claim the same job; SQLite runs one
+ * write transaction at a time. Each claim counts as an attempt.
+ */
+export async function claimJobs(db: Db, engine: Engine, kinds: string[], workerId: string, limit: number, leaseMs: number, now = Date.now()): Promise<JobRow[]> {
+  if (kinds.length === 0 || limit <= 0) return [];
+  let candidates = db
+    .selectFrom('jobs')
+    .select('id')
+    .where('kind', 'in', kinds)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('status', '=', 'queued'), eb('runAt', '<=', now)]),
+        eb.and([eb('status', '=', 'running'), eb('lockedUntil', '<', now)]),
+      ]),
+    )
+    .orderBy('runAt')
+    .limit(limit);
+  if (engine === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  return db
+    .updateTable('jobs')
+    .set((eb) => ({ status: 'running', lockedBy: workerId, lockedUntil: now + leaseMs, attempts: eb('attempts', '+', 1), updatedAt: now }))
+    .where('id', 'in', candidates)
+    .returningAll()
+    .execute();
+}
+
+/** Only the lease holder may settle a job: a worker whose lease lapsed must not overwrite the new holder's work. */
+function owned(db: Db, job: Pick<JobRow, 'id' | 'lockedBy'>) {
+  return db.updateTable('jobs').where('id', '=', job.id).where('lockedBy', '=', job.lockedBy).where('status', '=', 'running');
+}
+
+export async function extendLease(db: Db, job: JobRow, leaseMs: number): Promise<boolean> {
+  const now = Date.now();
+  const result = await owned(db, job).set({ lockedUntil: now + leaseMs, updatedAt: now }).executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export async function completeJob(db: Db, job: JobRow): Promise<void> {
+  const now = Date.now();
+  await owned(db, job).set({ status: 'done', lockedBy: null, lockedUntil: null, finishedAt: now, updatedAt: now }).execute();
+}
+
+export async function retryJob(db: Db, job: JobRow, delayMs: number, error: string): Promise<void> {
+  const now = Date.now();
+  await owned(db, job).set({ status: 'queued', lockedBy: null, lockedUntil: null, runAt: now + delayMs, lastError: error.slice(0, 1000), updatedAt: now }).execute();
+}
+
+export async function failJob(db: Db, job: JobRow, error: string): Promise<void> {
+  const now = Date.now();
+  await owned(db, job).set({ status: 'failed', lockedBy: null, lockedUntil: null, lastError: error.slice(0, 1000), finishedAt: now, updatedAt: now }).execute();
+}
+
+/** Hands a job back untouched (shutdown): its attempt is not counted against it. */
+export async function releaseJob(db: Db, job: JobRow): Promise<void> {
+  const now = Date.now();
+  await owned(db, job)
+    .set((eb) => ({ status: 'queued', lockedBy: null, lockedUntil: null, runAt: now, attempts: eb('attempts', '-', 1), updatedAt: now }))
+    .execute();
+}
+
+/** Finished jobs are kept a day for inspection, then removed. */
+export async function purgeFinishedJobs(db: Db, olderThanMs = 86_400_000, now = Date.now()): Promise<number> {
+  const result = await db.deleteFrom('jobs').where('status', 'in', ['done', 'failed']).where('finishedAt', '<', now - olderThanMs).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

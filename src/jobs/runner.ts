@@ -1,0 +1,139 @@
+import os from 'node:os';
+import type { Db, Engine } from '../db/database.js';
+import { newId } from '../ids.js';
+import { claimJobs, completeJob, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
+
+export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number; error: string } | { status: 'failed'; error: string };
+
+export interface JobHandler {
+  /** Jobs of this kind worked at once by one process. */
+  concurrency: number;
+  work(job: JobRow): Promise<JobOutcome>;
+}
+
+export interface RunnerOptions {
+  leaseMs: number;
+  /** How often an idle runner looks for due jobs. */
+  pollMs?: number;
+  log: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+/**
+ * Works jobs from the queue: claims due jobs with a lease up to each kind's concurrency,
+ * renews the lease while a job runs, settles it (done, retry later, failed) and, on stop,
+ * waits for jobs in flight up to a grace period and hands the rest back to the queue.
+ */
+export class JobRunner {
+  readonly workerId = `${os.hostname()}:${process.pid}:${newId('queuedJob').slice(-8)}`;
+  private readonly active = new Map<string, { job: JobRow; done: Promise<void> }>();
+  private readonly perKind = new Map<string, number>();
+  private running = false;
+  private wakeUp: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly engine: Engine,
+    private readonly handlers: Record<string, JobHandler>,
+    private readonly options: RunnerOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Looks for work now instead of at the next poll. */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  private async run(): Promise<void> {
+    const pollMs = this.options.pollMs ?? 100;
+    while (this.running) {
+      let claimed = 0;
+      try {
+        claimed = await this.claim();
+      } catch (err) {
+        this.options.log.warn({ err }, 'could not claim jobs');
+      }
+      if (!this.running) break;
+      if (claimed === 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
+          this.wakeUp = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wakeUp = null;
+      }
+    }
+  }
+
+  private async claim(): Promise<number> {
+    let claimed = 0;
+    for (const [kind, handler] of Object.entries(this.handlers)) {
+      const free = handler.concurrency - (this.perKind.get(kind) ?? 0);
+      if (free <= 0) continue;
+      const jobs = await claimJobs(this.db, this.engine, [kind], this.workerId, free, this.options.leaseMs);
+      for (const job of jobs) this.begin(kind, handler, job);
+      claimed += jobs.length;
+    }
+    return claimed;
+  }
+
+  private begin(kind: string, handler: JobHandler, job: JobRow): void {
+    this.perKind.set(kind, (this.perKind.get(kind) ?? 0) + 1);
+    const renew = setInterval(() => {
+      extendLease(this.db, job, this.options.leaseMs).catch((err) => this.options.log.warn({ err, jobId: job.id }, 'could not extend a job lease'));
+    }, Math.max(1000, Math.floor(this.options.leaseMs / 3)));
+    const done = this.work(handler, job).finally(() => {
+      clearInterval(renew);
+      this.active.delete(job.id);
+      this.perKind.set(kind, (this.perKind.get(kind) ?? 1) - 1);
+      this.wake();
+    });
+    this.active.set(job.id, { job, done });
+  }
+
+  private async work(handler: JobHandler, job: JobRow): Promise<void> {
+    let outcome: JobOutcome;
+    if (job.attempts > job.maxAttempts) {
+      outcome = { status: 'failed', error: `gave up after ${job.maxAttempts} attempts (the last worker died holding it)` };
+    } else {
+      try {
+        outcome = await handler.work(job);
+      } catch (err) {
+        this.options.log.error({ err, jobId: job.id, kind: job.kind }, 'job handler failed');
+        const error = err instanceof Error ? err.message : String(err);
+        outcome = job.attempts < job.maxAttempts ? { status: 'retry', delayMs: 1000 * 2 ** job.attempts, error } : { status: 'failed', error };
+      }
+    }
+    try {
+      if (outcome.status === 'done') await completeJob(this.db, job);
+      else if (outcome.status === 'retry') await retryJob(this.db, job, outcome.delayMs, outcome.error);
+      else await failJob(this.db, job, outcome.error);
+    } catch (err) {
+      // The lease will expire and another worker will take the job over.
+      this.options.log.error({ err, jobId: job.id }, 'could not settle a job');
+    }
+  }
+
+  /** Stops claiming, lets jobs in flight finish for up to `graceMs`, then hands the rest back. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake();
+    await this.loop;
+    const inFlight = [...this.active.values()];
+    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
+    await Promise.race([Promise.all(inFlight.map((a) => a.done)), timeout]);
+    await Promise.all([...this.active.values()].map(({ job }) => releaseJob(this.db, job).catch(() => {})));
+  }
+
+  get busy(): number {
+    return this.active.size;
+  }
+}

@@ -1,0 +1,45 @@
+import type { Config } from '../config.js';
+import type { DatabaseHandle } from '../db/database.js';
+import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
+import { DELIVER_KIND, webhookDeliveryHandler } from '../webhooks/delivery.js';
+import { purgeFinishedJobs } from './queue.js';
+import { JobRunner } from './runner.js';
+
+export interface WorkerLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface Workers {
+  runner: JobRunner;
+  /** Stops claiming, finishes or hands back jobs in flight within `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const SWEEP_MS = 15 * 60_000;
+
+/** The background work of a process: the job queue's handlers and periodic clean-up. */
+export function startWorkers(handle: DatabaseHandle, config: Config, log: WorkerLog): Workers {
+  const runner = new JobRunner(handle.db, handle.engine, { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config) }, { leaseMs: config.jobLeaseMs, log });
+  runner.start();
+  const sweep = async () => {
+    try {
+      const keys = await purgeExpiredIdempotencyKeys(handle.db);
+      const jobs = await purgeFinishedJobs(handle.db);
+      if (keys + jobs > 0) log.info({ idempotencyKeys: keys, jobs }, 'purged expired rows');
+    } catch (err) {
+      log.warn({ err }, 'clean-up failed');
+    }
+  };
+  void sweep();
+  const timer = setInterval(sweep, SWEEP_MS);
+  timer.unref();
+  return {
+    runner,
+    async stop(graceMs) {
+      clearInterval(timer);
+      await runner.stop(graceMs);
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { TenantScope } from '../db/tenant.js';
+import { pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
+import { problemResponses } from '../http/problem.js';
+import { IdParam } from '../schemas.js';
+import { AttemptSchema, CreatedSubscriptionSchema, CreateSubscriptionBody, ListQuery, SubscriptionSchema } from './webhooks.schemas.js';
+import * as webhooks from './webhooks.service.js';
+
+const Params = IdParam('Webhook subscription id (`wh_...`)');
+
+export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
+  const config = { scope: 'webhooks' as const };
+  const tags = ['webhooks'];
+
+  app.get(
+    '/webhooks',
+    { config, schema: { tags, summary: 'List webhook subscriptions, newest first (no secrets)', querystring: ListQuery, response: { 200: pageSchema(SubscriptionSchema), ...problemResponses } } },
+    async (request, reply) => withLinkHeader(request, reply, await webhooks.listSubscriptions(scope(request), pageRequest(request.query, webhooks.subscriptionsListTag()))),
+  );
+
+  app.post(
+    '/webhooks',
+    {
+      config: { ...config, idempotent: false },
+      schema: {
+        tags,
+        summary: 'Subscribe an endpoint to events; the response is the only time the signing secret is shown',
+        description: 'Idempotency-Key is not honoured here: a stored response would hold the secret.',
+        body: CreateSubscriptionBody,
+        response: { 201: CreatedSubscriptionSchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const created = await webhooks.createSubscription(scope(request), request.body, app.config.allowPrivateNetwork);
+      return reply.code(201).header('Location', `/v1/webhooks/${created.id}`).send(created);
+    },
+  );
+
+  app.get(
+    '/webhooks/:id',
+    { config, schema: { tags, summary: 'Read a webhook subscription', params: Params, response: { 200: SubscriptionSchema, ...problemResponses } } },
+    (request) => webhooks.getSubscription(scope(request), request.params.id),
+  );
+
+  app.delete(
+    '/webhooks/:id',
+    { config, schema: { tags, summary: 'Delete a webhook subscription; nothing more is delivered to it', params: Params, response: { 204: Type.Null(), ...problemResponses } } },
+    async (request, reply) => {
+      await webhooks.deleteSubscription(scope(request), request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/webhooks/:id/deliveries',
+    {
+      config,
+      schema: { tags, summary: 'Delivery attempts to this subscription, newest first', params: Params, querystring: ListQuery, response: { 200: pageSchema(AttemptSchema), ...problemResponses } },
+    },
+    async (request, reply) =>
+      withLinkHeader(request, reply, await webhooks.listAttempts(scope(request), request.params.id, pageRequest(request.query, webhooks.attemptsListTag(request.params.id)))),
+  );
+};

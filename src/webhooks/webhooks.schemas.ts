@@ -1,0 +1,58 @@
+import { Type } from 'typebox';
+import { PageQuery } from '../http/paging.js';
+import { NullableTimestamp, Timestamp } from '../schemas.js';
+import { WEBHOOK_EVENTS } from './outbox.js';
+
+const EventName = Type.String({ minLength: 1, maxLength: 64, description: `One of ${WEBHOOK_EVENTS.join(', ')}, or * for all.` });
+
+export const SubscriptionSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['wh_01m80eg3tperaacsapew6ns732'] }),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    description: Type.Union([Type.String(), Type.Null()]),
+    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+    disabledAt: NullableTimestamp,
+    disabledReason: Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Null()], { description: '`gone`: the endpoint answered 410; `failing`: every delivery failed for the configured span.' }),
+    failingSince: NullableTimestamp,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'WebhookSubscription' },
+);
+
+export const CreatedSubscriptionSchema = Type.Object(
+  {
+    ...SubscriptionSchema.properties,
+    secret: Type.String({ description: 'Signing secret (Standard Webhooks). Shown only in this response.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }),
+  },
+  { $id: 'CreatedWebhookSubscription' },
+);
+
+export const CreateSubscriptionBody = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https; no credentials in the URL.' }),
+    events: Type.Array(EventName, { minItems: 1, maxItems: 20, uniqueItems: true }),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/montage', events: ['ticket.purchased', 'checkin.completed'], description: 'CRM sync' }] },
+);
+
+export const AttemptSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['whd_01m80eg3tperaacsapew6ns732'] }),
+    messageId: Type.String(),
+    event: Type.String(),
+    attempt: Type.Integer({ description: '1 for the first try, then each retry.' }),
+    url: Type.String(),
+    succeeded: Type.Boolean(),
+    statusCode: Type.Union([Type.Integer(), Type.Null()]),
+    durationMs: Type.Integer(),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why no answer came (timeout, refused connection, refused address).' }),
+    responseSnippet: Type.Union([Type.String(), Type.Null()], { description: 'The first 1 KiB of the answer.' }),
+    createdAt: Timestamp,
+  },
+  { $id: 'WebhookAttempt' },
+);
+
+export const ListQuery = Type.Object(PageQuery, { additionalProperties: false });

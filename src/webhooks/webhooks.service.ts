@@ -1,0 +1,114 @@
+import type { Selectable } from 'kysely';
+import type { Static } from 'typebox';
+import { newWebhookSecret } from '../accounts/secrets.js';
+import type { TenantScope } from '../db/tenant.js';
+import { invalid, notFound } from '../errors.js';
+import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { newId } from '../ids.js';
+import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
+import { iso } from '../time.js';
+import { WEBHOOK_EVENTS } from './outbox.js';
+import type { WebhookAttemptTable, WebhookSubscriptionTable } from './webhooks.table.js';
+import type { CreateSubscriptionBody } from './webhooks.schemas.js';
+
+type SubscriptionRow = Selectable<WebhookSubscriptionTable>;
+type AttemptRow = Selectable<WebhookAttemptTable>;
+
+export function presentSubscription(row: SubscriptionRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    description: row.description,
+    status: row.status as 'enabled' | 'disabled',
+    disabledAt: iso(row.disabledAt),
+    disabledReason: row.disabledReason as 'gone' | 'failing' | null,
+    failingSince: iso(row.failingSince),
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  };
+}
+
+function presentAttempt(row: AttemptRow) {
+  return {
+    id: row.id,
+    messageId: row.messageId,
+    event: row.eventType,
+    attempt: row.attempt,
+    url: row.url,
+    succeeded: row.statusCode !== null && row.statusCode >= 200 && row.statusCode < 300,
+    statusCode: row.statusCode,
+    durationMs: row.durationMs,
+    error: row.error,
+    responseSnippet: row.responseSnippet,
+    createdAt: iso(row.createdAt),
+  };
+}
+
+/** Refuses what can never be delivered; addresses behind names are checked at each delivery. */
+export function checkEndpoint(url: string, allowPrivateNetwork: boolean): void {
+  try {
+    checkOutboundUrl(url, addressPolicy(allowPrivateNetwork));
+  } catch (err) {
+    if (err instanceof SafeFetchError) throw invalid('/url', err.message);
+    throw err;
+  }
+}
+
+export async function createSubscription(scope: TenantScope, input: Static<typeof CreateSubscriptionBody>, allowPrivateNetwork: boolean) {
+  checkEndpoint(input.url, allowPrivateNetwork);
+  input.events.forEach((name, i) => {
+    if (name !== '*' && !(WEBHOOK_EVENTS as readonly string[]).includes(name)) {
+      throw invalid(`/events/${i}`, `is not an event name (known: ${WEBHOOK_EVENTS.join(', ')}, or *)`);
+    }
+  });
+  if (input.events.includes('*') && input.events.length > 1) throw invalid('/events', 'holds * (every event) beside other names');
+  const now = Date.now();
+  const row: SubscriptionRow = {
+    id: newId('webhook'),
+    accountId: scope.accountId,
+    url: input.url,
+    events: JSON.stringify(input.events),
+    description: input.description ?? null,
+    secret: newWebhookSecret(),
+    status: 'enabled',
+    disabledAt: null,
+    disabledReason: null,
+    failingSince: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await scope.db.insertInto('webhookSubscriptions').values(row).execute();
+  return { ...presentSubscription(row), secret: row.secret };
+}
+
+async function findSubscription(scope: TenantScope, id: string): Promise<SubscriptionRow> {
+  const row = await scope.selectFrom('webhookSubscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('webhook subscription', id);
+  return row;
+}
+
+export async function getSubscription(scope: TenantScope, id: string) {
+  return presentSubscription(await findSubscription(scope, id));
+}
+
+export async function listSubscriptions(scope: TenantScope, page: PageRequest): Promise<Page<ReturnType<typeof presentSubscription>>> {
+  const rows = await keysetPage(scope.selectFrom('webhookSubscriptions').selectAll(), page, 'webhookSubscriptions.id', 'webhookSubscriptions.id', 'desc').execute();
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentSubscription);
+}
+
+/** Deletes the subscription; deliveries still queued for it are dropped when their turn comes. */
+export async function deleteSubscription(scope: TenantScope, id: string): Promise<void> {
+  const result = await scope.deleteFrom('webhookSubscriptions').where('id', '=', id).executeTakeFirst();
+  if (Number(result.numDeletedRows) !== 1) throw notFound('webhook subscription', id);
+}
+
+export async function listAttempts(scope: TenantScope, subscriptionId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentAttempt>>> {
+  await findSubscription(scope, subscriptionId);
+  const query = scope.selectFrom('webhookAttempts').selectAll().where('subscriptionId', '=', subscriptionId);
+  const rows = await keysetPage(query, page, 'webhookAttempts.id', 'webhookAttempts.id', 'desc').execute();
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentAttempt);
+}
+
+export const subscriptionsListTag = () => listTag('webhooks');
+export const attemptsListTag = (id: string) => listTag(`webhook-attempts:${id}`);
