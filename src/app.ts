@@ -13,7 +13,8 @@ import { healthRoutes } from './http/health.js';
 import { completeIdempotencyKey, idempotencyPreHandler, releaseIdempotencyKey } from './http/idempotency.js';
 import { guard } from './http/guard.js';
 import { metricsPlugin } from './http/metrics.js';
-import { problemPlugin } from './http/problem.js';
+import { problemBody, problemPlugin } from './http/problem.js';
+import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
 import { validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
@@ -37,6 +38,19 @@ export interface BuildOptions {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const MAX_PARAM_LENGTH = 500;
+
+/** The JSON pointer of the first string holding a NUL character (PostgreSQL cannot store one), or null. */
+function nulPath(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || '/' : null;
+  if (value && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      const found = nulPath(child, `${path}/${key}`);
+      if (found) return found;
+    }
+  }
+  return null;
+}
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
@@ -51,7 +65,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('request');
     },
     return503OnClosing: true,
-    routerOptions: { maxParamLength: 200 },
+    routerOptions: {
+      maxParamLength: MAX_PARAM_LENGTH,
+      // No ID is that long: answer like any unknown ID, in the API's error shape.
+      onMaxParamLength: (_path, req, res) => {
+        const body = problemBody({ id: newId('request') } as never, new AppError('not_found', 'No such resource.'));
+        res.writeHead(404, { 'content-type': 'application/problem+json; charset=utf-8', 'x-request-id': body.requestId }).end(JSON.stringify(body));
+      },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('config', config);
@@ -71,14 +92,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, sjson.parse(body as string, { protoAction: 'error', constructorAction: 'error' }));
+      parsed = sjson.parse(body as string, { protoAction: 'error', constructorAction: 'error' });
     } catch {
       const error = new Error('The request body is not valid JSON.') as FastifyError;
       error.code = 'FST_ERR_CTP_INVALID_JSON_BODY';
       error.statusCode = 400;
-      done(error, undefined);
+      return done(error, undefined);
     }
+    const nul = nulPath(parsed);
+    if (nul) return done(new AppError('invalid_request', `${nul} holds a NUL character.`, {}, [{ path: nul, message: 'must not hold a NUL character' }]), undefined);
+    done(null, parsed);
+  });
+
+  // A NUL in a path is an ID that cannot exist; in a query string it is invalid.
+  app.addHook('preValidation', async (request) => {
+    const params = request.params as Record<string, string> | undefined;
+    if (params && Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'))) {
+      throw new AppError('not_found', 'No such resource.');
+    }
+    const nul = nulPath(request.query);
+    if (nul) throw new AppError('invalid_request', `query ${nul} holds a NUL character.`, {}, [{ path: `/query${nul}`, message: 'must not hold a NUL character' }]);
   });
 
   app.addHook('onRequest', async (request, reply) => {

@@ -108,6 +108,20 @@ for (const engine of ENGINES) {
       assert.equal(history.length, 1);
       const messages = await api.database.db.selectFrom('webhookMessages').select('eventType').where('eventType', '=', 'checkin.completed').execute();
       assert.equal(messages.length, 1);
+
+      // The door's history, through the API: the check-in, then its undo, with who and where.
+      assert.equal((await api.fetch(`/v1/events/${eventId}/checkin/${ticket.id}`, { method: 'DELETE', key: scanner })).status, 200);
+      const log = await (await api.fetch(`/v1/events/${eventId}/checkins?ticketId=${ticket.id}`, { key })).json();
+      assert.deepEqual(log.data.map((e: { action: string }) => e.action), ['undo', 'checkin']);
+      assert.equal(log.data[1].id, first.id);
+      assert.equal(log.data[1].gate, first.gate);
+      assert.ok(log.data.every((e: { keyId: string }) => e.keyId === history[0]!.keyId && e.keyId !== null));
+      // An event cancelled with a checked-in ticket: that ticket's check-in can no longer be undone.
+      assert.equal((await api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key: scanner, json: { ticketId: ticket.id } })).status, 201);
+      assert.equal((await api.fetch(`/v1/events/${eventId}/cancel`, { method: 'POST', key })).status, 200);
+      const refused = await api.fetch(`/v1/events/${eventId}/checkin/${ticket.id}`, { method: 'DELETE', key: scanner });
+      assert.equal(refused.status, 409);
+      assert.equal((await refused.json()).code, 'ticket_cancelled');
     });
 
     test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {

@@ -183,4 +183,10 @@ export async function listPayouts(scope: TenantScope, eventId: string, page: Pag
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentPayout);
 }
 
+export async function getPayout(scope: TenantScope, eventId: string, id: string) {
+  const row = await scope.selectFrom('payouts').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('payout', id);
+  return presentPayout(row);
+}
+
 export const payoutsListTag = (eventId: string) => listTag(`payouts:${eventId}`);

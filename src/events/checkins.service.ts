@@ -1,11 +1,14 @@
+import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
+import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
+import type { CheckinTable } from './events.table.js';
 import { presentTicket, type PresentedTicket } from './orders.service.js';
 
 /** How far ahead of the server's clock an offline scanner's own time may be. */
@@ -63,6 +66,7 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
     const presentedTicket = presentTicket(checkedIn);
     const checkin = {
       id: checkinId,
+      action: 'checkin' as const,
       eventId,
       ticketId: ticket.id,
       checkedInAt: iso(scannedAt),
@@ -85,12 +89,14 @@ export async function undoCheckIn(scope: TenantScope, eventId: string, ticketId:
       .set({ checkedInAt: null, checkinId: null, updatedAt: now })
       .where('id', '=', ticketId)
       .where('eventId', '=', eventId)
+      .where('status', '=', 'valid')
       .where('checkedInAt', 'is not', null)
       .returningAll()
       .executeTakeFirst();
     if (!undone) {
       const ticket = await repo.findTicket(tx, ticketId);
       if (!ticket || ticket.eventId !== eventId) throw new AppError('not_found', `No ticket ${ticketId} for event ${eventId}.`);
+      if (ticket.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticketId} is cancelled.`);
       throw new AppError('not_checked_in', `Ticket ${ticketId} is not checked in.`);
     }
     await tx.db
@@ -102,3 +108,47 @@ export async function undoCheckIn(scope: TenantScope, eventId: string, ticketId:
     return presented;
   });
 }
+
+type CheckinRow = Selectable<CheckinTable>;
+
+function presentHistory(row: CheckinRow) {
+  return {
+    id: row.id,
+    action: row.action as 'checkin' | 'undo',
+    eventId: row.eventId,
+    ticketId: row.ticketId,
+    at: iso(row.scannedAt),
+    gate: row.gate,
+    keyId: row.keyId,
+    createdAt: iso(row.createdAt),
+  };
+}
+
+/** One check-in or undo, with the ticket as it is now. */
+export async function getCheckIn(scope: TenantScope, eventId: string, id: string) {
+  const row = await scope.selectFrom('checkins').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('check-in', id);
+  const ticket = presentTicket((await repo.findTicket(scope, row.ticketId))!);
+  return {
+    id: row.id,
+    action: row.action as 'checkin' | 'undo',
+    eventId,
+    ticketId: row.ticketId,
+    checkedInAt: iso(row.scannedAt),
+    gate: row.gate,
+    createdAt: iso(row.createdAt),
+    ticket,
+    attendee: ticket.attendee,
+  };
+}
+
+/** The door's history: every check-in and undo (who, when, gate), newest first. */
+export async function listCheckIns(scope: TenantScope, eventId: string, ticketId: string | undefined, page: PageRequest): Promise<Page<ReturnType<typeof presentHistory>>> {
+  if (!(await repo.findEvent(scope, eventId))) throw notFound('event', eventId);
+  let query = scope.selectFrom('checkins').selectAll().where('eventId', '=', eventId);
+  if (ticketId !== undefined) query = query.where('ticketId', '=', ticketId);
+  const rows = await keysetPage(query, page, 'checkins.id', 'checkins.id', 'desc').execute();
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentHistory);
+}
+
+export const checkinsListTag = (eventId: string, ticketId: string | undefined) => listTag(`checkins:${eventId}`, { ticketId });

@@ -119,6 +119,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
+  app.get(
+    '/events/:id/tickets/:ticketTypeId',
+    {
+      config: { scope: READ },
+      schema: { tags: ['ticket types'], summary: 'Read a ticket type with live inventory', params: schemas.EventTicketParams, response: { 200: schemas.TicketTypeSchema, ...problemResponses } },
+    },
+    (request) => events.getTicketType(scope(request), request.params.id, request.params.ticketTypeId),
+  );
+
   app.patch(
     '/events/:id/tickets/:ticketTypeId',
     {
@@ -236,7 +245,31 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: schemas.CheckinSchema, ...problemResponses },
       },
     },
-    async (request, reply) => reply.code(201).send(await checkins.checkIn(scope(request), request.params.id, request.body, request.principal!.keyId)),
+    async (request, reply) => {
+      const checkin = await checkins.checkIn(scope(request), request.params.id, request.body, request.principal!.keyId);
+      return reply.code(201).header('Location', `/v1/events/${checkin.eventId}/checkins/${checkin.id}`).send(checkin);
+    },
+  );
+
+  app.get(
+    '/events/:id/checkins',
+    {
+      config: { scope: READ },
+      schema: { tags: ['check-in'], summary: 'The check-in history: every check-in and undo (who, when, gate), newest first', params: EventParams, querystring: schemas.CheckinListQuery, response: { 200: pageSchema(schemas.CheckinHistorySchema), ...problemResponses } },
+    },
+    async (request, reply) => {
+      const tag = checkins.checkinsListTag(request.params.id, request.query.ticketId);
+      return withLinkHeader(request, reply, await checkins.listCheckIns(scope(request), request.params.id, request.query.ticketId, pageRequest(request.query, tag)));
+    },
+  );
+
+  app.get(
+    '/events/:id/checkins/:childId',
+    {
+      config: { scope: READ },
+      schema: { tags: ['check-in'], summary: 'Read a check-in (or undo) with its ticket as it is now', params: schemas.EventChildParams, response: { 200: schemas.CheckinSchema, ...problemResponses } },
+    },
+    (request) => checkins.getCheckIn(scope(request), request.params.id, request.params.childId),
   );
 
   app.delete(
@@ -275,7 +308,16 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/events/:id/payouts',
     { config: { scope: WRITE }, schema: { tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: schemas.PayoutSchema, ...problemResponses } } },
-    async (request, reply) => reply.code(201).send(await analytics.createPayout(scope(request), request.params.id)),
+    async (request, reply) => {
+      const payout = await analytics.createPayout(scope(request), request.params.id);
+      return reply.code(201).header('Location', `/v1/events/${payout.eventId}/payouts/${payout.id}`).send(payout);
+    },
+  );
+
+  app.get(
+    '/events/:id/payouts/:childId',
+    { config: { scope: READ }, schema: { tags: ['payouts'], summary: 'Read a payout', params: schemas.EventChildParams, response: { 200: schemas.PayoutSchema, ...problemResponses } } },
+    (request) => analytics.getPayout(scope(request), request.params.id, request.params.childId),
   );
 
   app.get(

@@ -238,6 +238,7 @@ export const CheckinBody = Type.Object(
 export const CheckinSchema = Type.Object(
   {
     id: Type.String({ examples: ['chk_01m80eg3tperaacsapew6ns732'] }),
+    action: Type.Union([Type.Literal('checkin'), Type.Literal('undo')]),
     eventId: Type.String(),
     ticketId: Type.String(),
     checkedInAt: Timestamp,
@@ -248,6 +249,22 @@ export const CheckinSchema = Type.Object(
   },
   { $id: 'Checkin' },
 );
+
+export const CheckinHistorySchema = Type.Object(
+  {
+    id: Type.String(),
+    action: Type.Union([Type.Literal('checkin'), Type.Literal('undo')]),
+    eventId: Type.String(),
+    ticketId: Type.String(),
+    at: Timestamp,
+    gate: Type.Union([Type.String(), Type.Null()]),
+    keyId: Type.Union([Type.String(), Type.Null()], { description: 'The API key that scanned or undid.' }),
+    createdAt: Timestamp,
+  },
+  { $id: 'CheckinHistoryEntry' },
+);
+
+export const CheckinListQuery = Type.Object({ ...PageQuery, ticketId: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: false });
 
 export const AnalyticsSchema = Type.Object(
   {
@@ -322,4 +339,5 @@ export const PayoutSchema = Type.Object(
 
 export const EventTicketParams = Type.Object({ id: Type.String(), ticketTypeId: Type.String() }, { additionalProperties: false });
 export const EventCheckinParams = Type.Object({ id: Type.String(), ticketId: Type.String() }, { additionalProperties: false });
+export const EventChildParams = Type.Object({ id: Type.String(), childId: Type.String() }, { additionalProperties: false });
 export { Email };

@@ -149,7 +149,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
       if (types.length > 0) throw new AppError('event_has_tickets', 'The currency cannot change once ticket types exist.');
     }
     if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold) {
-      throw new AppError('conflict', `Capacity cannot drop below the ${event.sold} tickets sold.`, { ticketsSold: event.sold });
+      throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold.`, { ticketsSold: event.sold });
     }
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
@@ -203,6 +203,13 @@ export async function listTicketTypes(scope: TenantScope, eventId: string) {
   return { data: types.map((t) => presentTicketType(t, event)) };
 }
 
+export async function getTicketType(scope: TenantScope, eventId: string, id: string) {
+  const event = await getEvent(scope, eventId);
+  const type = await repo.findTicketType(scope, eventId, id);
+  if (!type) throw notFound('ticket type', id);
+  return presentTicketType(type, event);
+}
+
 function checkSalesWindow(start: number | null, end: number | null): void {
   if (start !== null && end !== null && !(end > start)) throw invalid('/salesEndAt', 'must be after salesStartAt');
 }
@@ -247,10 +254,10 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     const type = await repo.findTicketType(tx, eventId, id);
     if (!type) throw notFound('ticket type', id);
     if (input.quantity !== undefined && input.quantity < type.sold) {
-      throw new AppError('conflict', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
+      throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
     }
     if (input.price !== undefined && input.price !== type.price && type.sold > 0) {
-      throw new AppError('conflict', 'The price cannot change once tickets of this type are sold.', { sold: type.sold });
+      throw new AppError('price_locked', 'The price cannot change once tickets of this type are sold.', { sold: type.sold });
     }
     const salesStartAt = input.salesStartAt === undefined ? type.salesStartAt : parseOptionalTime(input.salesStartAt)!;
     const salesEndAt = input.salesEndAt === undefined ? type.salesEndAt : parseOptionalTime(input.salesEndAt)!;
