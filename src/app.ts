@@ -4,6 +4,8 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import sjson from 'secure-json-parse';
 import { accountRoutes } from './accounts/accounts.routes.js';
+import type { AuthCache } from './accounts/accounts.service.js';
+import { KeyCache } from './accounts/key-cache.js';
 import type { Config } from './config.js';
 import { eventRoutes } from './events/events.routes.js';
 import { webhookRoutes } from './webhooks/webhooks.routes.js';
@@ -25,6 +27,7 @@ declare module 'fastify' {
     db: Db;
     database: DatabaseHandle;
     rateLimits: RateLimits;
+    keyCache: AuthCache;
   }
 }
 
@@ -79,6 +82,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorate('database', database);
   app.decorate('db', database.db);
   app.decorate('rateLimits', new RateLimits(config));
+  app.decorate('keyCache', new KeyCache(config.authCacheTtlMs) as AuthCache);
   app.decorateRequest('principal', null);
   app.decorateRequest('idempotency', null);
   app.setValidatorCompiler(validatorCompiler());
@@ -155,7 +159,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         route.schema = { ...route.schema, hide: true };
       });
     }
-    api.addHook('onRequest', (request, reply) => guard(app.db, app.rateLimits, request, reply));
+    api.addHook('onRequest', (request, reply) => guard(app.db, app.keyCache, app.rateLimits, request, reply));
     api.addHook('preHandler', (request, reply) => idempotencyPreHandler(app.db, request, reply));
     api.addHook('onSend', async (request, reply, payload) => {
       const claim = request.idempotency;

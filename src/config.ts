@@ -19,6 +19,8 @@ export interface Config {
   resultUrlTtlMs: number;
   metricsToken: string | null;
   bodyLimitBytes: number;
+  /** How long an authenticated key is remembered by a process (0: not at all). */
+  authCacheTtlMs: number;
 }
 
 export type Plan = 'free' | 'business' | 'enterprise';
@@ -151,5 +153,6 @@ export function loadConfig(env: Env = process.env): Config {
     resultUrlTtlMs: duration(env, 'MONTAGE_RESULT_URL_TTL', '7d'),
     metricsToken: env.MONTAGE_METRICS_TOKEN || null,
     bodyLimitBytes: integer(env, 'MONTAGE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    authCacheTtlMs: env.MONTAGE_AUTH_CACHE_TTL === '0' ? 0 : duration(env, 'MONTAGE_AUTH_CACHE_TTL', '2s'),
   };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
+import { ENGINES, freshStorage, problem, startApp, until } from './helpers.js';
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 
@@ -36,7 +36,8 @@ for (const engine of ENGINES) {
       const secret = lastLine(key.stdout);
       assert.match(secret, /^mtg_[0-9A-Za-z]{40}$/, 'the key alone on the last line');
 
-      const api = await startApp(t, storage);
+      // A key revoked by another process (this command line) stops working within the auth cache's TTL.
+      const api = await startApp(t, storage, { MONTAGE_AUTH_CACHE_TTL: '300ms' });
       const account = await api.fetch('/v1/account', { key: secret });
       assert.equal(account.status, 200);
       const body = await account.json();
@@ -55,6 +56,7 @@ for (const engine of ENGINES) {
 
       const revoke = await montage(['keys', 'revoke', body.key.id], storage.env);
       assert.equal(revoke.code, 0, revoke.stderr);
+      await until(async () => (await api.fetch('/v1/account', { key: secret })).status === 401, 2000, 'the revocation to reach the server');
       await problem(await api.fetch('/v1/account', { key: secret }), 401, 'api_key_revoked');
       assert.match((await montage(['keys', 'list', '--email', 'a@example.com'], storage.env)).stdout, /revoked/);
     });

@@ -1,7 +1,8 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
-import type { TenantScope } from '../db/tenant.js';
-import { keysetPage, type PageRequest } from '../http/paging.js';
+import { prepared } from '../db/prepared.js';
+import { TenantScope } from '../db/tenant.js';
+import type { PageRequest } from '../http/paging.js';
 import type { AccountTable, ApiKeyTable } from './accounts.table.js';
 
 export type AccountRow = Selectable<AccountTable>;
@@ -23,9 +24,13 @@ export async function insertApiKey(db: Db | Tx, row: Insertable<ApiKeyTable>): P
   await db.insertInto('apiKeys').values(row).execute();
 }
 
-/** The key with its account's plan: everything authentication needs, in one primary-key lookup. */
-export function findKeyByHash(db: Db, keyHash: string) {
-  return db
+/** The key with its account's plan: everything authentication needs, in one unique-index lookup. */
+export async function findKeyByHash(db: Db, keyHash: string) {
+  return (await keyByHash(db, keyHash))[0];
+}
+
+const keyByHash = prepared((db: Db, keyHash: string) =>
+  db
     .selectFrom('apiKeys')
     .innerJoin('accounts', 'accounts.id', 'apiKeys.accountId')
     .select([
@@ -38,9 +43,8 @@ export function findKeyByHash(db: Db, keyHash: string) {
       'apiKeys.revokedAt',
       'accounts.plan',
     ])
-    .where('apiKeys.keyHash', '=', keyHash)
-    .executeTakeFirst();
-}
+    .where('apiKeys.keyHash', '=', keyHash),
+);
 
 /** Records use at most once a minute per key, so a busy key does not write on every request. */
 export async function touchKey(db: Db, id: string, now: number): Promise<void> {
@@ -52,12 +56,28 @@ export async function touchKey(db: Db, id: string, now: number): Promise<void> {
     .execute();
 }
 
-export function findKey(scope: TenantScope, id: string): Promise<ApiKeyRow | undefined> {
-  return scope.selectFrom('apiKeys').selectAll().where('id', '=', id).executeTakeFirst();
+const KEY_COLUMNS = ['id', 'name', 'prefix', 'scopes', 'createdAt', 'lastUsedAt', 'expiresAt', 'revokedAt'] as const;
+export type ApiKeyView = Pick<ApiKeyRow, (typeof KEY_COLUMNS)[number]>;
+
+const keyById = prepared((db: Db, accountId: string, id: string) =>
+  new TenantScope(db, accountId).selectFrom('apiKeys').select(KEY_COLUMNS).where('id', '=', id),
+);
+
+export async function findKey(scope: TenantScope, id: string): Promise<ApiKeyView | undefined> {
+  return (await keyById(scope.db as Db, scope.accountId, id))[0];
 }
 
-export function listKeys(scope: TenantScope, page: PageRequest): Promise<ApiKeyRow[]> {
-  return keysetPage(scope.selectFrom('apiKeys').selectAll(), page, 'apiKeys.id', 'apiKeys.id', 'desc').execute();
+const firstKeys = prepared((db: Db, accountId: string, limit: number) =>
+  new TenantScope(db, accountId).selectFrom('apiKeys').select(KEY_COLUMNS).orderBy('id', 'desc').limit(limit),
+);
+const keysAfter = prepared((db: Db, accountId: string, after: string, limit: number) =>
+  new TenantScope(db, accountId).selectFrom('apiKeys').select(KEY_COLUMNS).where('id', '<', after).orderBy('id', 'desc').limit(limit),
+);
+
+/** Newest first; one row more than the page, to know whether another follows. */
+export function listKeys(scope: TenantScope, page: PageRequest): Promise<ApiKeyView[]> {
+  const db = scope.db as Db;
+  return page.after ? keysAfter(db, scope.accountId, page.after.id, page.limit + 1) : firstKeys(db, scope.accountId, page.limit + 1);
 }
 
 export async function revokeKey(scope: TenantScope, id: string, now: number): Promise<ApiKeyRow | undefined> {

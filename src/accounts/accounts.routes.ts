@@ -78,6 +78,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ApiKeySchema, ...problemResponses },
       },
     },
-    (request) => accounts.revokeApiKey(scope(request.principal!.accountId), request.params.id),
+    async (request) => {
+      const revoked = await accounts.revokeApiKey(scope(request.principal!.accountId), request.params.id);
+      app.keyCache.clear();
+      return revoked;
+    },
   );
 };

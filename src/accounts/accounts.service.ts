@@ -8,6 +8,7 @@ import { newId } from '../ids.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { iso } from '../time.js';
 import * as repo from './accounts.repository.js';
+import { KeyCache } from './key-cache.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword, newWebhookSecret } from './secrets.js';
 
 export const SCOPES = ['blend', 'events:read', 'events:write', 'checkin', 'webhooks'] as const;
@@ -101,7 +102,7 @@ export function keyScopes(stored: string | null): Scope[] {
   return stored === null ? [...SCOPES] : (JSON.parse(stored) as Scope[]);
 }
 
-export function presentKey(row: repo.ApiKeyRow) {
+export function presentKey(row: repo.ApiKeyView) {
   return {
     id: row.id,
     name: row.name,
@@ -148,12 +149,16 @@ export interface Principal {
   plan: Plan;
   keyId: string;
   scopes: Scope[];
+  key: { id: string; name: string; prefix: string; scopes: Scope[]; expiresAt: string | null };
 }
+
+type KeyRecord = NonNullable<Awaited<ReturnType<typeof repo.findKeyByHash>>>;
+export type AuthCache = KeyCache<KeyRecord>;
 
 const lastTouched = new Map<string, number>();
 
 /** Resolves `Authorization: Bearer mtg_...`; each failure is its own code (API.md section 4). */
-export async function authenticate(db: Db, authorization: string | undefined, log: (err: unknown) => void): Promise<Principal> {
+export async function authenticate(db: Db, cache: AuthCache, authorization: string | undefined, log: (err: unknown) => void): Promise<Principal> {
   if (!authorization) {
     throw new AppError('unauthorized', 'Send your API key as Authorization: Bearer <API_KEY>.');
   }
@@ -161,9 +166,14 @@ export async function authenticate(db: Db, authorization: string | undefined, lo
   if (!match || !API_KEY_PATTERN.test(match[1]!)) {
     throw new AppError('unauthorized', 'The Authorization header is malformed: expected Bearer mtg_ followed by 40 characters.');
   }
-  const key = await repo.findKeyByHash(db, hashApiKey(match[1]!));
-  if (!key) throw new AppError('unauthorized', 'This API key is not known.');
+  const hash = hashApiKey(match[1]!);
   const now = Date.now();
+  let key = cache.get(hash, now);
+  if (!key) {
+    key = await repo.findKeyByHash(db, hash);
+    if (!key) throw new AppError('unauthorized', 'This API key is not known.');
+    cache.set(hash, key, now);
+  }
   if (key.revokedAt !== null) throw new AppError('api_key_revoked', `API key ${key.prefix}... was revoked.`);
   if (key.expiresAt !== null && key.expiresAt <= now) {
     throw new AppError('api_key_expired', `API key ${key.prefix}... expired at ${iso(key.expiresAt)}.`);
@@ -172,14 +182,20 @@ export async function authenticate(db: Db, authorization: string | undefined, lo
     lastTouched.set(key.id, now);
     repo.touchKey(db, key.id, now).catch(log);
   }
-  return { accountId: key.accountId, plan: key.plan as Plan, keyId: key.id, scopes: keyScopes(key.scopes) };
+  const scopes = keyScopes(key.scopes);
+  return {
+    accountId: key.accountId,
+    plan: key.plan as Plan,
+    keyId: key.id,
+    scopes,
+    key: { id: key.id, name: key.name, prefix: key.prefix, scopes, expiresAt: iso(key.expiresAt) },
+  };
 }
 
 /** The caller's account, plan, limits, current usage of each window and the key's own scopes. */
 export async function describeAccount(db: Db, config: Config, limits: RateLimits, principal: Principal) {
   const account = await repo.findAccountById(db, principal.accountId);
-  const key = await repo.findKey(new TenantScope(db, principal.accountId), principal.keyId);
-  if (!account || !key) throw new AppError('unauthorized', 'This API key is not known.');
+  if (!account) throw new AppError('unauthorized', 'This API key is not known.');
   const plan = account.plan as Plan;
   return {
     id: account.id,
@@ -188,6 +204,6 @@ export async function describeAccount(db: Db, config: Config, limits: RateLimits
     createdAt: iso(account.createdAt),
     limits: plan === 'free' ? { blendPerHour: 0, eventsPerMinute: 0, eventsPerDay: 0 } : config.limits[plan],
     usage: plan === 'free' ? [] : await limits.usage(account.id, plan),
-    key: { id: key.id, name: key.name, prefix: key.prefix, scopes: keyScopes(key.scopes), expiresAt: iso(key.expiresAt) },
+    key: principal.key,
   };
 }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, type Principal, SCOPES, type Scope } from '../accounts/accounts.service.js';
+import { type AuthCache, authenticate, type Principal, SCOPES, type Scope } from '../accounts/accounts.service.js';
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { type Area, type RateLimits, rateLimitHeaders } from './rate-limit.js';
@@ -26,8 +26,8 @@ declare module 'fastify' {
  * account's plan (403 plan_required), the key's scopes (403 insufficient_scope), then spend
  * from the account's rate limits (429). Rate-limit headers go on every authenticated response.
  */
-export async function guard(db: Db, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const principal = await authenticate(db, request.headers.authorization, (err) =>
+export async function guard(db: Db, keys: AuthCache, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const principal = await authenticate(db, keys, request.headers.authorization, (err) =>
     request.log.warn({ err }, 'could not record key use'),
   );
   request.principal = principal;

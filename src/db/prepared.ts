@@ -1,0 +1,34 @@
+import { type Compilable, CompiledQuery, type Kysely } from 'kysely';
+
+type Slot = { arg: number } | { value: unknown };
+
+/**
+ * A query of fixed shape, built and compiled by Kysely once and then run with new argument
+ * values. Building and compiling costs more than running a primary-key lookup, so the hot
+ * paths (authentication, reading one resource) use this. `build` must use each argument as a
+ * plain bound value (no `in` lists, no branching on it): the first call checks that every
+ * argument reached the compiled parameters.
+ */
+export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...args: A) => Compilable<R>) {
+  // Keyed by the dialect's adapter: the same SQL serves the database and its transactions.
+  const compiled = new WeakMap<object, { sql: string; slots: Slot[] }>();
+  const prepare = (db: Kysely<DB>, arity: number) => {
+    const sentinels = Array.from({ length: arity }, (_, i) => `\u0000prepared-arg-${i}\u0000`);
+    const query = build(db, ...(sentinels as unknown as A)).compile();
+    const slots = query.parameters.map((value): Slot => {
+      const arg = sentinels.indexOf(value as string);
+      return arg >= 0 ? { arg } : { value };
+    });
+    const used = new Set(slots.flatMap((s) => ('arg' in s ? [s.arg] : [])));
+    if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments as bound values`);
+    return { sql: query.sql, slots };
+  };
+  return async (db: Kysely<DB>, ...args: A): Promise<R[]> => {
+    const dialect = db.getExecutor().adapter;
+    let entry = compiled.get(dialect);
+    if (!entry) compiled.set(dialect, (entry = prepare(db, args.length)));
+    const parameters = entry.slots.map((slot) => ('arg' in slot ? args[slot.arg] : slot.value));
+    const result = await db.executeQuery<R>(CompiledQuery.raw(entry.sql, parameters));
+    return result.rows;
+  };
+}
