@@ -111,19 +111,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   // A NUL in a path is an ID that cannot exist; in a query string it is invalid.
-  app.addHook('preValidation', async (request) => {
+  // (Hooks on every request are callback-style: an async hook costs a promise per request.)
+  app.addHook('preValidation', (request, _reply, done) => {
     const params = request.params as Record<string, string> | undefined;
     if (params && Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'))) {
-      throw new AppError('not_found', 'No such resource.');
+      return done(new AppError('not_found', 'No such resource.'));
     }
     const nul = nulPath(request.query);
-    if (nul) throw new AppError('invalid_request', `query ${nul} holds a NUL character.`, {}, [{ path: `/query${nul}`, message: 'must not hold a NUL character' }]);
+    if (nul) return done(new AppError('invalid_request', `query ${nul} holds a NUL character.`, {}, [{ path: `/query${nul}`, message: 'must not hold a NUL character' }]));
+    done();
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    done();
     request.log.info(
       { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       'request',
@@ -160,15 +164,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       });
     }
     api.addHook('onRequest', (request, reply) => guard(app.db, app.keyCache, app.rateLimits, request, reply));
-    api.addHook('preHandler', (request, reply) => idempotencyPreHandler(app.db, request, reply));
-    api.addHook('onSend', async (request, reply, payload) => {
+    api.addHook('preHandler', (request, reply, done) => {
+      if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined) return done();
+      idempotencyPreHandler(app.db, request, reply).then((replayed) => (replayed ? undefined : done()), done);
+    });
+    api.addHook('onSend', (request, reply, payload, done) => {
       const claim = request.idempotency;
-      if (claim) {
-        request.idempotency = null;
-        if (typeof payload === 'string') await completeIdempotencyKey(app.db, claim, reply.statusCode, reply.getHeaders(), payload);
-        else await releaseIdempotencyKey(app.db, claim);
-      }
-      return payload;
+      if (!claim) return done(null, payload);
+      request.idempotency = null;
+      const settle =
+        typeof payload === 'string'
+          ? completeIdempotencyKey(app.db, claim, reply.statusCode, reply.getHeaders(), payload)
+          : releaseIdempotencyKey(app.db, claim);
+      settle.then(() => done(null, payload), (err: Error) => done(err));
     });
     await api.register(accountRoutes);
     await api.register(eventRoutes);

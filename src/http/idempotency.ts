@@ -164,10 +164,11 @@ declare module 'fastify' {
   }
 }
 
-export async function idempotencyPreHandler(db: Db, request: FastifyRequest, reply: FastifyReply) {
+/** Claims the request's Idempotency-Key; true when the stored answer was replayed instead. */
+export async function idempotencyPreHandler(db: Db, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
   const header = request.headers['idempotency-key'];
-  if (request.method !== 'POST' || header === undefined || !request.principal) return;
-  if (request.routeOptions.config.idempotent === false) return;
+  if (request.method !== 'POST' || header === undefined || !request.principal) return false;
+  if (request.routeOptions.config.idempotent === false) return false;
   const outcome = await claimIdempotencyKey(
     db,
     {
@@ -178,6 +179,10 @@ export async function idempotencyPreHandler(db: Db, request: FastifyRequest, rep
     },
     request.body,
   );
-  if (outcome.kind === 'replay') return sendReplay(reply, outcome);
+  if (outcome.kind === 'replay') {
+    sendReplay(reply, outcome);
+    return true;
+  }
   request.idempotency = outcome.claim;
+  return false;
 }

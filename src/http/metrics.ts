@@ -24,7 +24,8 @@ export const metricsPlugin = fp(
       registers: [registry],
     });
 
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
+      done();
       // The route pattern, never the raw URL: IDs in paths would make the label set unbounded.
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       requests.inc(labels);
