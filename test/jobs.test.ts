@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/database.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { claimJobs, enqueueJobs } from '../src/jobs/queue.js';
+import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
+import { ENGINES, freshStorage, until } from './helpers.js';
+
+const silent = { warn() {}, error() {} };
+
+async function open(t: import('node:test').TestContext, engine: 'sqlite' | 'postgres') {
+  const storage = await freshStorage(t, engine);
+  const handles: DatabaseHandle[] = [];
+  const connect = async () => {
+    const handle = openDatabase(loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' }));
+    await migrateToLatest(handle);
+    handles.push(handle);
+    return handle;
+  };
+  t.after(async () => {
+    for (const h of handles) await h.close();
+  });
+  return connect;
+}
+
+for (const engine of ENGINES) {
+  describe(`job queue (${engine})`, () => {
+    test('two workers on one database: every job is worked exactly once', async (t) => {
+      const connect = await open(t, engine);
+      const [a, b] = [await connect(), await connect()];
+      await enqueueJobs(a.db, Array.from({ length: 300 }, (_, i) => ({ kind: 'count', payload: { i }, maxAttempts: 3 })));
+      const seen: number[] = [];
+      const handler: JobHandler = {
+        concurrency: 8,
+        async work(job) {
+          seen.push((JSON.parse(job.payload) as { i: number }).i);
+          await new Promise((r) => setTimeout(r, 1));
+          return { status: 'done' };
+        },
+      };
+      const runners = [a, b].map((h) => new JobRunner(h.db, h.engine, { count: handler }, { leaseMs: 30_000, pollMs: 20, log: silent }));
+      runners.forEach((r) => r.start());
+      await until(() => seen.length >= 300, 20_000, 'all jobs');
+      await new Promise((r) => setTimeout(r, 100));
+      await Promise.all(runners.map((r) => r.stop(1000)));
+      assert.equal(seen.length, 300, 'no job worked twice');
+      assert.equal(new Set(seen).size, 300);
+      const left = await a.db.selectFrom('jobs').select('status').where('status', '!=', 'done').execute();
+      assert.deepEqual(left, []);
+    });
+
+    test('a job whose worker died is taken over when its lease expires; one that keeps dying is given up', async (t) => {
+      const connect = await open(t, engine);
+      const db = (await connect()).db;
+      await enqueueJobs(db, [{ kind: 'crashy', payload: {}, maxAttempts: 2 }]);
+      // A worker claims it and dies without a word.
+      const [first] = await claimJobs(db, engine, ['crashy'], 'dead-worker', 5, 100);
+      assert.equal(first!.attempts, 1);
+      assert.deepEqual(await claimJobs(db, engine, ['crashy'], 'other', 5, 100), [], 'not while the lease holds');
+      await new Promise((r) => setTimeout(r, 150));
+      const [again] = await claimJobs(db, engine, ['crashy'], 'second-dead-worker', 5, 100);
+      assert.equal(again!.id, first!.id);
+      assert.equal(again!.attempts, 2);
+      await new Promise((r) => setTimeout(r, 150));
+      let worked = 0;
+      const runner = new JobRunner(db, engine, { crashy: { concurrency: 1, work: async () => ((worked++, { status: 'done' })) } }, { leaseMs: 1000, pollMs: 20, log: silent });
+      runner.start();
+      await until(async () => (await db.selectFrom('jobs').select('status').executeTakeFirst())?.status === 'failed', 3000, 'given up');
+      await runner.stop(100);
+      assert.equal(worked, 0, 'a job past its attempts is not worked again');
+      const row = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+      assert.match(row.lastError ?? '', /gave up after 2 attempts/);
+    });
+
+    test('retries wait their delay; a stopping worker hands its jobs back', async (t) => {
+      const connect = await open(t, engine);
+      const db = (await connect()).db;
+      await enqueueJobs(db, [{ kind: 'flaky', payload: {}, maxAttempts: 5 }, { kind: 'slow', payload: {}, maxAttempts: 5 }]);
+      const times: number[] = [];
+      let release!: () => void;
+      const runner = new JobRunner(
+        db,
+        engine,
+        {
+          flaky: { concurrency: 1, work: async () => (times.push(Date.now()), times.length < 3 ? { status: 'retry', delayMs: 200, error: 'not yet' } : { status: 'done' }) },
+          slow: { concurrency: 1, work: () => new Promise((r) => (release = () => r({ status: 'done' }))) },
+        },
+        { leaseMs: 30_000, pollMs: 20, log: silent },
+      );
+      runner.start();
+      await until(() => times.length === 3, 5000, 'three tries');
+      assert.ok(times[1]! - times[0]! >= 190 && times[2]! - times[1]! >= 190, `delays ${times[1]! - times[0]!}, ${times[2]! - times[1]!}`);
+      await runner.stop(50);
+      const slow = await db.selectFrom('jobs').selectAll().where('kind', '=', 'slow').executeTakeFirstOrThrow();
+      assert.deepEqual([slow.status, slow.lockedBy, slow.attempts], ['queued', null, 0], 'handed back, its attempt not counted');
+      release();
+    });
+  });
+}
