@@ -167,6 +167,28 @@ for (const engine of ENGINES) {
       assert.ok(deliveries.data.every((a: { succeeded: boolean; statusCode: number; attempt: number }) => a.succeeded && a.statusCode === 200 && a.attempt === 1));
     });
 
+    test("a blend job's own webhookUrl gets its events, signed with the account's secret", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
+      const { key, accountId } = await api.account();
+      const target = await receiver(t);
+      const secretRes = await api.fetch('/v1/account/webhook-secret', { key });
+      assert.equal(secretRes.status, 200);
+      const { secret } = await secretRes.json();
+      assert.match(secret, /^whsec_/);
+      assert.equal((await (await api.fetch('/v1/account/webhook-secret', { key })).json()).secret, secret, 'stable');
+      const jobId = 'job_01m80eg3tperaacsapew6ns732';
+      await enqueueMessages(api.database.db, accountId, [
+        { event: 'blend.started', jobId, webhookUrl: target.url, data: { jobId, status: 'processing' } },
+        { event: 'blend.completed', jobId, webhookUrl: target.url, data: { resultUrl: 'http://127.0.0.1/r.jpg', processingTime: 640, qualityScore: 0.88 } },
+      ]);
+      await until(() => target.got.length === 2, 5000, 'both deliveries');
+      const verifier = new Webhook(secret);
+      for (const d of target.got) verifier.verify(d.body, d.headers as Record<string, string>);
+      assert.deepEqual(target.got.map((d) => [d.json.event, d.json.jobId]).sort(), [['blend.completed', jobId], ['blend.started', jobId]]);
+      const other = await api.account();
+      assert.notEqual((await (await api.fetch('/v1/account/webhook-secret', { key: other.key })).json()).secret, secret);
+    });
+
     test('500, 500, then 200: delivered on the third attempt with one webhook-id; every attempt readable', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key, accountId } = await api.account();

@@ -23,6 +23,20 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.get(
+    '/account/webhook-secret',
+    {
+      config: { scope: 'webhooks' },
+      schema: {
+        tags: ['account'],
+        summary: "The account's signing secret for deliveries to a blend job's own webhookUrl",
+        description: 'Subscriptions have their own secrets; this one signs deliveries that have no subscription.',
+        response: { 200: Type.Object({ secret: Type.String({ examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) }), ...problemResponses },
+      },
+    },
+    async (request) => ({ secret: await accounts.accountWebhookSecret(app.db, request.principal!.accountId) }),
+  );
+
+  app.get(
     '/keys',
     {
       config: { scope: 'all' },
