@@ -1,7 +1,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { Type } from 'typebox';
 import sjson from 'secure-json-parse';
 import { accountRoutes } from './accounts/accounts.routes.js';
 import type { AuthCache } from './accounts/accounts.service.js';
@@ -43,13 +44,28 @@ export interface BuildOptions {
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const MAX_PARAM_LENGTH = 500;
 
-/** The JSON pointer of the first string holding a NUL character (PostgreSQL cannot store one), or null. */
-function nulPath(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path || '/' : null;
-  if (value && typeof value === 'object') {
-    for (const [key, child] of Object.entries(value)) {
-      const found = nulPath(child, `${path}/${key}`);
-      if (found) return found;
+const MAX_JSON_DEPTH = 64;
+const NO_QUERY = Type.Object({}, { additionalProperties: false });
+
+function refuseBody(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
+  const body = request.body;
+  const empty = body === undefined || (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0);
+  done(empty ? undefined : new AppError('invalid_request', 'This route takes no body.', {}, [{ path: '/', message: 'must be empty' }]));
+}
+
+/**
+ * The JSON pointer of the first string holding a NUL character (PostgreSQL cannot store one),
+ * `too_deep` past MAX_JSON_DEPTH levels of nesting, or null. Iterative: a body is client input.
+ */
+function nulPath(value: unknown): string | 'too_deep' | null {
+  const stack: Array<[unknown, string, number]> = [[value, '', 0]];
+  while (stack.length > 0) {
+    const [item, path, depth] = stack.pop()!;
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) return path || '/';
+    } else if (item && typeof item === 'object') {
+      if (depth >= MAX_JSON_DEPTH) return 'too_deep';
+      for (const [key, child] of Object.entries(item)) stack.push([child, `${path}/${key}`, depth + 1]);
     }
   }
   return null;
@@ -106,6 +122,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return done(error, undefined);
     }
     const nul = nulPath(parsed);
+    if (nul === 'too_deep') return done(new AppError('invalid_request', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     if (nul) return done(new AppError('invalid_request', `${nul} holds a NUL character.`, {}, [{ path: nul, message: 'must not hold a NUL character' }]), undefined);
     done(null, parsed);
   });
@@ -158,11 +175,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(healthRoutes);
 
   const versioned: FastifyPluginAsyncTypebox<{ listed: boolean }> = async (api, { listed }) => {
-    if (!listed) {
-      api.addHook('onRoute', (route) => {
-        route.schema = { ...route.schema, hide: true };
-      });
-    }
+    // Unknown query parameters are refused everywhere, not only where a route lists some; a route
+    // that takes no body refuses one (an empty object aside); the /api/v1 copies stay out of the docs.
+    api.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, ...(route.schema?.querystring ? {} : { querystring: NO_QUERY }), ...(listed ? {} : { hide: true }) };
+      if (!route.schema.body && route.method !== 'GET') {
+        const existing = route.preValidation ? [route.preValidation].flat() : [];
+        route.preValidation = [...existing, refuseBody];
+      }
+    });
     api.addHook('onRequest', (request, reply) => guard(app.db, app.keyCache, app.rateLimits, request, reply));
     api.addHook('preHandler', (request, reply, done) => {
       if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined) return done();

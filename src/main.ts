@@ -59,13 +59,20 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
   const handle = openDatabase(config);
   await migrateToLatest(handle);
   const app = await buildApp(config, { database: handle });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await app.close();
+    await handle.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new AppError('unavailable', code === 'EADDRINUSE' ? `${config.host}:${config.port} is in use; set PORT to another port.` : `cannot listen on ${config.host}:${config.port}: ${String(err)}`);
+  }
   const workers = withWorker ? startWorkers(handle, config, app.log) : null;
   onShutdown(async () => {
     await app.close();
     await workers?.stop();
     await handle.close();
   });
-  await app.listen({ port: config.port, host: config.host });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   const base = config.publicUrl;
   out('');

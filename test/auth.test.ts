@@ -28,9 +28,14 @@ for (const engine of ENGINES) {
       assert.equal(revokedRes.headers.get('www-authenticate'), 'Bearer realm="montage"');
       await problem(revokedRes, 401, 'api_key_revoked');
 
-      const expiring = await api.key(accountId, 'business', { expiresInMs: 1 });
-      await new Promise((r) => setTimeout(r, 5));
+      const expiring = await api.key(accountId, 'business', { expiresInMs: 120_000 });
+      assert.equal((await api.fetch('/v1/account', { key: expiring })).status, 200);
+      // Two minutes later (moved in the database; the cached key's expiry is checked on every request).
+      const expiringId = (await (await api.fetch('/v1/account', { key: expiring })).json()).key.id;
+      await api.database.db.updateTable('apiKeys').set({ expiresAt: Date.now() - 1 }).where('id', '=', expiringId).execute();
+      api.app.keyCache.clear();
       await problem(await api.fetch('/v1/account', { key: expiring }), 401, 'api_key_expired');
+      await assert.rejects(api.key(accountId, 'business', { expiresInMs: 1000 }), { code: 'invalid_request' }, 'at least a minute');
     });
 
     test('an account on the free plan gets 403 plan_required, and cannot create keys', async (t) => {

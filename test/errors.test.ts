@@ -42,6 +42,26 @@ for (const engine of ENGINES) {
       assert.ok(queryPaths.includes('/query/limit') && queryPaths.includes('/query/colour'), String(queryPaths));
     });
 
+    test('unknown query parameters, bodies where none belongs, deep nesting and clockless times are 400s', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const unknown = await problem(await api.fetch('/v1/account?nmae=1', { key }), 400, 'invalid_request');
+      assert.equal(unknown.errors[0].path, '/query/nmae');
+      const keyId = (await (await api.fetch('/v1/account', { key })).json()).key.id;
+      await problem(await api.fetch(`/v1/keys/${keyId}/revoke`, { method: 'POST', key, json: { force: true } }), 400, 'invalid_request');
+      assert.equal((await api.fetch(`/v1/keys/${keyId}/revoke`, { method: 'POST', key: (await api.account()).key })).status, 404, 'no body: fine');
+      const deep = '['.repeat(5000) + ']'.repeat(5000);
+      await problem(await api.fetch('/v1/keys', { method: 'POST', key, body: deep, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+      const leap = await problem(await api.fetch('/v1/keys', { method: 'POST', key, json: { expiresAt: '2030-12-31T23:59:60Z' } }), 400, 'invalid_request');
+      assert.equal(leap.errors[0].path, '/expiresAt');
+      const event = await (await api.fetch('/v1/events', { method: 'POST', key, json: { name: 'E', startsAt: '2030-01-01T10:00:00Z', endsAt: '2030-01-01T12:00:00Z', timezone: 'UTC', currency: 'EUR' } })).json();
+      await problem(await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key, json: { force: true } }), 400, 'invalid_request');
+      await problem(await api.fetch(`/v1/events/${event.id}/analytics/sales?from=2026-06-30T23:59:60Z`, { key }), 400, 'invalid_request');
+      await problem(await api.fetch('/v1/events?startsAfter=2026-06-30T23:59:60Z', { key }), 400, 'invalid_request');
+      const big = await api.fetch(`/v1/events/${event.id}/tickets`, { method: 'POST', key, json: { name: 'Gala', price: 3_000_000_000, quantity: 2 } });
+      assert.equal(big.status, 201, 'money beyond 2^31 cents fits');
+    });
+
     test('unknown routes, and errors we did not expect, never leak internals', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), {}, {
         extraRoutes: async (app) => {

@@ -30,8 +30,9 @@ describe('cursor helpers', () => {
   test('a cursor continues only the list and filters it was made for', () => {
     const tag = listTag('events', { status: 'published', q: undefined });
     assert.equal(tag, listTag('events', { status: 'published' }), 'absent filters do not count');
-    const cursor = encodeCursor(tag, { key: 1700000000000, id: 'evt_x' });
-    assert.deepEqual(decodeCursor(tag, cursor), { key: 1700000000000, id: 'evt_x' });
+    const cursor = encodeCursor(tag, { key: 1700000000000, id: 'evt_01m80eg3tperaacsapew6ns732' });
+    assert.deepEqual(decodeCursor(tag, cursor), { key: 1700000000000, id: 'evt_01m80eg3tperaacsapew6ns732' });
+    assert.throws(() => decodeCursor(tag, encodeCursor(tag, { key: 1, id: 'evt_\u0000' })), { code: 'invalid_request' }, 'a forged id');
     assert.throws(() => decodeCursor(listTag('events', { status: 'draft' }), cursor), { code: 'invalid_request' });
     assert.throws(() => decodeCursor(listTag('keys'), cursor), { code: 'invalid_request' });
     assert.throws(() => decodeCursor(tag, 'not-a-cursor'), { code: 'invalid_request' });

@@ -109,6 +109,10 @@ for (const engine of ENGINES) {
 
       assert.equal((await api.fetch(`/v1/webhooks/${sub.id}`, { method: 'DELETE', key })).status, 204);
       await problem(await api.fetch(`/v1/webhooks/${sub.id}`, { key }), 404, 'not_found');
+
+      for (let i = 0; i < 20; i++) await subscribe(api, key, `https://hooks.example.com/${i}`, ['*']);
+      await problem(await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: 'https://hooks.example.com/21', events: ['*'] } }), 409, 'too_many_subscriptions');
+      assert.equal(created.headers.get('cache-control'), 'no-store', 'the secret is not cached');
     });
 
     test('each of the 15 events reaches its subscribers, signed, and no one else', async (t) => {

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
-import { invalid } from '../errors.js';
 import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
 import { problemResponses } from '../http/problem.js';
 import { AccountSchema, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams } from './accounts.schemas.js';
@@ -33,7 +32,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ secret: Type.String({ examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) }), ...problemResponses },
       },
     },
-    async (request) => ({ secret: await accounts.accountWebhookSecret(app.db, request.principal!.accountId) }),
+    async (request, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return { secret: await accounts.accountWebhookSecret(app.db, request.principal!.accountId) };
+    },
   );
 
   app.get(
@@ -65,10 +67,9 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { name, scopes, expiresAt } = request.body;
-      const expiresInMs = expiresAt === undefined ? undefined : Date.parse(expiresAt) - Date.now();
-      if (expiresInMs !== undefined && expiresInMs <= 0) throw invalid('/expiresAt', 'must be in the future');
-      const created = await accounts.createApiKey(app.db, { id: request.principal!.accountId, plan: request.principal!.plan }, { name, scopes, expiresInMs });
-      return reply.code(201).header('Location', `/v1/keys/${created.id}`).send(created);
+      const principal = request.principal!;
+      const created = await accounts.createApiKey(app.db, { id: principal.accountId, plan: principal.plan }, { name, scopes, expiresAt });
+      return reply.code(201).header('Location', `/v1/keys/${created.id}`).header('Cache-Control', 'no-store').send(created);
     },
   );
 

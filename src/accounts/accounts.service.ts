@@ -6,7 +6,7 @@ import { AppError, invalid, notFound } from '../errors.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import type { RateLimits } from '../http/rate-limit.js';
-import { iso } from '../time.js';
+import { iso, parseTime } from '../time.js';
 import * as repo from './accounts.repository.js';
 import { KeyCache } from './key-cache.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword, newWebhookSecret } from './secrets.js';
@@ -68,8 +68,12 @@ export function parseScopes(scopes: readonly string[] | undefined): Scope[] | nu
 export interface NewKey {
   name?: string;
   scopes?: readonly string[];
+  /** Either a lifetime (command line) or a moment (API). */
   expiresInMs?: number;
+  expiresAt?: string;
 }
+
+const MIN_KEY_LIFETIME_MS = 60_000;
 
 /** Creates a key; the returned `key` is the only time the secret is ever seen. */
 export async function createApiKey(db: Db, account: { id: string; plan: string }, input: NewKey) {
@@ -77,11 +81,12 @@ export async function createApiKey(db: Db, account: { id: string; plan: string }
     throw new AppError('plan_required', 'Creating API keys requires the Business plan or above.');
   }
   const scopes = parseScopes(input.scopes);
-  if (input.expiresInMs !== undefined && (input.expiresInMs <= 0 || input.expiresInMs > MAX_KEY_LIFETIME_MS)) {
-    throw invalid('/expiresIn', 'must be between 1 minute and 5 years');
+  const now = Date.now();
+  const expiresAt = input.expiresAt !== undefined ? parseTime(input.expiresAt, '/expiresAt') : input.expiresInMs !== undefined ? now + input.expiresInMs : null;
+  if (expiresAt !== null && (expiresAt < now + MIN_KEY_LIFETIME_MS || expiresAt > now + MAX_KEY_LIFETIME_MS)) {
+    throw invalid(input.expiresAt !== undefined ? '/expiresAt' : '--expires-in', 'must be between 1 minute and 5 years from now');
   }
   const key = generateApiKey();
-  const now = Date.now();
   const row = {
     id: newId('apiKey'),
     accountId: account.id,
@@ -91,7 +96,7 @@ export async function createApiKey(db: Db, account: { id: string; plan: string }
     scopes: scopes ? JSON.stringify(scopes) : null,
     createdAt: now,
     lastUsedAt: null,
-    expiresAt: input.expiresInMs === undefined ? null : now + input.expiresInMs,
+    expiresAt,
     revokedAt: null,
   };
   await repo.insertApiKey(db, row);
@@ -155,7 +160,8 @@ export interface Principal {
 type KeyRecord = NonNullable<Awaited<ReturnType<typeof repo.findKeyByHash>>>;
 export type AuthCache = KeyCache<KeyRecord>;
 
-const lastTouched = new Map<string, number>();
+/** Keys whose use was recorded in the last minute (bounded, like the auth cache). */
+const recentlyTouched = new KeyCache<true>(60_000);
 
 /** Resolves `Authorization: Bearer mtg_...`; each failure is its own code (API.md section 4). */
 export async function authenticate(db: Db, cache: AuthCache, authorization: string | undefined, log: (err: unknown) => void): Promise<Principal> {
@@ -178,8 +184,8 @@ export async function authenticate(db: Db, cache: AuthCache, authorization: stri
   if (key.expiresAt !== null && key.expiresAt <= now) {
     throw new AppError('api_key_expired', `API key ${key.prefix}... expired at ${iso(key.expiresAt)}.`);
   }
-  if ((lastTouched.get(key.id) ?? 0) < now - 60_000) {
-    lastTouched.set(key.id, now);
+  if (!recentlyTouched.get(key.id, now)) {
+    recentlyTouched.set(key.id, true, now);
     repo.touchKey(db, key.id, now).catch(log);
   }
   const scopes = keyScopes(key.scopes);

@@ -4,7 +4,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
-import { iso } from '../time.js';
+import { iso, parseTime } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
@@ -29,7 +29,7 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
     throw invalid(input.ticketId === undefined ? '/ticketId' : '/code', 'send exactly one of ticketId and code');
   }
   const now = Date.now();
-  const scannedAt = input.checkedInAt === undefined ? now : Date.parse(input.checkedInAt);
+  const scannedAt = input.checkedInAt === undefined ? now : parseTime(input.checkedInAt, '/checkedInAt');
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
 
   return scope.transaction(async (tx) => {

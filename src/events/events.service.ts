@@ -3,7 +3,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
-import { iso } from '../time.js';
+import { iso, parseTime } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
@@ -11,8 +11,7 @@ import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEvent
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
 
-const parseTime = (text: string) => Date.parse(text);
-const parseOptionalTime = (text: string | null | undefined) => (text === undefined ? undefined : text === null ? null : Date.parse(text));
+const parseOptionalTime = (text: string | null | undefined, path: string) => (text === undefined ? undefined : text === null ? null : parseTime(text, path));
 
 export function presentEvent(row: EventRow) {
   return {
@@ -83,8 +82,8 @@ async function lockEvent(scope: TenantScope, id: string): Promise<EventRow> {
 }
 
 export async function createEvent(scope: TenantScope, input: Static<typeof CreateEventBody>) {
-  const startsAt = parseTime(input.startsAt);
-  const endsAt = parseTime(input.endsAt);
+  const startsAt = parseTime(input.startsAt, '/startsAt');
+  const endsAt = parseTime(input.endsAt, '/endsAt');
   checkWindow(startsAt, endsAt);
   checkTimezone(input.timezone);
   const now = Date.now();
@@ -120,8 +119,8 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
 export async function listEvents(scope: TenantScope, query: Static<typeof EventListQuery>, page: Omit<PageRequest, 'listTag'>): Promise<Page<ReturnType<typeof presentEvent>>> {
   const filters = {
     status: query.status,
-    startsAfter: parseOptionalTime(query.startsAfter) ?? undefined,
-    startsBefore: parseOptionalTime(query.startsBefore) ?? undefined,
+    startsAfter: parseOptionalTime(query.startsAfter, '/query/startsAfter') ?? undefined,
+    startsBefore: parseOptionalTime(query.startsBefore, '/query/startsBefore') ?? undefined,
     q: query.q,
   };
   const request = { ...page, listTag: eventsListTag(query) };
@@ -140,8 +139,8 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
   return scope.transaction(async (tx) => {
     const event = await lockEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is cancelled and cannot change.`);
-    const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt);
-    const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt);
+    const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt, '/startsAt');
+    const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt, '/endsAt');
     checkWindow(startsAt, endsAt);
     if (input.timezone !== undefined) checkTimezone(input.timezone);
     if (input.currency !== undefined && input.currency !== event.currency) {
@@ -221,8 +220,8 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
     if (input.currency !== undefined && input.currency !== event.currency) {
       throw invalid('/currency', `must be the event's currency, ${event.currency}`);
     }
-    const salesStartAt = parseOptionalTime(input.salesStartAt) ?? null;
-    const salesEndAt = parseOptionalTime(input.salesEndAt) ?? null;
+    const salesStartAt = parseOptionalTime(input.salesStartAt, '/salesStartAt') ?? null;
+    const salesEndAt = parseOptionalTime(input.salesEndAt, '/salesEndAt') ?? null;
     checkSalesWindow(salesStartAt, salesEndAt);
     const now = Date.now();
     const row: TicketTypeRow = {
@@ -256,11 +255,12 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.quantity !== undefined && input.quantity < type.sold) {
       throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
     }
-    if (input.price !== undefined && input.price !== type.price && type.sold > 0) {
-      throw new AppError('price_locked', 'The price cannot change once tickets of this type are sold.', { sold: type.sold });
+    if (input.price !== undefined && input.price !== type.price) {
+      const issued = await tx.selectFrom('tickets').select('id').where('ticketTypeId', '=', id).limit(1).executeTakeFirst();
+      if (issued) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });
     }
-    const salesStartAt = input.salesStartAt === undefined ? type.salesStartAt : parseOptionalTime(input.salesStartAt)!;
-    const salesEndAt = input.salesEndAt === undefined ? type.salesEndAt : parseOptionalTime(input.salesEndAt)!;
+    const salesStartAt = input.salesStartAt === undefined ? type.salesStartAt : parseOptionalTime(input.salesStartAt, '/salesStartAt')!;
+    const salesEndAt = input.salesEndAt === undefined ? type.salesEndAt : parseOptionalTime(input.salesEndAt, '/salesEndAt')!;
     checkSalesWindow(salesStartAt, salesEndAt);
     const changes: Partial<TicketTypeRow> = { salesStartAt, salesEndAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;

@@ -58,7 +58,7 @@ export function decodeCursor(tag: string, cursor: string): Position {
     throw badCursor('cursor is not a cursor this server issued');
   }
   const { t, k, i } = (parsed ?? {}) as { t?: unknown; k?: unknown; i?: unknown };
-  if (typeof t !== 'string' || typeof i !== 'string' || (typeof k !== 'string' && typeof k !== 'number')) {
+  if (typeof t !== 'string' || typeof i !== 'string' || !/^[a-z]{1,8}_[0-9a-z]{26}$/.test(i) || (typeof k !== 'string' && typeof k !== 'number')) {
     throw badCursor('cursor is not a cursor this server issued');
   }
   if (t !== tag) throw badCursor('cursor belongs to another list or to other filters');

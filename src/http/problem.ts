@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
-import { AppError, ERROR_CODES, type ErrorCode, type FieldError } from '../errors.js';
+import { AppError, ERROR_CODES, type FieldError } from '../errors.js';
 
 /** RFC 9457 problem details, as every error response carries them. */
 export const ProblemSchema = Type.Object(
@@ -109,4 +109,3 @@ export const problemResponses = {
   '5xx': { $ref: 'Problem#' },
 } as const;
 
-export const isErrorCode = (code: string): code is ErrorCode => code in ERROR_CODES;

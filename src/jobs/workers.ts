@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
-import { DELIVER_KIND, webhookDeliveryHandler } from '../webhooks/delivery.js';
+import { DELIVER_KIND, purgeOldWebhookMessages, webhookDeliveryHandler } from '../webhooks/delivery.js';
 import { purgeFinishedJobs } from './queue.js';
 import { JobRunner } from './runner.js';
 
@@ -27,7 +27,8 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
     try {
       const keys = await purgeExpiredIdempotencyKeys(handle.db);
       const jobs = await purgeFinishedJobs(handle.db);
-      if (keys + jobs > 0) log.info({ idempotencyKeys: keys, jobs }, 'purged expired rows');
+      const messages = await purgeOldWebhookMessages(handle.db);
+      if (keys + jobs + messages > 0) log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages }, 'purged expired rows');
     } catch (err) {
       log.warn({ err }, 'clean-up failed');
     }

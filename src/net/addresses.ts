@@ -66,7 +66,10 @@ function isPrivateV6(address: string): boolean {
   const embeddedV4 = (g[6]! << 16 >>> 0) + g[7]!;
   if (g.slice(0, 7).every((x) => x === 0)) return true; // :: and ::1 (and ::x, deprecated IPv4-compatible)
   if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return isPrivateV4(embeddedV4); // ::ffff:a.b.c.d
+  if (g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0) return isPrivateV4(embeddedV4); // ::ffff:0:a.b.c.d (translated)
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return isPrivateV4(embeddedV4); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return true; // local-use NAT64 64:ff9b:1::/48
+  if (g[0] === 0x2001 && g[1] === 0) return true; // Teredo 2001::/32 tunnels to an IPv4 address
   const first = g[0]!;
   if ((first & 0xfe00) === 0xfc00) return true; // unique local fc00::/7 (includes AWS fd00:ec2::254)
   if ((first & 0xffc0) === 0xfe80) return true; // link-local fe80::/10

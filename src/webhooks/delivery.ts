@@ -76,11 +76,12 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
           policy,
         });
         statusCode = response.status;
-        snippet = response.body.toString('utf8');
+        snippet = storable(response.body.toString('utf8'));
       } catch (err) {
-        error = err instanceof SafeFetchError ? `${err.code}: ${err.message}` : String(err);
+        error = storable(err instanceof SafeFetchError ? `${err.code}: ${err.message}` : String(err));
       }
       const now = Date.now();
+      // The outcome stands whatever happens to its record: a delivered message must not be sent again.
       await db
         .insertInto('webhookAttempts')
         .values({
@@ -97,7 +98,8 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
           responseSnippet: snippet,
           createdAt: now,
         })
-        .execute();
+        .execute()
+        .catch(() => undefined);
 
       if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
         if (subscription?.failingSince) {
@@ -126,6 +128,9 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
   };
 }
 
+/** What a receiver sent, as text the database can hold (PostgreSQL refuses NUL). */
+const storable = (text: string) => text.replace(/\u0000/g, '');
+
 async function disable(db: Db, id: string, reason: 'gone' | 'failing', now: number): Promise<void> {
   await db
     .updateTable('webhookSubscriptions')
@@ -139,4 +144,11 @@ async function disable(db: Db, id: string, reason: 'gone' | 'failing', now: numb
 async function accountSecret(db: Db, accountId: string): Promise<string | null> {
   const account = await db.selectFrom('accounts').select('webhookSecret').where('id', '=', accountId).executeTakeFirst();
   return account?.webhookSecret ?? null;
+}
+
+/** Messages and their attempts are kept 30 days (retries end after about a day), then removed. */
+export async function purgeOldWebhookMessages(db: Db, keepMs = 30 * 86_400_000, now = Date.now()): Promise<number> {
+  await db.deleteFrom('webhookAttempts').where('createdAt', '<', now - keepMs).execute();
+  const result = await db.deleteFrom('webhookMessages').where('createdAt', '<', now - keepMs).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

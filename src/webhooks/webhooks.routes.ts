@@ -35,7 +35,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const created = await webhooks.createSubscription(scope(request), request.body, app.config.allowPrivateNetwork);
-      return reply.code(201).header('Location', `/v1/webhooks/${created.id}`).send(created);
+      return reply.code(201).header('Location', `/v1/webhooks/${created.id}`).header('Cache-Control', 'no-store').send(created);
     },
   );
 

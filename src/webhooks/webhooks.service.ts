@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import { newWebhookSecret } from '../accounts/secrets.js';
 import type { TenantScope } from '../db/tenant.js';
-import { invalid, notFound } from '../errors.js';
+import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
@@ -55,6 +55,9 @@ export function checkEndpoint(url: string, allowPrivateNetwork: boolean): void {
   }
 }
 
+/** Each message fans out to every subscription in the change's own transaction: keep that bounded. */
+export const MAX_SUBSCRIPTIONS = 20;
+
 export async function createSubscription(scope: TenantScope, input: Static<typeof CreateSubscriptionBody>, allowPrivateNetwork: boolean) {
   checkEndpoint(input.url, allowPrivateNetwork);
   input.events.forEach((name, i) => {
@@ -63,6 +66,10 @@ export async function createSubscription(scope: TenantScope, input: Static<typeo
     }
   });
   if (input.events.includes('*') && input.events.length > 1) throw invalid('/events', 'holds * (every event) beside other names');
+  const count = await scope.selectFrom('webhookSubscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  if (Number(count.n) >= MAX_SUBSCRIPTIONS) {
+    throw new AppError('too_many_subscriptions', `An account may have ${MAX_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
+  }
   const now = Date.now();
   const row: SubscriptionRow = {
     id: newId('webhook'),

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
-// Frozen in time: imports nothing from the app. Times are epoch milliseconds, money integer minor units.
+// Frozen in time: imports nothing from the app. Times are epoch milliseconds, money integer minor units
+// (bigint: an event's revenue passes 2^31 cents).
 // Inventory is guarded twice: conditional updates in the order transaction, and CHECK constraints here.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
@@ -36,7 +37,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('event_id', 'text', (c) => c.notNull().references('events.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('description', 'text')
-    .addColumn('price', 'integer', (c) => c.notNull())
+    .addColumn('price', 'bigint', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull())
     .addColumn('sold', 'integer', (c) => c.notNull().defaultTo(0))
@@ -57,7 +58,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('buyer_name', 'text', (c) => c.notNull())
     .addColumn('buyer_email', 'text', (c) => c.notNull())
     .addColumn('items', 'text', (c) => c.notNull())
-    .addColumn('total', 'integer', (c) => c.notNull())
+    .addColumn('total', 'bigint', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
@@ -75,9 +76,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('attendee_name', 'text', (c) => c.notNull())
     .addColumn('attendee_email', 'text', (c) => c.notNull())
     .addColumn('code', 'text', (c) => c.notNull().unique())
-    .addColumn('price', 'integer', (c) => c.notNull())
+    .addColumn('price', 'bigint', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('refunded_amount', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('refunded_amount', 'bigint', (c) => c.notNull().defaultTo(0))
     .addColumn('checked_in_at', 'bigint')
     .addColumn('checkin_id', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
@@ -107,7 +108,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
     .addColumn('event_id', 'text', (c) => c.notNull().references('events.id').onDelete('cascade'))
-    .addColumn('amount', 'integer', (c) => c.notNull())
+    .addColumn('amount', 'bigint', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
