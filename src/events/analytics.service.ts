@@ -6,7 +6,7 @@ import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
-import { findEvent, lockEvent, listTicketTypes } from './events.repository.js';
+import { listTicketTypes, requireEvent, requireLockedEvent } from './events.repository.js';
 import type { SeriesQuery } from './events.schemas.js';
 
 const n = (value: unknown) => Number(value ?? 0);
@@ -38,8 +38,7 @@ async function paidOut(scope: TenantScope, eventId: string): Promise<number> {
 }
 
 export async function eventAnalytics(scope: TenantScope, eventId: string) {
-  const event = await findEvent(scope, eventId);
-  if (!event) throw notFound('event', eventId);
+  const event = await requireEvent(scope, eventId);
   const [types, totals, paid] = await Promise.all([listTicketTypes(scope, eventId), ticketTotals(scope, eventId), paidOut(scope, eventId)]);
   const byType = new Map(totals.map((t) => [t.ticketTypeId, t]));
   const byTicketType = types.map((type) => {
@@ -79,8 +78,7 @@ const MAX_BUCKETS = 1000;
 
 /** Buckets aligned to UTC minute, hour or day boundaries; `to` is exclusive. */
 async function seriesRange(scope: TenantScope, eventId: string, query: Static<typeof SeriesQuery>) {
-  const event = await findEvent(scope, eventId);
-  if (!event) throw notFound('event', eventId);
+  const event = await requireEvent(scope, eventId);
   const interval = query.interval ?? 'day';
   const size = INTERVAL_MS[interval];
   const rawFrom = query.from ? parseTime(query.from, '/query/from') : event.createdAt;
@@ -159,8 +157,7 @@ const presentPayout = (row: PayoutRow) => ({ id: row.id, eventId: row.eventId, a
 /** Pays out the event's net revenue not paid out yet; the event row lock keeps two payouts from paying the same money. */
 export async function createPayout(scope: TenantScope, eventId: string) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, eventId);
-    if (!event) throw notFound('event', eventId);
+    const event = await requireLockedEvent(tx, eventId);
     const money = await tx
       .selectFrom('tickets')
       .select([sql<number>`coalesce(sum(price), 0)`.as('gross'), sql<number>`coalesce(sum(refunded_amount), 0)`.as('refunded')])
@@ -178,7 +175,7 @@ export async function createPayout(scope: TenantScope, eventId: string) {
 }
 
 export async function listPayouts(scope: TenantScope, eventId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentPayout>>> {
-  if (!(await findEvent(scope, eventId))) throw notFound('event', eventId);
+  await requireEvent(scope, eventId);
   const rows = await keysetPage(scope.selectFrom('payouts').selectAll().where('eventId', '=', eventId), page, 'payouts.id', 'payouts.id', 'desc').execute();
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentPayout);
 }

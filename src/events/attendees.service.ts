@@ -2,10 +2,9 @@ import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
-import { notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
-import { containing, findEvent } from './events.repository.js';
+import { containing, requireEvent } from './events.repository.js';
 import type { AttendeeListQuery, ExportQuery } from './events.schemas.js';
 
 type Filters = Pick<Static<typeof AttendeeListQuery>, 'checkedIn' | 'ticketTypeId' | 'q'>;
@@ -56,10 +55,6 @@ function presentAttendee(row: AttendeeRow) {
 }
 
 export type Attendee = ReturnType<typeof presentAttendee>;
-
-async function requireEvent(scope: TenantScope, eventId: string) {
-  if (!(await findEvent(scope, eventId))) throw notFound('event', eventId);
-}
 
 export const attendeesListTag = (eventId: string, filters: Filters) =>
   listTag(`attendees:${eventId}`, { checkedIn: filters.checkedIn, ticketTypeId: filters.ticketTypeId, q: filters.q });

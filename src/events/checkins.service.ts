@@ -33,8 +33,7 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
 
   return scope.transaction(async (tx) => {
-    const event = await repo.findEvent(tx, eventId);
-    if (!event) throw notFound('event', eventId);
+    await repo.requireEvent(tx, eventId);
     let lookup = tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId);
     lookup = input.ticketId !== undefined ? lookup.where('id', '=', input.ticketId) : lookup.where('code', '=', input.code!);
     const ticket = await lookup.executeTakeFirst();
@@ -144,7 +143,7 @@ export async function getCheckIn(scope: TenantScope, eventId: string, id: string
 
 /** The door's history: every check-in and undo (who, when, gate), newest first. */
 export async function listCheckIns(scope: TenantScope, eventId: string, ticketId: string | undefined, page: PageRequest): Promise<Page<ReturnType<typeof presentHistory>>> {
-  if (!(await repo.findEvent(scope, eventId))) throw notFound('event', eventId);
+  await repo.requireEvent(scope, eventId);
   let query = scope.selectFrom('checkins').selectAll().where('eventId', '=', eventId);
   if (ticketId !== undefined) query = query.where('ticketId', '=', ticketId);
   const rows = await keysetPage(query, page, 'checkins.id', 'checkins.id', 'desc').execute();

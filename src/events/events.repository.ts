@@ -1,5 +1,6 @@
 import { type Selectable, sql } from 'kysely';
 import type { TenantScope } from '../db/tenant.js';
+import { notFound } from '../errors.js';
 import { keysetPage, type PageRequest } from '../http/paging.js';
 import type { EventTable, TicketTable, TicketTypeTable } from './events.table.js';
 
@@ -12,6 +13,20 @@ export const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%
 
 export function findEvent(scope: TenantScope, id: string): Promise<EventRow | undefined> {
   return scope.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The event, or a 404 (for another account's event too). */
+export async function requireEvent(scope: TenantScope, id: string): Promise<EventRow> {
+  const event = await findEvent(scope, id);
+  if (!event) throw notFound('event', id);
+  return event;
+}
+
+/** The event, locked for the rest of the transaction (see lockEvent), or a 404. */
+export async function requireLockedEvent(scope: TenantScope, id: string): Promise<EventRow> {
+  const event = await lockEvent(scope, id);
+  if (!event) throw notFound('event', id);
+  return event;
 }
 
 /**

@@ -69,17 +69,8 @@ function checkWindow(startsAt: number, endsAt: number): void {
   if (!(endsAt > startsAt)) throw invalid('/endsAt', 'must be after startsAt');
 }
 
-export async function getEvent(scope: TenantScope, id: string): Promise<EventRow> {
-  const event = await repo.findEvent(scope, id);
-  if (!event) throw notFound('event', id);
-  return event;
-}
-
-async function lockEvent(scope: TenantScope, id: string): Promise<EventRow> {
-  const event = await repo.lockEvent(scope, id);
-  if (!event) throw notFound('event', id);
-  return event;
-}
+export const getEvent = repo.requireEvent;
+const lockEvent = repo.requireLockedEvent;
 
 export async function createEvent(scope: TenantScope, input: Static<typeof CreateEventBody>) {
   const startsAt = parseTime(input.startsAt, '/startsAt');

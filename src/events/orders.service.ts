@@ -61,8 +61,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   return scope.transaction(async (tx) => {
     const now = Date.now();
     // Locked first, so a concurrent cancel or publish is seen before anything is sold.
-    const event = await repo.lockEvent(tx, eventId);
-    if (!event) throw notFound('event', eventId);
+    const event = await repo.requireLockedEvent(tx, eventId);
     if (event.status === 'draft') throw new AppError('event_not_published', `Event ${eventId} is not published yet.`);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
     if (now >= event.endsAt) throw new AppError('sales_closed', `Event ${eventId} has ended.`);
@@ -258,8 +257,7 @@ const CANCEL_BATCH = 500;
 /** Cancels the event and every valid ticket of it; paid tickets are refunded. */
 export async function cancelEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
-    const event = await repo.lockEvent(tx, id);
-    if (!event) throw notFound('event', id);
+    const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is already cancelled.`);
     const now = Date.now();
     const updated = await tx
