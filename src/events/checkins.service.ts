@@ -1,6 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
-import type { TenantScope } from '../db/tenant.js';
+import type { Db } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
+import { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
@@ -10,6 +12,27 @@ import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import type { CheckinTable } from './events.table.js';
 import { presentTicket, type PresentedTicket } from './orders.service.js';
+
+// The door's hot path runs on prepared queries (see db/prepared.ts): a scanner may send thousands a second.
+const ticketById = prepared((db: Db, accountId: string, eventId: string, id: string) =>
+  new TenantScope(db, accountId).selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', '=', id),
+);
+const ticketByCode = prepared((db: Db, accountId: string, eventId: string, code: string) =>
+  new TenantScope(db, accountId).selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', '=', code),
+);
+const markCheckedIn = prepared((db: Db, accountId: string, id: string, at: number, checkinId: string, now: number) =>
+  new TenantScope(db, accountId)
+    .updateTable('tickets')
+    .set({ checkedInAt: at, checkinId, updatedAt: now })
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .returningAll(),
+);
+const recordCheckin = prepared(
+  (db: Db, id: string, accountId: string, eventId: string, ticketId: string, action: string, gate: string | null, scannedAt: number, keyId: string | null, createdAt: number) =>
+    db.insertInto('checkins').values({ id, accountId, eventId, ticketId, action, gate, scannedAt, keyId, createdAt }),
+);
 
 /** How far ahead of the server's clock an offline scanner's own time may be. */
 const CLOCK_SKEW_MS = 5 * 60_000;
@@ -33,22 +56,15 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
 
   return scope.transaction(async (tx) => {
+    const db = tx.db as Db;
     await repo.requireEvent(tx, eventId);
-    let lookup = tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId);
-    lookup = input.ticketId !== undefined ? lookup.where('id', '=', input.ticketId) : lookup.where('code', '=', input.code!);
-    const ticket = await lookup.executeTakeFirst();
+    const [ticket] =
+      input.ticketId !== undefined ? await ticketById(db, scope.accountId, eventId, input.ticketId) : await ticketByCode(db, scope.accountId, eventId, input.code!);
     if (!ticket) throw new AppError('not_found', `No ticket ${input.ticketId ?? 'with that code'} for event ${eventId}.`);
     if (ticket.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled.`);
 
     const checkinId = newId('checkin');
-    const checkedIn = await tx
-      .updateTable('tickets')
-      .set({ checkedInAt: scannedAt, checkinId, updatedAt: now })
-      .where('id', '=', ticket.id)
-      .where('status', '=', 'valid')
-      .where('checkedInAt', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
+    const [checkedIn] = await markCheckedIn(db, scope.accountId, ticket.id, scannedAt, checkinId, now);
     if (!checkedIn) {
       const current = (await repo.findTicket(tx, ticket.id))!;
       if (current.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled.`);
@@ -58,10 +74,7 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
         checkinId: current.checkinId,
       });
     }
-    await tx.db
-      .insertInto('checkins')
-      .values({ id: checkinId, accountId: scope.accountId, eventId, ticketId: ticket.id, action: 'checkin', gate: input.gate ?? null, scannedAt, keyId, createdAt: now })
-      .execute();
+    await recordCheckin(db, checkinId, scope.accountId, eventId, ticket.id, 'checkin', input.gate ?? null, scannedAt, keyId, now);
     const presentedTicket = presentTicket(checkedIn);
     const checkin = {
       id: checkinId,
@@ -98,10 +111,7 @@ export async function undoCheckIn(scope: TenantScope, eventId: string, ticketId:
       if (ticket.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticketId} is cancelled.`);
       throw new AppError('not_checked_in', `Ticket ${ticketId} is not checked in.`);
     }
-    await tx.db
-      .insertInto('checkins')
-      .values({ id: newId('checkin'), accountId: scope.accountId, eventId, ticketId, action: 'undo', gate: null, scannedAt: now, keyId, createdAt: now })
-      .execute();
+    await recordCheckin(tx.db as Db, newId('checkin'), scope.accountId, eventId, ticketId, 'undo', null, now, keyId, now);
     const presented = presentTicket(undone);
     await enqueueMessages(tx.db, scope.accountId, [{ event: 'checkin.undone', data: presented }], now);
     return presented;

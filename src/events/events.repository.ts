@@ -1,5 +1,7 @@
 import { type Selectable, sql } from 'kysely';
-import type { TenantScope } from '../db/tenant.js';
+import type { Db } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
+import { TenantScope } from '../db/tenant.js';
 import { notFound } from '../errors.js';
 import { keysetPage, type PageRequest } from '../http/paging.js';
 import type { EventTable, TicketTable, TicketTypeTable } from './events.table.js';
@@ -11,8 +13,10 @@ export type TicketRow = Selectable<TicketTable>;
 /** `%text%` for LIKE, with the wildcards of the text itself escaped. */
 export const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-export function findEvent(scope: TenantScope, id: string): Promise<EventRow | undefined> {
-  return scope.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+const eventById = prepared((db: Db, accountId: string, id: string) => new TenantScope(db, accountId).selectFrom('events').selectAll().where('id', '=', id));
+
+export async function findEvent(scope: TenantScope, id: string): Promise<EventRow | undefined> {
+  return (await eventById(scope.db as Db, scope.accountId, id))[0];
 }
 
 /** The event, or a 404 (for another account's event too). */

@@ -1,4 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
 import { enqueueJobs, type NewJob } from '../jobs/queue.js';
 import { iso } from '../time.js';
@@ -33,6 +34,14 @@ export interface OutboxMessage {
 
 const BATCH = 200;
 
+// Most changes write one message: that insert and the subscription lookup are prepared (db/prepared.ts).
+const insertMessage = prepared((db: Db | Tx, id: string, accountId: string, eventType: string, payload: string, createdAt: number) =>
+  db.insertInto('webhookMessages').values({ id, accountId, eventType, payload, createdAt }),
+);
+const enabledSubscriptions = prepared((db: Db | Tx, accountId: string) =>
+  db.selectFrom('webhookSubscriptions').select(['id', 'events']).where('accountId', '=', accountId).where('status', '=', 'enabled'),
+);
+
 /**
  * Writes webhook messages into the outbox. Call it with the transaction that makes the change
  * the messages report: a crash can then delay a message, never lose it or send a phantom one.
@@ -43,17 +52,15 @@ export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: 
     const body = { id, event: message.event, ...(message.jobId ? { jobId: message.jobId } : {}), timestamp: iso(now), data: message.data };
     return { id, accountId, eventType: message.event, payload: JSON.stringify(body), createdAt: now };
   });
-  for (let i = 0; i < rows.length; i += BATCH) {
-    await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
+  if (rows.length === 1) {
+    const row = rows[0]!;
+    await insertMessage(tx, row.id, row.accountId, row.eventType, row.payload, row.createdAt);
+  } else {
+    for (let i = 0; i < rows.length; i += BATCH) await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
   }
   // Fan out to the subscriptions that exist now, in the same transaction: a delivery job per
   // (message, subscription). Later subscriptions do not receive earlier messages.
-  const subscriptions = await tx
-    .selectFrom('webhookSubscriptions')
-    .select(['id', 'events'])
-    .where('accountId', '=', accountId)
-    .where('status', '=', 'enabled')
-    .execute();
+  const subscriptions = await enabledSubscriptions(tx, accountId);
   const jobs: NewJob[] = [];
   for (const subscription of subscriptions) {
     const events = JSON.parse(subscription.events) as string[];
