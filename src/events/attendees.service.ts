@@ -65,7 +65,7 @@ export async function listAttendees(scope: TenantScope, eventId: string, filters
   return toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), presentAttendee);
 }
 
-const EXPORT_BATCH = 2000;
+const EXPORT_BATCH = 1000;
 export const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
 
 /**

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db, Engine, Tx } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
 import type { JobTable } from './jobs.table.js';
 
@@ -74,9 +75,12 @@ export async function extendLease(db: Db, job: JobRow, leaseMs: number): Promise
   return Number(result.numUpdatedRows) === 1;
 }
 
+const markDone = prepared((db: Db, id: string, lockedBy: string, now: number) =>
+  db.updateTable('jobs').set({ status: 'done', lockedBy: null, lockedUntil: null, finishedAt: now, updatedAt: now }).where('id', '=', id).where('lockedBy', '=', lockedBy).where('status', '=', 'running'),
+);
+
 export async function completeJob(db: Db, job: JobRow): Promise<void> {
-  const now = Date.now();
-  await owned(db, job).set({ status: 'done', lockedBy: null, lockedUntil: null, finishedAt: now, updatedAt: now }).execute();
+  await markDone(db, job.id, job.lockedBy!, Date.now());
 }
 
 export async function retryJob(db: Db, job: JobRow, delayMs: number, error: string): Promise<void> {

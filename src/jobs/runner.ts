@@ -72,11 +72,17 @@ export class JobRunner {
     }
   }
 
+  /** Claims come in batches (a quarter of a kind's slots at least): one claim query per job would cost more than the jobs. */
+  private batchOf(handler: JobHandler): number {
+    return Math.max(1, Math.ceil(handler.concurrency / 4));
+  }
+
   private async claim(): Promise<number> {
     let claimed = 0;
     for (const [kind, handler] of Object.entries(this.handlers)) {
-      const free = handler.concurrency - (this.perKind.get(kind) ?? 0);
-      if (free <= 0) continue;
+      const running = this.perKind.get(kind) ?? 0;
+      const free = handler.concurrency - running;
+      if (free <= 0 || (running > 0 && free < this.batchOf(handler))) continue;
       const jobs = await claimJobs(this.db, this.engine, [kind], this.workerId, free, this.options.leaseMs);
       for (const job of jobs) this.begin(kind, handler, job);
       claimed += jobs.length;
@@ -92,8 +98,9 @@ export class JobRunner {
     const done = this.work(handler, job).finally(() => {
       clearInterval(renew);
       this.active.delete(job.id);
-      this.perKind.set(kind, (this.perKind.get(kind) ?? 1) - 1);
-      this.wake();
+      const running = (this.perKind.get(kind) ?? 1) - 1;
+      this.perKind.set(kind, running);
+      if (running === 0 || handler.concurrency - running === this.batchOf(handler)) this.wake();
     });
     this.active.set(job.id, { job, done });
   }

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
 import { addressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
@@ -17,6 +18,30 @@ export interface DeliveryPayload {
   subscriptionId?: string;
   url?: string;
 }
+
+// Every delivery runs these; they are prepared (db/prepared.ts) so a worker spends its time on HTTP.
+const messageById = prepared((db: Db, id: string) => db.selectFrom('webhookMessages').selectAll().where('id', '=', id));
+const subscriptionOf = prepared((db: Db, id: string, accountId: string) =>
+  db.selectFrom('webhookSubscriptions').selectAll().where('id', '=', id).where('accountId', '=', accountId),
+);
+const recordAttempt = prepared(
+  (
+    db: Db,
+    id: string,
+    accountId: string,
+    subscriptionId: string | null,
+    messageId: string,
+    eventType: string,
+    attempt: number,
+    url: string,
+    statusCode: number | null,
+    durationMs: number,
+    error: string | null,
+    responseSnippet: string | null,
+    createdAt: number,
+  ) =>
+    db.insertInto('webhookAttempts').values({ id, accountId, subscriptionId, messageId, eventType, attempt, url, statusCode, durationMs, error, responseSnippet, createdAt }),
+);
 
 /** Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the secret's bytes. */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
@@ -36,16 +61,9 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
     concurrency,
     async work(job): Promise<JobOutcome> {
       const payload = JSON.parse(job.payload) as DeliveryPayload;
-      const message = await db.selectFrom('webhookMessages').selectAll().where('id', '=', payload.messageId).executeTakeFirst();
+      const [message] = await messageById(db, payload.messageId);
       if (!message) return { status: 'failed', error: 'message no longer exists' };
-      const subscription = payload.subscriptionId
-        ? await db
-            .selectFrom('webhookSubscriptions')
-            .selectAll()
-            .where('id', '=', payload.subscriptionId)
-            .where('accountId', '=', message.accountId)
-            .executeTakeFirst()
-        : undefined;
+      const subscription = payload.subscriptionId ? (await subscriptionOf(db, payload.subscriptionId, message.accountId))[0] : undefined;
       if (payload.subscriptionId && (!subscription || subscription.status !== 'enabled')) {
         return { status: 'failed', error: subscription ? 'subscription is disabled' : 'subscription was deleted' };
       }
@@ -82,24 +100,9 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
       }
       const now = Date.now();
       // The outcome stands whatever happens to its record: a delivered message must not be sent again.
-      await db
-        .insertInto('webhookAttempts')
-        .values({
-          id: newId('delivery'),
-          accountId: message.accountId,
-          subscriptionId: subscription?.id ?? null,
-          messageId: message.id,
-          eventType: message.eventType,
-          attempt: job.attempts,
-          url,
-          statusCode,
-          durationMs: now - started,
-          error,
-          responseSnippet: snippet,
-          createdAt: now,
-        })
-        .execute()
-        .catch(() => undefined);
+      await recordAttempt(db, newId('delivery'), message.accountId, subscription?.id ?? null, message.id, message.eventType, job.attempts, url, statusCode, now - started, error, snippet, now).catch(
+        () => undefined,
+      );
 
       if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
         if (subscription?.failingSince) {

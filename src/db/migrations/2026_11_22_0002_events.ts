@@ -87,6 +87,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('tickets_event_id').on('tickets').columns(['event_id', 'id']).execute();
   await db.schema.createIndex('tickets_order_id').on('tickets').column('order_id').execute();
+  // The sales series buckets an event's tickets by when they were sold and when cancelled.
+  await db.schema.createIndex('tickets_event_created_at').on('tickets').columns(['event_id', 'created_at', 'price']).execute();
+  await db.schema.createIndex('tickets_event_cancelled_at').on('tickets').columns(['event_id', 'cancelled_at', 'refunded_amount']).execute();
 
   await db.schema
     .createTable('checkins')
