@@ -2,26 +2,28 @@
 // "bare floor" (bench/floor-server.mjs: Fastify + one primary-key SELECT, nothing else), on
 // SQLite and on PostgreSQL, side by side. Every server and every autocannon run is its own
 // process. See bench/README.md.
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import {
   autocannon,
   BENCH_DIR,
+  build,
+  checkedJson,
+  createAccountAndKey,
   freePort,
+  freshPostgres,
   machine,
   makeTempDir,
-  onCleanup,
+  MONTAGE_BIN,
+  montageEnv,
   packageVersion,
-  ROOT,
-  runCommand,
+  postgresAdminUrl,
+  profiling as profiler,
   seconds,
   startProcess,
   tables,
   waitForHttp,
 } from './lib.mjs';
-import { formatSummary, summarise } from './profile-summary.mjs';
 
 export const name = 'http';
 export const description = 'Montage read routes (auth + rate limit + tenant scope) vs a bare Fastify + primary-key SELECT floor, SQLite and PostgreSQL';
@@ -47,9 +49,8 @@ function settings() {
     connections: seconds('BENCH_CONNECTIONS', 50),
     rounds: seconds('BENCH_ROUNDS', 3),
     engines,
-    postgresAdminUrl: process.env.BENCH_POSTGRES || 'postgres://postgres@127.0.0.1:5432/test',
+    postgresAdminUrl: postgresAdminUrl(),
     profile: process.env.BENCH_PROFILE === '1',
-    build: process.env.BENCH_NO_BUILD !== '1',
   };
 }
 
@@ -58,38 +59,6 @@ const ms = (n) => (n < 10 ? n.toFixed(2) : n.toFixed(1));
 const int = (n) => Math.round(n).toLocaleString('en-US');
 
 // ---------------------------------------------------------------------------------------------
-
-async function build() {
-  log('Building dist/ (tsc -p tsconfig.build.json)...');
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  await runCommand(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { label: 'tsc -p tsconfig.build.json' });
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing after the build');
-}
-
-async function adminQuery(adminUrl, statement) {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
-    return await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
-/** A fresh PostgreSQL database for one run, dropped on clean-up. */
-async function freshPostgres(adminUrl) {
-  const dbName = `montage_bench_${Date.now()}_${process.pid}`;
-  try {
-    await adminQuery(adminUrl, `create database ${dbName}`);
-  } catch (err) {
-    throw new Error(`PostgreSQL at ${adminUrl} refused "create database" (${err.message}); set BENCH_POSTGRES, or BENCH_ENGINES=sqlite to skip it`);
-  }
-  onCleanup(`drop database ${dbName}`, () => adminQuery(adminUrl, `drop database if exists ${dbName} with (force)`));
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  const version = (await adminQuery(url.toString(), 'show server_version')).rows[0].server_version;
-  return { dbName, url: url.toString(), version };
-}
 
 /** Warm-up (discarded), then the measured run; both must be all 2xx. */
 async function measure(s, title, url, headers = {}) {
@@ -101,22 +70,7 @@ async function measure(s, title, url, headers = {}) {
 }
 
 /** With BENCH_PROFILE=1: node flags writing a .cpuprofile of a server into bench/profiles/. */
-function profiling(s, label) {
-  if (!s.profile) return { nodeArgs: [], report: () => {} };
-  const dir = path.join(BENCH_DIR, 'profiles', `${new Date().toISOString().replace(/[:.]/g, '-')}-${label}`);
-  fs.mkdirSync(dir, { recursive: true });
-  return {
-    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
-    report(title, requests) {
-      const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
-      if (files.length === 0) log(`    (no .cpuprofile was written to ${dir})`);
-      for (const f of files) {
-        const file = path.join(dir, f);
-        log(`\n${formatSummary(summarise(file, 30), `${title}: ${path.relative(ROOT, file)}`, requests)}\n`);
-      }
-    },
-  };
-}
+const profiling = (s, label) => profiler(s.profile, label);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -133,30 +87,6 @@ async function startFloor(s, engine, storage) {
   return { server, prof, target: { url: `${base}/items/500`, headers: {} } };
 }
 
-function montageEnv(engine, storage, port) {
-  const env = {};
-  // Nothing from the caller's Montage configuration leaks in (a DATABASE_URL, REDIS_URL, limits...).
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('MONTAGE_') || ['DATABASE_URL', 'REDIS_URL', 'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL'].includes(k)) continue;
-    env[k] = v;
-  }
-  Object.assign(env, {
-    DATA_DIR: storage.montageDir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    MONTAGE_LOG_LEVEL: 'warn',
-    MONTAGE_LIMITS_BUSINESS: 'blendPerHour=100000000,eventsPerMinute=100000000,eventsPerDay=1000000000',
-  });
-  if (engine === 'postgres') env.DATABASE_URL = storage.url;
-  return env;
-}
-
-async function checkedJson(res, what, status = 200) {
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status}: ${text}`);
-  return JSON.parse(text);
-}
-
 /**
  * Creates the account and its first key with the CLI, starts `montage serve --no-worker`,
  * adds keys through the API until a full page exists, and checks every measured route once.
@@ -164,13 +94,8 @@ async function checkedJson(res, what, status = 200) {
 async function startMontage(s, engine, storage) {
   const port = await freePort();
   const env = montageEnv(engine, storage, port);
-  const bin = path.join(ROOT, 'bin', 'montage.js');
-  const cli = (...args) => runCommand(process.execPath, [bin, ...args], { env, label: `montage ${args.join(' ')}` });
-
-  await cli('accounts', 'create', '--email', 'bench@example.com', '--plan', 'business');
-  const created = await cli('keys', 'create', '--email', 'bench@example.com', '--name', 'bench');
-  const apiKey = created.stdout.trim().split('\n').pop().trim();
-  if (!/^mtg_[0-9A-Za-z]{40}$/.test(apiKey)) throw new Error(`keys create: the last line is not a key:\n${created.stdout}`);
+  const bin = MONTAGE_BIN;
+  const apiKey = await createAccountAndKey(env);
 
   const prof = profiling(s, `montage-${engine}`);
   const server = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, bin, 'serve', '--no-worker'], { env });
@@ -360,8 +285,7 @@ export async function run() {
     `HTTP benchmark: ${s.engines.join(' and ')}, ${s.connections} connections, ${s.rounds} round(s) of ` +
       `${s.warmup} s warm-up + ${s.duration} s per measurement${s.profile ? ', CPU-profiling the servers' : ''}`,
   );
-  if (s.build) await build();
-  else if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build (or drop BENCH_NO_BUILD)');
+  await build();
   const runs = [];
   for (const engine of s.engines) runs.push(await engineRun(s, engine));
   const result = report(s, runs);

@@ -7,8 +7,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { formatSummary, summarise } from './profile-summary.mjs';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(BENCH_DIR, '..');
@@ -328,4 +330,209 @@ export function seconds(name, fallback, min = 1) {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of seconds (>= ${min}), got "${raw}"`);
   return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Montage under test: the build, fresh PostgreSQL databases, the server's environment, the
+// CLI-made account and key, CPU profiles.
+
+const log = (line) => process.stdout.write(`${line}\n`);
+
+/** Compiles dist/ (unless BENCH_NO_BUILD=1, then only checks that it exists). */
+export async function build() {
+  if (process.env.BENCH_NO_BUILD === '1') {
+    if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing: run npm run build (or drop BENCH_NO_BUILD)');
+    return;
+  }
+  log('Building dist/ (tsc -p tsconfig.build.json)...');
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  await runCommand(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { label: 'tsc -p tsconfig.build.json' });
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing after the build');
+}
+
+export const postgresAdminUrl = () => process.env.BENCH_POSTGRES || 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function adminQuery(adminUrl, statement, params) {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    return await client.query(statement, params);
+  } finally {
+    await client.end();
+  }
+}
+
+let dbCounter = 0;
+/** A fresh PostgreSQL database for one run, dropped on clean-up. */
+export async function freshPostgres(adminUrl) {
+  const dbName = `montage_bench_${Date.now()}_${process.pid}_${++dbCounter}`;
+  try {
+    await adminQuery(adminUrl, `create database ${dbName}`);
+  } catch (err) {
+    throw new Error(`PostgreSQL at ${adminUrl} refused "create database" (${err.message}); set BENCH_POSTGRES, or BENCH_ENGINES=sqlite to skip it`);
+  }
+  onCleanup(`drop database ${dbName}`, () => adminQuery(adminUrl, `drop database if exists ${dbName} with (force)`));
+  const url = new URL(adminUrl);
+  url.pathname = `/${dbName}`;
+  const version = (await adminQuery(url.toString(), 'show server_version')).rows[0].server_version;
+  return { dbName, url: url.toString(), version };
+}
+
+/** Limits so high that the rate limiter runs but never refuses. */
+export const RAISED_LIMITS = 'blendPerHour=100000000,eventsPerMinute=100000000,eventsPerDay=1000000000';
+
+/**
+ * The environment of a Montage process: nothing from the caller's Montage configuration leaks
+ * in (a DATABASE_URL, REDIS_URL, limits...); `storage.montageDir` is its DATA_DIR, `storage.url`
+ * its PostgreSQL database when `engine` is postgres; `extra` is added last.
+ */
+export function montageEnv(engine, storage, port, extra = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('MONTAGE_') || ['DATABASE_URL', 'REDIS_URL', 'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL'].includes(k)) continue;
+    env[k] = v;
+  }
+  Object.assign(env, {
+    DATA_DIR: storage.montageDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    MONTAGE_LOG_LEVEL: 'warn',
+    MONTAGE_LIMITS_BUSINESS: RAISED_LIMITS,
+  });
+  if (engine === 'postgres') env.DATABASE_URL = storage.url;
+  return Object.assign(env, extra);
+}
+
+export const MONTAGE_BIN = path.join(ROOT, 'bin', 'montage.js');
+
+/** Runs the Montage CLI with `env`. */
+export const montageCli = (env, ...args) => runCommand(process.execPath, [MONTAGE_BIN, ...args], { env, label: `montage ${args.join(' ')}` });
+
+/** A business account and its first key, made with the CLI; returns the key. */
+export async function createAccountAndKey(env, email = 'bench@example.com') {
+  await montageCli(env, 'accounts', 'create', '--email', email, '--plan', 'business');
+  const created = await montageCli(env, 'keys', 'create', '--email', email, '--name', 'bench');
+  const apiKey = created.stdout.trim().split('\n').pop().trim();
+  if (!/^mtg_[0-9A-Za-z]{40}$/.test(apiKey)) throw new Error(`keys create: the last line is not a key:\n${created.stdout}`);
+  return apiKey;
+}
+
+/** The JSON body of `res`; throws with the body when the status is not `status`. */
+export async function checkedJson(res, what, status = 200) {
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+/**
+ * With BENCH_PROFILE=1: node flags writing a .cpuprofile of a process into bench/profiles/,
+ * and `report(title, requests)` printing the summary of what was written.
+ */
+export function profiling(enabled, label) {
+  if (!enabled) return { nodeArgs: [], report: () => {} };
+  const dir = path.join(BENCH_DIR, 'profiles', `${new Date().toISOString().replace(/[:.]/g, '-')}-${label}`);
+  fs.mkdirSync(dir, { recursive: true });
+  return {
+    dir,
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    report(title, requests, top = 30) {
+      const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+      if (files.length === 0) log(`    (no .cpuprofile was written to ${dir})`);
+      for (const f of files) {
+        const file = path.join(dir, f);
+        log(`\n${formatSummary(summarise(file, top), `${title}: ${path.relative(ROOT, file)}`, requests)}\n`);
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small measurements
+
+/** Resident set size (VmRSS) and its high-water mark (VmHWM) of a process, in bytes; null if gone. */
+export function processMemory(pid) {
+  const status = safeRead(`/proc/${pid}/status`);
+  const rss = /^VmRSS:\s+(\d+) kB$/m.exec(status);
+  if (!rss) return null;
+  const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(status);
+  return { rss: Number(rss[1]) * 1024, hwm: hwm ? Number(hwm[1]) * 1024 : null };
+}
+
+/** Nearest-rank percentile (p in 0..100) of an array of numbers. */
+export function percentile(values, p) {
+  if (values.length === 0) return NaN;
+  const sorted = Float64Array.from(values).sort();
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1];
+}
+
+export const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** `npm run bench -- NAME` as it was run, with the BENCH_* variables that were set. */
+export function commandLine(variables) {
+  const set = variables.filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`);
+  const args = process.argv.slice(2);
+  return `${set.length ? `${set.join(' ')} ` : ''}npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
+}
+
+let specCounter = 0;
+/**
+ * Runs bench/load-client.mjs in its own process with `spec` (see that file), `bodies` (an array
+ * of request bodies, JSON-encoded here) written to `dir`. Resolves to its result.
+ */
+export async function loadClient(dir, spec, bodies) {
+  const n = ++specCounter;
+  const specFile = path.join(dir, `load-${n}.json`);
+  const full = { ...spec };
+  if (bodies) {
+    full.bodiesFile = path.join(dir, `bodies-${n}.json`);
+    fs.writeFileSync(full.bodiesFile, JSON.stringify(bodies.map((b) => (typeof b === 'string' ? b : JSON.stringify(b)))));
+  }
+  fs.writeFileSync(specFile, JSON.stringify(full));
+  const { stdout } = await runCommand(process.execPath, [path.join(BENCH_DIR, 'load-client.mjs'), specFile], { label: `load client ${spec.title ?? spec.path}` });
+  for (const f of [specFile, full.bodiesFile]) if (f) fs.rmSync(f, { force: true });
+  return JSON.parse(stdout.trim().split('\n').pop());
+}
+
+/** Machine-wide CPU use over `ms` milliseconds of doing nothing here: what else is running. */
+export async function backgroundLoad(ms = 2000) {
+  const before = cpuTimes();
+  await sleep(ms);
+  return cpuUsage(before, cpuTimes());
+}
+
+/** CPU time (user + system) a process has used so far, in seconds; null if it is gone. */
+export function processCpuSeconds(pid) {
+  const stat = safeRead(`/proc/${pid}/stat`);
+  if (!stat) return null;
+  // The command name (2nd field) may hold spaces: count the fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+  const hz = 100; // USER_HZ on Linux
+  return ticks / hz;
+}
+
+/**
+ * CPU seconds used so far by each PostgreSQL backend serving database `dbName` (from
+ * pg_stat_activity and /proc; the server must run on this machine): a Map pid -> seconds.
+ */
+export async function postgresBackendsCpu(dbUrl, dbName) {
+  const { rows } = await adminQuery(dbUrl, 'select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [dbName]);
+  const cpu = new Map();
+  for (const { pid } of rows) {
+    const seconds = processCpuSeconds(pid);
+    if (seconds !== null) cpu.set(pid, seconds);
+  }
+  return cpu;
+}
+
+/** CPU seconds the backends used between two postgresBackendsCpu() snapshots (new backends count in full). */
+export function postgresCpuBetween(before, after) {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
 }

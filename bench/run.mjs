@@ -9,6 +9,8 @@ import { cleanupAll, DOC_FILE, ROOT, writeDocSection } from './lib.mjs';
 /** Every benchmark, in the order they run. Add new ones here. */
 const BENCHMARKS = {
   http: () => import('./http.mjs'),
+  events: () => import('./events.mjs'),
+  webhooks: () => import('./webhooks.mjs'),
 };
 
 async function main(args) {
