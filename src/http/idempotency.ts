@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { Database, Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -34,15 +35,9 @@ export function idempotencyPath(url: string): string {
   return path.startsWith('/api/v1/') ? path.slice(4) : path;
 }
 
-function where(db: Db, claim: IdempotencyClaim) {
-  return db
-    .selectFrom('idempotencyKeys')
-    .selectAll()
-    .where('accountId', '=', claim.accountId)
-    .where('method', '=', claim.method)
-    .where('path', '=', claim.path)
-    .where('idempotencyKey', '=', claim.idempotencyKey);
-}
+/** The row of one claim: (account, method, path, key) is the table's primary key. */
+const sameKey = (claim: IdempotencyClaim) => (eb: ExpressionBuilder<Database, 'idempotencyKeys'>) =>
+  eb.and({ accountId: claim.accountId, method: claim.method, path: claim.path, idempotencyKey: claim.idempotencyKey });
 
 type Outcome = { kind: 'proceed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; headers: Record<string, string>; body: string };
 
@@ -76,7 +71,7 @@ export async function claimIdempotencyKey(db: Db, claim: IdempotencyClaim, body:
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'proceed', claim };
 
-    const existing = await where(db, claim).executeTakeFirst();
+    const existing = await db.selectFrom('idempotencyKeys').selectAll().where(sameKey(claim)).executeTakeFirst();
     if (!existing) continue; // removed between our insert and select: try again
     if (existing.createdAt <= now - IDEMPOTENCY_TTL_MS) {
       await releaseIdempotencyKey(db, claim, existing.createdAt);
@@ -103,10 +98,7 @@ export async function claimIdempotencyKey(db: Db, claim: IdempotencyClaim, body:
     const taken = await db
       .updateTable('idempotencyKeys')
       .set({ lockedUntil: now + LOCK_MS })
-      .where('accountId', '=', claim.accountId)
-      .where('method', '=', claim.method)
-      .where('path', '=', claim.path)
-      .where('idempotencyKey', '=', claim.idempotencyKey)
+      .where(sameKey(claim))
       .where('lockedUntil', '=', existing.lockedUntil)
       .executeTakeFirst();
     if (Number(taken.numUpdatedRows) === 1) return { kind: 'proceed', claim };
@@ -131,20 +123,12 @@ export async function completeIdempotencyKey(
   await db
     .updateTable('idempotencyKeys')
     .set({ state: 'completed', responseStatus: status, responseHeaders: JSON.stringify(kept), responseBody: body })
-    .where('accountId', '=', claim.accountId)
-    .where('method', '=', claim.method)
-    .where('path', '=', claim.path)
-    .where('idempotencyKey', '=', claim.idempotencyKey)
+    .where(sameKey(claim))
     .execute();
 }
 
 export async function releaseIdempotencyKey(db: Db, claim: IdempotencyClaim, createdAt?: number): Promise<void> {
-  let query = db
-    .deleteFrom('idempotencyKeys')
-    .where('accountId', '=', claim.accountId)
-    .where('method', '=', claim.method)
-    .where('path', '=', claim.path)
-    .where('idempotencyKey', '=', claim.idempotencyKey);
+  let query = db.deleteFrom('idempotencyKeys').where(sameKey(claim));
   if (createdAt !== undefined) query = query.where('createdAt', '=', createdAt);
   await query.execute();
 }

@@ -43,6 +43,9 @@ const recordAttempt = prepared(
     db.insertInto('webhookAttempts').values({ id, accountId, subscriptionId, messageId, eventType, attempt, url, statusCode, durationMs, error, responseSnippet, createdAt }),
 );
 
+/** A delivery counts when the endpoint answers 2xx. */
+export const succeeded = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
+
 /** Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the secret's bytes. */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
@@ -104,7 +107,7 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
         () => undefined,
       );
 
-      if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
+      if (succeeded(statusCode)) {
         if (subscription?.failingSince) {
           await db.updateTable('webhookSubscriptions').set({ failingSince: null, updatedAt: now }).where('id', '=', subscription.id).execute();
         }

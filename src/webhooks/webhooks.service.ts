@@ -7,6 +7,7 @@ import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
 import { iso } from '../time.js';
+import { succeeded } from './delivery.js';
 import { WEBHOOK_EVENTS } from './outbox.js';
 import type { WebhookAttemptTable, WebhookSubscriptionTable } from './webhooks.table.js';
 import type { CreateSubscriptionBody } from './webhooks.schemas.js';
@@ -36,7 +37,7 @@ function presentAttempt(row: AttemptRow) {
     event: row.eventType,
     attempt: row.attempt,
     url: row.url,
-    succeeded: row.statusCode !== null && row.statusCode >= 200 && row.statusCode < 300,
+    succeeded: succeeded(row.statusCode),
     statusCode: row.statusCode,
     durationMs: row.durationMs,
     error: row.error,
