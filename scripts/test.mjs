@@ -49,11 +49,15 @@ if (engines.includes('postgres')) {
 }
 env.MONTAGE_TEST_ENGINES = engines.join(',');
 
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
-  stdio: 'inherit',
-  env,
-  cwd: root,
-});
+// A test that hangs fails after 10 minutes instead of holding the run; handles a test left open
+// (a child process, a socket) cannot keep a finished file alive; and the whole run is stopped after
+// 75 minutes, so a wedged run fails loudly inside CI's 90 instead of timing out silently.
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files],
+  { stdio: 'inherit', env, cwd: root, timeout: 75 * 60_000, killSignal: 'SIGKILL' },
+);
+if (result.error) console.error(`the test run was stopped: ${result.error.message}`);
 
 if (dbName) await admin(`drop database if exists ${dbName} with (force)`).catch((err) => console.warn(`could not drop ${dbName}: ${err.message}`));
 process.exit(result.status ?? 1);

@@ -23,14 +23,42 @@ export interface Storage {
 
 let counter = 0;
 
+const cleanups = new WeakMap<TestContext, Array<() => unknown>>();
+
+/**
+ * Teardown that runs after the test, the last registered first: a server stops before the schema it
+ * uses is dropped. (node:test runs `t.after` hooks first-registered first, and stops at the first
+ * that throws, which once left a killed server's successor running and the run hanging.) Every step
+ * runs even when an earlier one fails; the first failure is reported.
+ */
+export function onCleanup(t: TestContext, step: () => unknown): void {
+  let steps = cleanups.get(t);
+  if (!steps) {
+    const list: Array<() => unknown> = [];
+    cleanups.set(t, (steps = list));
+    t.after(async () => {
+      let failure: unknown;
+      for (const run of list.reverse()) {
+        try {
+          await run();
+        } catch (err) {
+          failure ??= err;
+        }
+      }
+      if (failure) throw failure;
+    });
+  }
+  steps.push(step);
+}
+
 export async function freshStorage(t: TestContext, engine: Engine): Promise<Storage> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-test-'));
-  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  onCleanup(t, () => fs.rmSync(dataDir, { recursive: true, force: true }));
   if (engine === 'sqlite') return { engine, env: { DATA_DIR: dataDir } };
   const base = process.env.TEST_DATABASE_URL;
   if (!base) throw new Error('TEST_DATABASE_URL is not set: run the tests with npm test');
   const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
-  t.after(async () => {
+  onCleanup(t, async () => {
     const client = new pg.Client({ connectionString: base });
     await client.connect();
     await client.query(`drop schema if exists ${schema} cascade`);
@@ -68,7 +96,7 @@ export async function startApp(
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const silent = { info() {}, warn() {}, error() {} };
   const workers = withWorkers ? startWorkers(database, config, silent) : null;
-  t.after(async () => {
+  onCleanup(t, async () => {
     await app.close();
     await workers?.stop(1000);
     await database.close();

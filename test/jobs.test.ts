@@ -5,7 +5,7 @@ import { type DatabaseHandle, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { claimJobs, enqueueJobs } from '../src/jobs/queue.js';
 import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
-import { ENGINES, freshStorage, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
 const silent = { warn() {}, error() {} };
 
@@ -18,7 +18,7 @@ async function open(t: import('node:test').TestContext, engine: 'sqlite' | 'post
     handles.push(handle);
     return handle;
   };
-  t.after(async () => {
+  onCleanup(t, async () => {
     for (const h of handles) await h.close();
   });
   return connect;

@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { enqueueMessages } from '../src/webhooks/outbox.js';
-import { ENGINES, freshStorage, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 
@@ -61,18 +61,20 @@ for (const engine of ENGINES) {
         );
       });
       await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-      t.after(() => new Promise<void>((r) => receiver.close(() => r())));
+      onCleanup(t, () => new Promise<void>((r) => receiver.close(() => r())));
 
       const config = loadConfig({ ...env, MONTAGE_LOG_LEVEL: 'silent' });
       const database = openDatabase(config);
-      t.after(() => database.close());
+      onCleanup(t, () => database.close());
       await migrateToLatest(database);
       const account = await createAccount(database.db, { email: `crash.${Date.now()}@example.com` });
       const { key } = await createApiKey(database.db, account, {});
 
       let server = await serve(env);
-      t.after(() => {
+      onCleanup(t, () => {
+        if (server.exitCode !== null || server.signalCode !== null) return;
         server.kill('SIGKILL');
+        return new Promise((r) => server.once('exit', r));
       });
       const hook = await fetch(`http://127.0.0.1:${port}/v1/webhooks`, {
         method: 'POST',

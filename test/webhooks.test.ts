@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { enqueueMessages, WEBHOOK_EVENTS } from '../src/webhooks/outbox.js';
-import { ENGINES, freshStorage, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 interface Delivery {
   headers: http.IncomingHttpHeaders;
@@ -27,7 +27,7 @@ async function receiver(t: TestContext, answer: (n: number) => number = () => 20
   });
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   const close = () => new Promise<void>((r) => server.close(() => r()));
-  t.after(() => (server.listening ? close() : undefined));
+  onCleanup(t, () => (server.listening ? close() : undefined));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, close, port: (server.address() as AddressInfo).port };
 }
 
