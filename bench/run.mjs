@@ -11,6 +11,7 @@ const BENCHMARKS = {
   http: () => import('./http.mjs'),
   events: () => import('./events.mjs'),
   webhooks: () => import('./webhooks.mjs'),
+  blend: () => import('./blend.mjs'),
 };
 
 async function main(args) {

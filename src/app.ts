@@ -8,6 +8,7 @@ import { accountRoutes } from './accounts/accounts.routes.js';
 import type { AuthCache } from './accounts/accounts.service.js';
 import { KeyCache } from './accounts/key-cache.js';
 import type { Config } from './config.js';
+import { dashboardRoutes } from './dashboard/dashboard.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
@@ -17,6 +18,8 @@ import { completeIdempotencyKey, idempotencyPreHandler, releaseIdempotencyKey } 
 import { guard } from './http/guard.js';
 import { metricsPlugin } from './http/metrics.js';
 import { problemBody, problemPlugin } from './http/problem.js';
+import { blendRoutes, resultRoutes } from './blend/blend.routes.js';
+import { createResultStore, type ResultStore } from './blend/storage.js';
 import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
 import { validatorCompiler } from './http/validation.js';
@@ -29,6 +32,7 @@ declare module 'fastify' {
     database: DatabaseHandle;
     rateLimits: RateLimits;
     keyCache: AuthCache;
+    resultStore: ResultStore;
   }
 }
 
@@ -99,6 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorate('db', database.db);
   app.decorate('rateLimits', new RateLimits(config));
   app.decorate('keyCache', new KeyCache(config.authCacheTtlMs) as AuthCache);
+  app.decorate('resultStore', createResultStore(config));
   app.decorateRequest('principal', null);
   app.decorateRequest('idempotency', null);
   app.setValidatorCompiler(validatorCompiler());
@@ -202,8 +207,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(accountRoutes);
     await api.register(eventRoutes);
     await api.register(webhookRoutes);
+    await api.register(blendRoutes);
     if (options.extraRoutes) await api.register(options.extraRoutes);
   };
+  await app.register(resultRoutes(app.resultStore));
+  await app.register(dashboardRoutes);
   await app.register(versioned, { prefix: '/v1', listed: true });
   await app.register(versioned, { prefix: '/api/v1', listed: false });
 

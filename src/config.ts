@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /** Every setting Montage reads from the environment, validated once at start. */
@@ -13,7 +14,7 @@ export interface Config {
   webhookRetrySchedule: number[];
   webhookDisableAfterMs: number;
   limits: Record<ApiPlan, PlanLimits>;
-  blendMaxImages: number;
+  blend: BlendLimits;
   logLevel: LogLevel;
   jobLeaseMs: number;
   resultUrlTtlMs: number;
@@ -21,6 +22,25 @@ export interface Config {
   bodyLimitBytes: number;
   /** How long an authenticated key is remembered by a process (0: not at all). */
   authCacheTtlMs: number;
+  /** Lifetime of a dashboard sign-in session. */
+  sessionTtlMs: number;
+  /** Whether the dashboard lets anyone create an account (on the free plan). */
+  dashboardSignup: boolean;
+}
+
+/** Bounds on every blend job (BLEND.md, section Limits); each breach is a failure code. */
+export interface BlendLimits {
+  maxImages: number;
+  maxImageBytes: number;
+  maxPixels: number;
+  fetchTimeoutMs: number;
+  maxRedirects: number;
+  jobTimeoutMs: number;
+  maxAttempts: number;
+  /** Blend jobs worked at once by one process. */
+  concurrency: number;
+  /** Worker threads for pixel work in one process. */
+  threads: number;
 }
 
 export type Plan = 'free' | 'business' | 'enterprise';
@@ -147,12 +167,24 @@ export function loadConfig(env: Env = process.env): Config {
       business: planLimits(env, 'MONTAGE_LIMITS_BUSINESS', DEFAULT_LIMITS.business),
       enterprise: planLimits(env, 'MONTAGE_LIMITS_ENTERPRISE', DEFAULT_LIMITS.enterprise),
     },
-    blendMaxImages: integer(env, 'MONTAGE_BLEND_MAX_IMAGES', 10, 2, 100),
+    blend: {
+      maxImages: integer(env, 'MONTAGE_BLEND_MAX_IMAGES', 10, 2, 100),
+      maxImageBytes: integer(env, 'MONTAGE_BLEND_MAX_IMAGE_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxPixels: integer(env, 'MONTAGE_BLEND_MAX_PIXELS', 50_000_000, 1024, 500_000_000),
+      fetchTimeoutMs: duration(env, 'MONTAGE_BLEND_FETCH_TIMEOUT', '20s'),
+      maxRedirects: integer(env, 'MONTAGE_BLEND_MAX_REDIRECTS', 3, 0, 10),
+      jobTimeoutMs: duration(env, 'MONTAGE_BLEND_JOB_TIMEOUT', '120s'),
+      maxAttempts: integer(env, 'MONTAGE_BLEND_MAX_ATTEMPTS', 3, 1, 20),
+      concurrency: integer(env, 'MONTAGE_BLEND_CONCURRENCY', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
+      threads: integer(env, 'MONTAGE_BLEND_THREADS', os.availableParallelism(), 1, 64),
+    },
     logLevel,
     jobLeaseMs: duration(env, 'MONTAGE_JOB_LEASE', '30s'),
     resultUrlTtlMs: duration(env, 'MONTAGE_RESULT_URL_TTL', '7d'),
     metricsToken: env.MONTAGE_METRICS_TOKEN || null,
     bodyLimitBytes: integer(env, 'MONTAGE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
     authCacheTtlMs: env.MONTAGE_AUTH_CACHE_TTL === '0' ? 0 : duration(env, 'MONTAGE_AUTH_CACHE_TTL', '2s'),
+    sessionTtlMs: duration(env, 'MONTAGE_SESSION_TTL', '12h'),
+    dashboardSignup: flag(env, 'MONTAGE_DASHBOARD_SIGNUP'),
   };
 }

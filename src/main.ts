@@ -79,6 +79,7 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
   out(`Montage is running (${handle.engine}: ${handle.location}${withWorker ? ', with workers' : ''})`);
   out(`  API       ${base}/v1   (also ${base}/api/v1)`);
   out(`  API docs  ${base}/docs   (OpenAPI: ${base}/openapi.json)`);
+  out(`  Dashboard ${base}/dashboard   (sign in with an account made with --password)`);
   out(`  Health    ${base}/healthz  ${base}/readyz  ${base}/metrics`);
   if (Number(accounts.n) === 0) {
     out('');

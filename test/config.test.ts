@@ -14,11 +14,15 @@ test('defaults follow API.md section 10', () => {
   assert.equal(config.allowPrivateNetwork, false);
   assert.deepEqual(config.webhookRetrySchedule, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
   assert.deepEqual(config.limits.business, { blendPerHour: 1000, eventsPerMinute: 1000, eventsPerDay: 50000 });
-  assert.equal(config.blendMaxImages, 10);
+  assert.equal(config.blend.maxImages, 10);
+  assert.equal(config.blend.maxImageBytes, 25 * 1024 * 1024);
+  assert.equal(config.blend.jobTimeoutMs, 120_000);
   assert.equal(config.jobLeaseMs, 30_000);
   assert.equal(config.resultUrlTtlMs, 7 * 86_400_000);
   assert.equal(config.webhookDisableAfterMs, 5 * 86_400_000);
   assert.equal(config.bodyLimitBytes, 1024 * 1024);
+  assert.equal(config.sessionTtlMs, 12 * 3_600_000);
+  assert.equal(config.dashboardSignup, false);
 });
 
 test('values are parsed and checked', () => {

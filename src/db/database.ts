@@ -4,6 +4,8 @@ import SQLite from 'better-sqlite3';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { AccountTable, ApiKeyTable } from '../accounts/accounts.table.js';
+import type { BlendJobTable } from '../blend/blend.table.js';
+import type { DashboardSessionTable } from '../dashboard/sessions.table.js';
 import type { CheckinTable, EventTable, OrderTable, PayoutTable, TicketTable, TicketTypeTable } from '../events/events.table.js';
 import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
 import type { JobTable } from '../jobs/jobs.table.js';
@@ -24,6 +26,8 @@ export interface Database {
   webhookSubscriptions: WebhookSubscriptionTable;
   webhookAttempts: WebhookAttemptTable;
   jobs: JobTable;
+  blendJobs: BlendJobTable;
+  dashboardSessions: DashboardSessionTable;
 }
 
 export type Db = Kysely<Database>;

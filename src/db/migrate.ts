@@ -3,11 +3,15 @@ import { type DatabaseHandle, ensureSchema } from './database.js';
 import * as m0001 from './migrations/2026_11_22_0001_accounts.js';
 import * as m0002 from './migrations/2026_11_22_0002_events.js';
 import * as m0003 from './migrations/2026_11_22_0003_jobs_webhooks.js';
+import * as m0004 from './migrations/2026_11_22_0004_blend.js';
+import * as m0005 from './migrations/2026_11_22_0005_sessions.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
   '2026_11_22_0002_events': m0002,
   '2026_11_22_0003_jobs_webhooks': m0003,
+  '2026_11_22_0004_blend': m0004,
+  '2026_11_22_0005_sessions': m0005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

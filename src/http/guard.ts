@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type AuthCache, authenticate, type Principal, SCOPES, type Scope } from '../accounts/accounts.service.js';
+import { sessionPrincipal } from '../dashboard/sessions.service.js';
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { type Area, type RateLimits, rateLimitHeaders } from './rate-limit.js';
@@ -22,14 +23,15 @@ declare module 'fastify' {
 }
 
 /**
- * Runs before every versioned route, in a fixed order: authenticate the key (401), check the
+ * Runs before every versioned route, in a fixed order: authenticate the key, or else the
+ * dashboard's session cookie (401; 403 csrf_failed), check the
  * account's plan (403 plan_required), the key's scopes (403 insufficient_scope), then spend
  * from the account's rate limits (429). Rate-limit headers go on every authenticated response.
  */
 export async function guard(db: Db, keys: AuthCache, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const principal = await authenticate(db, keys, request.headers.authorization, (err) =>
-    request.log.warn({ err }, 'could not record key use'),
-  );
+  const principal =
+    (await sessionPrincipal(db, request)) ??
+    (await authenticate(db, keys, request.headers.authorization, (err) => request.log.warn({ err }, 'could not record key use')));
   request.principal = principal;
   if (principal.plan === 'free') {
     throw new AppError('plan_required', 'API access requires the Business plan or above; this account is on the free plan.');

@@ -9,6 +9,8 @@ export interface JobHandler {
   /** Jobs of this kind worked at once by one process. */
   concurrency: number;
   work(job: JobRow): Promise<JobOutcome>;
+  /** Records the failure where the handler's own rows need it, when the queue gives a job up without working it. */
+  giveUp?(job: JobRow, error: string): Promise<void>;
 }
 
 export interface RunnerOptions {
@@ -109,6 +111,7 @@ export class JobRunner {
     let outcome: JobOutcome;
     if (job.attempts > job.maxAttempts) {
       outcome = { status: 'failed', error: `gave up after ${job.maxAttempts} attempts (the last worker died holding it)` };
+      await handler.giveUp?.(job, outcome.error).catch((err) => this.options.log.error({ err, jobId: job.id }, 'could not record a job given up'));
     } else {
       try {
         outcome = await handler.work(job);

@@ -1,3 +1,6 @@
+import { blendJobHandler } from '../blend/blend.job.js';
+import { BLEND_KIND } from '../blend/blend.service.js';
+import { createResultStore } from '../blend/storage.js';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
@@ -21,7 +24,9 @@ const SWEEP_MS = 15 * 60_000;
 
 /** The background work of a process: the job queue's handlers and periodic clean-up. */
 export function startWorkers(handle: DatabaseHandle, config: Config, log: WorkerLog): Workers {
-  const runner = new JobRunner(handle.db, handle.engine, { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config) }, { leaseMs: config.jobLeaseMs, log });
+  const blend = blendJobHandler(handle.db, config, createResultStore(config), log);
+  const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config), [BLEND_KIND]: blend };
+  const runner = new JobRunner(handle.db, handle.engine, handlers, { leaseMs: config.jobLeaseMs, log });
   runner.start();
   const sweep = async () => {
     try {
@@ -41,6 +46,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
     async stop(graceMs) {
       clearInterval(timer);
       await runner.stop(graceMs);
+      await blend.close();
     },
   };
 }

@@ -1,0 +1,151 @@
+import type { Updateable } from 'kysely';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { JobRow } from '../jobs/queue.js';
+import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import { addressPolicy } from '../net/safe-http.js';
+import { enqueueMessages, type OutboxMessage } from '../webhooks/outbox.js';
+import { type BlendJobRow, presentJob, resultFileName, signResultUrl, specOf } from './blend.service.js';
+import type { BlendJobTable } from './blend.table.js';
+import { BlendFailure } from './failures.js';
+import { BlendEngine, type BlendResult } from './pipeline.js';
+import type { ResultStore } from './storage.js';
+
+interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * Works `blend.run` jobs: marks the job processing (blend.started, once), runs the engine within
+ * the job time limit, stores the result and records completed (blend.completed) or failed
+ * (blend.failed) in one transaction with its webhook message. Failures that can never succeed
+ * are not retried; a crash is, on whichever worker takes the lease over.
+ */
+export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Log): JobHandler & { close(): Promise<void> } {
+  let engine: BlendEngine | null = null;
+  // Threads start with the first job, so processes that never blend pay nothing for them.
+  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork)));
+
+  async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
+    return db.transaction().execute(async (tx) => {
+      const started = await tx
+        .updateTable('blendJobs')
+        .set({ status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      if (row.startedAt === null) {
+        await enqueueMessages(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config), ...webhookOf(row) }], now);
+      }
+      return started;
+    });
+  }
+
+  /** Records how the job ended and its webhook message, in one transaction. */
+  async function settle(row: BlendJobRow, changes: Updateable<BlendJobTable>, message: (settled: BlendJobRow, now: number) => OutboxMessage): Promise<void> {
+    const now = Date.now();
+    await db.transaction().execute(async (tx) => {
+      const settled = await tx
+        .updateTable('blendJobs')
+        .set({ ...changes, completedAt: now, updatedAt: now })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await enqueueMessages(tx, row.accountId, [{ jobId: row.id, ...webhookOf(row), ...message(settled, now) }], now);
+    });
+  }
+
+  const scored = (result: BlendResult) => ({
+    blendTypeUsed: result.blendTypeUsed,
+    qualityScore: result.quality.score,
+    quality: JSON.stringify({ ...result.quality, score: undefined }),
+  });
+
+  function complete(row: BlendJobRow, result: BlendResult, resultKey: string, startedAt: number): Promise<void> {
+    const changes = {
+      status: 'completed',
+      ...scored(result),
+      resultKey,
+      resultFormat: result.format,
+      resultBytes: result.image.length,
+      resultWidth: result.width,
+      resultHeight: result.height,
+      processingTimeMs: Date.now() - startedAt,
+    };
+    return settle(row, changes, (completed, now) => ({
+      event: 'blend.completed',
+      data: { resultUrl: signResultUrl(completed, config, now).url, processingTime: completed.processingTimeMs, qualityScore: completed.qualityScore },
+    }));
+  }
+
+  function fail(row: BlendJobRow, failure: BlendFailure, startedAt: number, result?: BlendResult): Promise<void> {
+    const changes = {
+      status: 'failed',
+      errorCode: failure.code,
+      errorMessage: failure.message.slice(0, 1000),
+      errorImageIndex: failure.imageIndex,
+      ...(result ? scored(result) : {}),
+      processingTimeMs: Date.now() - startedAt,
+    };
+    return settle(row, changes, (failed) => ({ event: 'blend.failed', data: presentJob(failed, config) }));
+  }
+
+  function withTimeLimit<T>(work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BlendFailure('job_timeout', `the job took longer than ${config.blend.jobTimeoutMs / 1000} s`)), config.blend.jobTimeoutMs);
+    });
+    return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+  }
+
+  return {
+    concurrency: config.blend.concurrency,
+    async work(job: JobRow): Promise<JobOutcome> {
+      const { jobId } = JSON.parse(job.payload) as { jobId: string };
+      const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      if (!row || row.status === 'completed' || row.status === 'failed') return { status: 'done' };
+      const startedAt = Date.now();
+      await start(job, row, startedAt);
+      let result: BlendResult;
+      try {
+        result = await withTimeLimit(engineOf().run(specOf(row)));
+      } catch (err) {
+        const failure =
+          err instanceof BlendFailure ? err : new BlendFailure('internal_error', 'the blend failed unexpectedly; it was retried where attempts remained', null, true);
+        if (!(err instanceof BlendFailure)) log.error({ err, jobId }, 'blend failed unexpectedly');
+        if (failure.retryable && job.attempts < job.maxAttempts) {
+          await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
+          return { status: 'retry', delayMs: 2000 * 2 ** (job.attempts - 1), error: failure.message };
+        }
+        await fail(row, failure, startedAt);
+        return { status: 'done' };
+      }
+      const options = JSON.parse(row.options) as { qualityThreshold: number };
+      if (result.quality.score < options.qualityThreshold) {
+        const failure = new BlendFailure('quality_below_threshold', `quality score ${result.quality.score} is below the threshold ${options.qualityThreshold}`);
+        await fail(row, failure, startedAt, result);
+        return { status: 'done' };
+      }
+      const resultKey = `${row.accountId}/${resultFileName({ id: row.id, resultFormat: result.format })}`;
+      await store.put(resultKey, result.image);
+      await complete(row, result, resultKey, startedAt);
+      log.info({ jobId, blendType: result.blendTypeUsed, autoReason: result.autoReason, ms: Date.now() - startedAt, stages: result.stages }, 'blend completed');
+      return { status: 'done' };
+    },
+    async giveUp(job: JobRow, error: string) {
+      const { jobId } = JSON.parse(job.payload) as { jobId: string };
+      const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      if (!row || row.status === 'completed' || row.status === 'failed') return;
+      await fail(row, new BlendFailure('internal_error', `the job was given up: ${error}`), row.startedAt ?? Date.now());
+    },
+    async close() {
+      await engine?.close();
+    },
+  };
+}
+
+function webhookOf(row: BlendJobRow): { webhookUrl?: string } {
+  return row.webhookUrl ? { webhookUrl: row.webhookUrl } : {};
+}

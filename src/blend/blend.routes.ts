@@ -1,0 +1,85 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { TenantScope } from '../db/tenant.js';
+import { AppError } from '../errors.js';
+import { pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
+import { problemResponses } from '../http/problem.js';
+import { BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
+import * as blend from './blend.service.js';
+import { CONTENT_TYPES, type OutputFormat } from './media.js';
+import type { ResultStore } from './storage.js';
+
+const JobParams = Type.Object({ jobId: Type.String({ description: 'Blend job id (`job_...`)' }) }, { additionalProperties: false });
+
+export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
+  const config = { scope: 'blend' as const, area: 'blend' as const };
+  const tags = ['blend'];
+
+  app.post(
+    '/blend/start',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Start a blend job: the images are fetched, aligned and blended in the background',
+        description: 'Answers 202 with the queued job and `Location` of its status. Poll the status or receive blend.* webhooks.',
+        body: startBody(app.config.blend.maxImages),
+        response: { 202: BlendJobSchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const job = await blend.startJob(scope(request), request.body, app.config);
+      return reply.code(202).header('Location', `/v1/blend/status/${job.jobId}`).send(job);
+    },
+  );
+
+  app.get(
+    '/blend/status/:jobId',
+    { config, schema: { tags, summary: "A blend job's status, and its result once completed", params: JobParams, response: { 200: BlendJobSchema, ...problemResponses } } },
+    (request) => blend.getJob(scope(request), request.params.jobId, app.config),
+  );
+
+  app.get(
+    '/blend/jobs',
+    { config, schema: { tags, summary: 'Blend jobs, newest first, filtered by project and status', querystring: ListJobsQuery, response: { 200: pageSchema(BlendJobSchema), ...problemResponses } } },
+    async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, pageRequest(request.query, blend.jobsListTag(request.query)), app.config)),
+  );
+};
+
+/** Result images behind signed URLs: no API key, so they work in an <img> tag. */
+export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    for (const prefix of ['/v1', '/api/v1']) {
+      app.get(
+        `${prefix}/blend/results/:file`,
+        {
+          schema: {
+            hide: prefix !== '/v1',
+            tags: ['blend'],
+            summary: 'A result image, by the signed URL of its job status (no API key)',
+            security: [],
+            params: ResultParams,
+            querystring: ResultQuery,
+            response: { 200: Type.Unsafe({ type: 'string', format: 'binary' }), 304: Type.Null(), ...problemResponses },
+          },
+        },
+        async (request, reply) => {
+          const row = await blend.resolveResultUrl(app.db, request.params.file, request.query.expires, request.query.signature);
+          const etag = `"${row.id}"`;
+          const maxAge = Math.max(0, Math.min(86_400, request.query.expires - Math.floor(Date.now() / 1000)));
+          reply.header('ETag', etag).header('Cache-Control', `private, max-age=${maxAge}, immutable`);
+          if (request.headers['if-none-match'] === etag) return reply.code(304).send(null);
+          const object = await store.open(row.resultKey!);
+          if (!object) throw new AppError('not_found', 'The result image is no longer stored.');
+          return reply
+            .type(CONTENT_TYPES[row.resultFormat as OutputFormat])
+            .header('Content-Length', String(object.size))
+            .header('X-Content-Type-Options', 'nosniff')
+            .send(object.stream);
+        },
+      );
+    }
+  };
+}

@@ -1,0 +1,92 @@
+import { Type } from 'typebox';
+import { PageQuery } from '../http/paging.js';
+import { NullableTimestamp, Timestamp } from '../schemas.js';
+import { BLEND_FAILURE_CODES } from './failures.js';
+import { OUTPUT_FORMATS } from './media.js';
+import { BLEND_TYPES } from './pipeline.js';
+
+const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+
+export const BlendStatus = literals(['queued', 'processing', 'completed', 'failed'] as const);
+const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
+const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
+
+export const startBody = (maxImages: number) =>
+  Type.Object(
+    {
+      projectId: ProjectId,
+      images: Type.Array(ImageUrl, { minItems: 2, maxItems: maxImages, description: `2 to ${maxImages} image URLs; the first is the reference frame` }),
+      options: Type.Optional(
+        Type.Object(
+          {
+            blendType: Type.Optional({ ...literals(BLEND_TYPES), description: 'Default `auto`; `average` is another name for `mean`.' }),
+            preserveBackground: Type.Optional(
+              Type.Boolean({ description: 'Keep every pixel outside the people exactly as in the first frame. Default false, except for `composite` (true).' }),
+            ),
+            qualityThreshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Fail the job (quality_below_threshold) when its score is lower. Default 0.' })),
+            align: Type.Optional(Type.Boolean({ description: 'Align every frame to the first. Default true, except for `lighten` and `darken` (star trails: the motion is the subject).' })),
+            outputFormat: Type.Optional({ ...literals(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      webhookUrl: Type.Optional(Type.String({ maxLength: 2048, description: "This job's blend.* events are also sent here, signed with the account's webhook secret." })),
+    },
+    {
+      additionalProperties: false,
+      examples: [{ projectId: 'wedding-2026-06-14', images: ['https://images.example.com/1.jpg', 'https://images.example.com/2.jpg', 'https://images.example.com/3.jpg'], options: { blendType: 'median' } }],
+    },
+  );
+
+const QualitySchema = Type.Object({
+  alignment: Type.Number(),
+  sharpness: Type.Number(),
+  exposure: Type.Number(),
+  ghosting: Type.Union([Type.Number(), Type.Null()]),
+});
+
+export const BlendJobSchema = Type.Object(
+  {
+    jobId: Type.String({ examples: ['job_01m80eg3tperaacsapew6ns732'] }),
+    projectId: Type.String(),
+    status: BlendStatus,
+    blendType: Type.String({ description: 'The type used (for `auto`, the one it chose), or the requested type until the job has started.' }),
+    requestedBlendType: Type.String(),
+    options: Type.Object({ preserveBackground: Type.Boolean(), qualityThreshold: Type.Number(), align: Type.Boolean(), outputFormat: Type.String() }),
+    images: Type.Array(Type.String(), { description: 'The input URLs, as sent; the first is the reference frame.' }),
+    attempts: Type.Integer(),
+    createdAt: Timestamp,
+    startedAt: NullableTimestamp,
+    completedAt: NullableTimestamp,
+    resultUrl: Type.Optional(Type.String({ description: 'Signed, expiring URL of the result; works without the API key.' })),
+    resultUrlExpiresAt: Type.Optional(Timestamp),
+    width: Type.Optional(Type.Integer()),
+    height: Type.Optional(Type.Integer()),
+    processingTime: Type.Optional(Type.Integer({ description: 'Milliseconds from start of processing to the stored result.' })),
+    qualityScore: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    quality: Type.Optional(QualitySchema),
+    error: Type.Optional(
+      Type.Object({
+        code: literals(BLEND_FAILURE_CODES),
+        message: Type.String(),
+        imageIndex: Type.Union([Type.Integer(), Type.Null()], { description: '0-based index of the image at fault, when one is.' }),
+      }),
+    ),
+  },
+  { $id: 'BlendJob' },
+);
+
+export const ListJobsQuery = Type.Object(
+  {
+    ...PageQuery,
+    projectId: Type.Optional(ProjectId),
+    status: Type.Optional(BlendStatus),
+  },
+  { additionalProperties: false },
+);
+
+export const ResultParams = Type.Object({ file: Type.String({ pattern: '^job_[0-9a-z]{26}\\.(jpg|png|webp|avif)$' }) }, { additionalProperties: false });
+export const ResultQuery = Type.Object(
+  { expires: Type.Integer({ minimum: 0, description: 'Unix seconds' }), signature: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }) },
+  { additionalProperties: false },
+);

@@ -1,0 +1,168 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Selectable } from 'kysely';
+import type { Static } from 'typebox';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { enqueueJobs } from '../jobs/queue.js';
+import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
+import { iso } from '../time.js';
+import type { BlendJobTable } from './blend.table.js';
+import type { ListJobsQuery, startBody } from './blend.schemas.js';
+import type { Quality } from './quality.js';
+import { EXTENSIONS, type OutputFormat } from './media.js';
+import type { BlendSpec, BlendType } from './pipeline.js';
+
+export type BlendJobRow = Selectable<BlendJobTable>;
+export type StartBody = Static<ReturnType<typeof startBody>>;
+export const BLEND_KIND = 'blend.run';
+
+/** The options a job runs with, every default resolved when the job is accepted. */
+export interface StoredOptions {
+  preserveBackground: boolean;
+  qualityThreshold: number;
+  align: boolean;
+  outputFormat: OutputFormat;
+}
+
+function resolveOptions(blendType: BlendType, options: StartBody['options']): StoredOptions {
+  return {
+    preserveBackground: options?.preserveBackground ?? blendType === 'composite',
+    qualityThreshold: options?.qualityThreshold ?? 0,
+    align: options?.align ?? !(blendType === 'lighten' || blendType === 'darken'),
+    outputFormat: options?.outputFormat ?? 'jpeg',
+  };
+}
+
+/** Refuses at the edge what the fetch would refuse later: bad schemes, credentials, private literals. */
+function checkUrl(url: string, path: string, config: Config): void {
+  try {
+    checkOutboundUrl(url, addressPolicy(config.allowPrivateNetwork));
+  } catch (err) {
+    if (err instanceof SafeFetchError) throw invalid(path, err.message);
+    throw err;
+  }
+}
+
+export async function startJob(scope: TenantScope, body: StartBody, config: Config): Promise<ReturnType<typeof presentJob>> {
+  body.images.forEach((url, i) => checkUrl(url, `/images/${i}`, config));
+  if (body.webhookUrl !== undefined) checkUrl(body.webhookUrl, '/webhookUrl', config);
+  const blendType = body.options?.blendType ?? 'auto';
+  const now = Date.now();
+  const row: BlendJobRow = {
+    id: newId('job'),
+    accountId: scope.accountId,
+    projectId: body.projectId,
+    status: 'queued',
+    blendType,
+    blendTypeUsed: null,
+    images: JSON.stringify(body.images),
+    options: JSON.stringify(resolveOptions(blendType, body.options)),
+    webhookUrl: body.webhookUrl ?? null,
+    attempts: 0,
+    resultKey: null,
+    resultFormat: null,
+    resultBytes: null,
+    resultWidth: null,
+    resultHeight: null,
+    resultToken: randomBytes(32).toString('base64url'),
+    qualityScore: null,
+    quality: null,
+    processingTimeMs: null,
+    errorCode: null,
+    errorMessage: null,
+    errorImageIndex: null,
+    createdAt: now,
+    startedAt: null,
+    completedAt: null,
+    updatedAt: now,
+  };
+  await scope.transaction(async (tx) => {
+    await tx.db.insertInto('blendJobs').values(row).execute();
+    await enqueueJobs(tx.db, [{ kind: BLEND_KIND, payload: { jobId: row.id }, maxAttempts: config.blend.maxAttempts }], now);
+  });
+  return presentJob(row, config);
+}
+
+export async function getJob(scope: TenantScope, id: string, config: Config): Promise<ReturnType<typeof presentJob>> {
+  const row = await scope.selectFrom('blendJobs').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('blend job', id);
+  return presentJob(row, config);
+}
+
+export async function listJobs(scope: TenantScope, query: Static<typeof ListJobsQuery>, page: Omit<PageRequest, 'listTag'>, config: Config): Promise<Page<ReturnType<typeof presentJob>>> {
+  const request = { ...page, listTag: jobsListTag(query) };
+  let qb = scope.selectFrom('blendJobs').selectAll();
+  if (query.projectId !== undefined) qb = qb.where('projectId', '=', query.projectId);
+  if (query.status !== undefined) qb = qb.where('status', '=', query.status);
+  const rows = await keysetPage(qb, request, 'blendJobs.id', 'blendJobs.id', 'desc').execute();
+  return toPage(rows, request, (r) => ({ key: r.id, id: r.id }), (r) => presentJob(r, config));
+}
+
+export const jobsListTag = (query: Static<typeof ListJobsQuery>) => listTag('blend-jobs', { projectId: query.projectId, status: query.status });
+
+/** The job's spec for the engine. */
+export function specOf(row: BlendJobRow): BlendSpec {
+  const options = JSON.parse(row.options) as StoredOptions;
+  return { images: JSON.parse(row.images) as string[], blendType: row.blendType as BlendType, align: options.align, preserveBackground: options.preserveBackground, outputFormat: options.outputFormat };
+}
+
+export function presentJob(row: BlendJobRow, config: Config) {
+  const options = JSON.parse(row.options) as StoredOptions;
+  const signed = row.status === 'completed' && row.resultFormat ? signResultUrl(row, config) : null;
+  return {
+    jobId: row.id,
+    projectId: row.projectId,
+    status: row.status as 'queued' | 'processing' | 'completed' | 'failed',
+    blendType: row.blendTypeUsed ?? row.blendType,
+    requestedBlendType: row.blendType,
+    options,
+    images: JSON.parse(row.images) as string[],
+    attempts: row.attempts,
+    createdAt: iso(row.createdAt),
+    startedAt: row.startedAt === null ? null : iso(row.startedAt),
+    completedAt: row.completedAt === null ? null : iso(row.completedAt),
+    ...(signed ? { resultUrl: signed.url, resultUrlExpiresAt: iso(signed.expires * 1000) } : {}),
+    ...(row.resultWidth !== null && row.resultHeight !== null ? { width: row.resultWidth, height: row.resultHeight } : {}),
+    ...(row.processingTimeMs !== null ? { processingTime: row.processingTimeMs } : {}),
+    ...(row.qualityScore !== null ? { qualityScore: row.qualityScore, quality: JSON.parse(row.quality!) as Omit<Quality, 'score'> } : {}),
+    ...(row.errorCode !== null
+      ? { error: { code: row.errorCode as 'internal_error', message: row.errorMessage ?? '', imageIndex: row.errorImageIndex } }
+      : {}),
+  };
+}
+
+export type PresentedJob = ReturnType<typeof presentJob>;
+
+// ---- Signed result URLs: work in an <img> tag without the API key, until they expire.
+
+const HOUR = 3600;
+
+export const resultFileName = (row: Pick<BlendJobRow, 'id' | 'resultFormat'>) => `${row.id}.${EXTENSIONS[row.resultFormat as OutputFormat]}`;
+
+function signature(token: string, file: string, expires: number): string {
+  return createHmac('sha256', token).update(`${file}:${expires}`).digest('base64url');
+}
+
+/** Expiry rounded up to the hour, so repeated reads hand out the same URL (browsers cache it). */
+export function signResultUrl(row: BlendJobRow, config: Config, now = Date.now()): { url: string; expires: number } {
+  const expires = Math.ceil((now + config.resultUrlTtlMs) / 1000 / HOUR) * HOUR;
+  const file = resultFileName(row);
+  return { url: `${config.publicUrl}/v1/blend/results/${file}?expires=${expires}&signature=${signature(row.resultToken, file, expires)}`, expires };
+}
+
+/** The stored result a signed URL names, or the reason it is refused. */
+export async function resolveResultUrl(db: Db, file: string, expires: number, given: string, now = Date.now()): Promise<BlendJobRow> {
+  const id = file.slice(0, file.indexOf('.'));
+  const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', id).executeTakeFirst();
+  const refused = new AppError('invalid_signature', 'This result URL is not valid. Read the job status for a fresh one.');
+  if (!row || row.status !== 'completed' || !row.resultKey || resultFileName(row) !== file) throw refused;
+  const expected = Buffer.from(signature(row.resultToken, file, expires));
+  const actual = Buffer.from(given);
+  if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) throw refused;
+  if (expires * 1000 <= now) throw new AppError('result_url_expired', 'This result URL has expired. Read the job status for a fresh one.');
+  return row;
+}

@@ -1,0 +1,36 @@
+export interface BlendJobTable {
+  id: string;
+  accountId: string;
+  /** The client's own grouping label. */
+  projectId: string;
+  /** `queued` → `processing` → `completed` | `failed`. */
+  status: string;
+  /** As requested (`auto` included). */
+  blendType: string;
+  /** What the engine used; for `auto`, its choice. */
+  blendTypeUsed: string | null;
+  /** JSON array of image URLs. */
+  images: string;
+  /** JSON of the job's options (align, preserveBackground, qualityThreshold, outputFormat). */
+  options: string;
+  webhookUrl: string | null;
+  attempts: number;
+  /** Where the result lives in the result store. */
+  resultKey: string | null;
+  resultFormat: string | null;
+  resultBytes: number | null;
+  resultWidth: number | null;
+  resultHeight: number | null;
+  resultToken: string;
+  qualityScore: number | null;
+  /** JSON of the score's components. */
+  quality: string | null;
+  processingTimeMs: number | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  errorImageIndex: number | null;
+  createdAt: number;
+  startedAt: number | null;
+  completedAt: number | null;
+  updatedAt: number;
+}

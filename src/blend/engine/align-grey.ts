@@ -1,0 +1,120 @@
+import type { Homography } from './homography.js';
+import type { RgbImage } from './image.js';
+
+/**
+ * Pixel loops on the small grey copies ("thumbnails") alignment decides on, run in pool threads
+ * (pool.ts). None of them touches OpenCV, so a static-camera set never loads it.
+ */
+
+/** Width and height of a frame's thumbnail: one pixel per whole factor × factor block. */
+export function thumbnailSize(width: number, height: number, factor: number): [number, number] {
+  return [Math.floor(width / factor), Math.floor(height / factor)];
+}
+
+/** Fills thumbnail rows [rowStart, rowEnd) of `out` with the BT.601 luma of `frame`, averaged over factor × factor blocks. */
+export function greyThumbnail(frame: RgbImage, factor: number, out: Uint8Array, rowStart: number, rowEnd: number): void {
+  const { width, height, data } = frame;
+  const [tw] = thumbnailSize(width, height, factor);
+  const sums = new Uint32Array(tw);
+  const scale = 1 / (256 * factor * factor);
+  for (let ty = rowStart; ty < rowEnd; ty++) {
+    sums.fill(0);
+    for (let y = ty * factor; y < (ty + 1) * factor; y++) {
+      let p = y * width * 3;
+      for (let tx = 0; tx < tw; tx++) {
+        let s = 0;
+        for (let k = 0; k < factor; k++, p += 3) s += 77 * data[p]! + 150 * data[p + 1]! + 29 * data[p + 2]!;
+        sums[tx]! += s;
+      }
+    }
+    const row = ty * tw;
+    for (let tx = 0; tx < tw; tx++) out[row + tx] = (sums[tx]! * scale + 0.5) | 0;
+  }
+}
+
+/**
+ * 3×3 binomial blur, edges replicated. Alignment compares smoothed thumbnails: steadier
+ * gradients, and sensor noise no longer dominates the correlations.
+ */
+export function smooth(grey: Uint8Array, width: number, height: number): Float32Array {
+  const across = new Float32Array(width * height);
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    for (let x = 0; x < width; x++) {
+      across[row + x] = grey[row + Math.max(0, x - 1)]! + 2 * grey[row + x]! + grey[row + Math.min(width - 1, x + 1)]!;
+    }
+  }
+  const out = new Float32Array(width * height);
+  for (let y = 0; y < height; y++) {
+    const up = Math.max(0, y - 1) * width;
+    const down = Math.min(height - 1, y + 1) * width;
+    const row = y * width;
+    for (let x = 0; x < width; x++) out[row + x] = (across[up + x]! + 2 * across[row + x]! + across[down + x]!) / 16;
+  }
+  return out;
+}
+
+/** Running sums for a normalised cross-correlation. */
+class Correlation {
+  private n = 0;
+  private sa = 0;
+  private sb = 0;
+  private saa = 0;
+  private sbb = 0;
+  private sab = 0;
+
+  add(a: number, b: number): void {
+    this.n++;
+    this.sa += a;
+    this.sb += b;
+    this.saa += a * a;
+    this.sbb += b * b;
+    this.sab += a * b;
+  }
+
+  /** In [-1, 1]; 0 when either side is flat or nothing was added. */
+  value(): number {
+    const { n } = this;
+    const va = this.saa - (this.sa * this.sa) / n;
+    const vb = this.sbb - (this.sb * this.sb) / n;
+    return n > 0 && va > 0 && vb > 0 ? (this.sab - (this.sa * this.sb) / n) / Math.sqrt(va * vb) : 0;
+  }
+}
+
+/** Normalised correlation of two images of the same size, pixel for pixel. */
+export function correlation(a: Float32Array, b: Float32Array): number {
+  const c = new Correlation();
+  for (let i = 0; i < a.length; i++) c.add(a[i]!, b[i]!);
+  return c.value();
+}
+
+/** Pixels a correlation or shift needs at most for a steady value; more are skipped on a regular grid. */
+export const ENOUGH_SAMPLES = 200_000;
+export const gridStep = (pixels: number, enough: number) => Math.max(1, Math.ceil(Math.sqrt(pixels / enough)));
+
+/**
+ * Normalised correlation of `ref` with `frame` brought onto it by `h` (reference pixel → frame
+ * pixel), bilinear, over the reference pixels whose source lies inside the frame.
+ */
+export function correlationAfterWarp(ref: Float32Array, frame: Float32Array, width: number, height: number, h: Homography): number {
+  const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as [number, number, number, number, number, number, number, number, number];
+  const c = new Correlation();
+  const step = gridStep(width * height, ENOUGH_SAMPLES);
+  for (let y = 0; y < height; y += step) {
+    for (let x = 0; x < width; x += step) {
+      const w = h6 * x + h7 * y + h8;
+      const sx = (h0 * x + h1 * y + h2) / w;
+      const sy = (h3 * x + h4 * y + h5) / w;
+      if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) continue;
+      const x0 = Math.min(sx | 0, width - 2);
+      const y0 = Math.min(sy | 0, height - 2);
+      const fx = sx - x0;
+      const fy = sy - y0;
+      const i = y0 * width + x0;
+      const top = frame[i]! + fx * (frame[i + 1]! - frame[i]!);
+      const bottom = frame[i + width]! + fx * (frame[i + width + 1]! - frame[i + width]!);
+      c.add(ref[y * width + x]!, top + fy * (bottom - top));
+    }
+  }
+  return c.value();
+}

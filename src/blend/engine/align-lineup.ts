@@ -1,0 +1,196 @@
+import { ENOUGH_SAMPLES, correlation, gridStep, smooth } from './align-grey.js';
+import { solveSymmetric } from './linear.js';
+
+/**
+ * Whether a frame already lines up with the reference, measured on the grey thumbnails in a pool
+ * thread without OpenCV: the cheap test that lets static-camera sets skip feature matching and
+ * warping altogether.
+ */
+
+export interface LineUp {
+  /** Normalised correlation of the smoothed thumbnails, frame unwarped. */
+  correlation: number;
+  /**
+   * How far (thumbnail pixels, at the worst corner) the frame's residual motion moves it, from
+   * shifts measured block by block; Infinity when too few blocks have texture to tell, or when
+   * the motion is beyond what that measure can see (checked at half the resolution first).
+   */
+  drift: number;
+}
+
+/** The thumbnail is cut into BLOCKS × BLOCKS blocks, each measuring its own shift. */
+const BLOCKS = 6;
+/** Fewest agreeing textured blocks for a drift measurement. */
+const MIN_BLOCKS = 6;
+/** Thumbnail pixels within which a block's shift agrees with a motion. */
+const AGREEMENT = 0.25;
+/** Thumbnail pixels of motion (seen at half the resolution) within which one step measures it exactly. */
+const REACH = 1;
+
+/** A block's centre (x, y) and the shift (dx, dy) of the frame there: frame(p) ≈ gain · ref(p + shift) + offset. */
+type BlockShift = [number, number, number, number];
+
+/**
+ * One Lucas–Kanade step per block, taken at integer positions (no interpolation, which would
+ * bias a noisy frame towards half-pixel shifts): least squares of
+ * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
+ * ones that decide whether a frame already lines up.
+ */
+function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number): BlockShift[] {
+  const shifts: BlockShift[] = [];
+  for (let by = 0; by < BLOCKS; by++) {
+    for (let bx = 0; bx < BLOCKS; bx++) {
+      const x0 = Math.max(1, Math.floor((bx * width) / BLOCKS));
+      const x1 = Math.min(width - 1, Math.floor(((bx + 1) * width) / BLOCKS));
+      const y0 = Math.max(1, Math.floor((by * height) / BLOCKS));
+      const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
+      // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame.
+      const m = new Float64Array(16);
+      const t = new Float64Array(4);
+      const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
+      for (let y = y0; y < y1; y += step) {
+        for (let x = x0; x < x1; x += step) {
+          const i = y * width + x;
+          const r = ref[i]!;
+          const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
+          const gy = (ref[i + width]! - ref[i - width]!) / 2;
+          const f = frame[i]!;
+          m[0]! += r * r;
+          m[1]! += r;
+          m[2]! += r * gx;
+          m[3]! += r * gy;
+          m[5]! += 1;
+          m[6]! += gx;
+          m[7]! += gy;
+          m[10]! += gx * gx;
+          m[11]! += gx * gy;
+          m[15]! += gy * gy;
+          t[0]! += r * f;
+          t[1]! += f;
+          t[2]! += gx * f;
+          t[3]! += gy * f;
+        }
+      }
+      const n = m[5]!;
+      for (const [j, k] of [[1, 4], [2, 8], [3, 12], [6, 9], [7, 13], [11, 14]] as const) m[k] = m[j]!;
+      // Gradient spread under a grey level per pixel in some direction cannot tell a shift.
+      const cxx = (m[10]! - (m[6]! * m[6]!) / n) / n;
+      const cxy = (m[11]! - (m[6]! * m[7]!) / n) / n;
+      const cyy = (m[15]! - (m[7]! * m[7]!) / n) / n;
+      if (!(n > 0) || (cxx + cyy) / 2 - Math.sqrt(((cxx - cyy) / 2) ** 2 + cxy * cxy) < 1) continue;
+      const p = solveSymmetric(m, t, 4);
+      if (!p || !(p[0]! > 0.1)) continue;
+      shifts.push([(x0 + x1 - 1) / 2, (y0 + y1 - 1) / 2, p[2]! / p[0]!, p[3]! / p[0]!]);
+    }
+  }
+  return shifts;
+}
+
+type Affine = [Float64Array, Float64Array];
+
+/**
+ * The affine motion most blocks agree with (each triple of blocks proposes one; with ≤ 36 blocks
+ * trying them all is cheap), refitted to those blocks, so moving objects covering many blocks do
+ * not pull it. Returns how far that motion moves the worst corner; Infinity when too few agree.
+ */
+function cornerDrift(shifts: BlockShift[], width: number, height: number): number {
+  const half = Math.max(width, height) / 2;
+  const unit = (x: number, y: number): [number, number] => [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
+  const fit = (kept: BlockShift[]): Affine | null => {
+    const m = new Float64Array(9);
+    const tx = new Float64Array(3);
+    const ty = new Float64Array(3);
+    for (const [x, y, dx, dy] of kept) {
+      const row = [1, ...unit(x, y)];
+      for (let j = 0; j < 3; j++) {
+        for (let k = 0; k < 3; k++) m[j * 3 + k]! += row[j]! * row[k]!;
+        tx[j]! += row[j]! * dx;
+        ty[j]! += row[j]! * dy;
+      }
+    }
+    const px = solveSymmetric(m, tx, 3);
+    const py = solveSymmetric(m, ty, 3);
+    return px && py ? [px, py] : null;
+  };
+  const at = ([px, py]: Affine, x: number, y: number): [number, number] => {
+    const [u, v] = unit(x, y);
+    return [px[0]! + px[1]! * u + px[2]! * v, py[0]! + py[1]! * u + py[2]! * v];
+  };
+  const n = shifts.length;
+  if (n < MIN_BLOCKS) return Infinity;
+  const us = new Float64Array(n);
+  const vs = new Float64Array(n);
+  shifts.forEach(([x, y], k) => ([us[k], vs[k]] = unit(x, y)));
+  const dxs = Float64Array.from(shifts, (b) => b[2]);
+  const dys = Float64Array.from(shifts, (b) => b[3]);
+  // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree with it.
+  const votes = (i: number, j: number, k: number): number => {
+    const [ui, vi, uj, vj, uk, vk] = [us[i]!, vs[i]!, us[j]!, vs[j]!, us[k]!, vs[k]!];
+    const det = (uj - ui) * (vk - vi) - (uk - ui) * (vj - vi);
+    if (Math.abs(det) < 1e-6) return 0;
+    const solve = (ti: number, tj: number, tk: number): [number, number, number] => {
+      const a = ((tj - ti) * (vk - vi) - (tk - ti) * (vj - vi)) / det;
+      const b = ((uj - ui) * (tk - ti) - (uk - ui) * (tj - ti)) / det;
+      return [ti - a * ui - b * vi, a, b];
+    };
+    const [x0, x1, x2] = solve(dxs[i]!, dxs[j]!, dxs[k]!);
+    const [y0, y1, y2] = solve(dys[i]!, dys[j]!, dys[k]!);
+    let count = 0;
+    for (let m = 0; m < n; m++) {
+      const ex = dxs[m]! - (x0 + x1 * us[m]! + x2 * vs[m]!);
+      const ey = dys[m]! - (y0 + y1 * us[m]! + y2 * vs[m]!);
+      if (ex * ex + ey * ey <= AGREEMENT * AGREEMENT) count++;
+    }
+    return count;
+  };
+  let most = 0;
+  let seed: [number, number, number] = [0, 1, 2];
+  for (let i = 0; i < n; i++) {
+    for (let j = i + 1; j < n; j++) {
+      for (let k = j + 1; k < n; k++) {
+        const v = votes(i, j, k);
+        if (v > most) (most = v), (seed = [i, j, k]);
+      }
+    }
+  }
+  const seedModel = fit(seed.map((k) => shifts[k]!));
+  const best = seedModel
+    ? shifts.filter(([x, y, dx, dy]) => {
+        const [fx, fy] = at(seedModel, x, y);
+        return Math.hypot(dx - fx, dy - fy) <= AGREEMENT;
+      })
+    : [];
+  if (best.length < Math.max(MIN_BLOCKS, n / 3)) return Infinity;
+  const model = fit(best);
+  if (!model) return Infinity;
+  let drift = 0;
+  for (const [x, y] of [[0, 0], [width - 1, 0], [0, height - 1], [width - 1, height - 1]] as const) drift = Math.max(drift, Math.hypot(...at(model, x, y)));
+  return drift;
+}
+
+/** Each 2 × 2 block of `image` averaged: the next pyramid level. */
+function halve(image: Float32Array, width: number, height: number): Float32Array {
+  const w = width >> 1;
+  const out = new Float32Array(w * (height >> 1));
+  for (let y = 0; y < height >> 1; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = 2 * y * width + 2 * x;
+      out[y * w + x] = (image[i]! + image[i + 1]! + image[i + width]! + image[i + width + 1]!) / 4;
+    }
+  }
+  return out;
+}
+
+/**
+ * How well `frame` lines up with `ref` as it is. Correlation alone is fooled both ways (a
+ * shifted sky still correlates at 0.99; sensor noise, a passer-by or another exposure pull an
+ * aligned frame well below), so the residual motion is measured too, robust to all three.
+ */
+export function checkLineUp(ref: Uint8Array, frame: Uint8Array, width: number, height: number): LineUp {
+  const a = smooth(ref, width, height);
+  const b = smooth(frame, width, height);
+  const [w, h] = [width >> 1, height >> 1];
+  const coarse = 2 * cornerDrift(blockShifts(halve(a, width, height), halve(b, width, height), w, h), w, h);
+  const drift = coarse <= REACH ? cornerDrift(blockShifts(a, b, width, height), width, height) : Infinity;
+  return { correlation: correlation(a, b), drift };
+}

@@ -1,0 +1,36 @@
+/**
+ * The engine's picture: 8-bit RGB, interleaved, rows top to bottom. Pixel buffers live in
+ * SharedArrayBuffers so worker threads read and write them without copies.
+ */
+export interface RgbImage {
+  width: number;
+  height: number;
+  /** `width * height * 3` bytes. */
+  data: Uint8Array;
+}
+
+/** A zeroed RGB image whose pixels can be shared with worker threads. */
+export function sharedImage(width: number, height: number): RgbImage {
+  return { width, height, data: new Uint8Array(new SharedArrayBuffer(width * height * 3)) };
+}
+
+/** A Float32Array over shared memory (weights, pyramids, planes). */
+export function sharedFloats(length: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(length * 4));
+}
+
+/** Copies `bytes` into shared memory, unless they already are. */
+export function toShared(width: number, height: number, bytes: Uint8Array): RgbImage {
+  if (bytes.buffer instanceof SharedArrayBuffer) return { width, height, data: bytes };
+  const image = sharedImage(width, height);
+  image.data.set(bytes);
+  return image;
+}
+
+/** Splits rows [0, height) into `parts` contiguous ranges of nearly equal size. */
+export function rowRanges(height: number, parts: number): Array<[number, number]> {
+  const n = Math.max(1, Math.min(parts, height));
+  const ranges: Array<[number, number]> = [];
+  for (let i = 0; i < n; i++) ranges.push([Math.floor((i * height) / n), Math.floor(((i + 1) * height) / n)]);
+  return ranges;
+}

@@ -1,0 +1,44 @@
+import type { BlendLimits } from '../config.js';
+import { type AddressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
+import { BlendFailure, firstFailureInOrder } from './failures.js';
+
+/**
+ * Fetches every image of a job at once through the SSRF-safe client, within the job's byte,
+ * redirect and time limits. A failure names the image's index; only a server-side error or a
+ * timeout is worth another attempt (a 404 or a refused address never will succeed).
+ */
+export async function fetchImages(urls: string[], limits: BlendLimits, policy: AddressPolicy): Promise<Buffer[]> {
+  return firstFailureInOrder(urls.map((url, index) => fetchImage(url, index, limits, policy)));
+}
+
+async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy): Promise<Buffer> {
+  let response;
+  try {
+    response = await safeFetch(url, {
+      timeoutMs: limits.fetchTimeoutMs,
+      maxBytes: limits.maxImageBytes,
+      maxRedirects: limits.maxRedirects,
+      policy,
+      headers: { accept: 'image/*', 'user-agent': 'Montage-Blend/1.0' },
+    });
+  } catch (err) {
+    if (!(err instanceof SafeFetchError)) throw err;
+    switch (err.code) {
+      case 'too_large':
+        throw new BlendFailure('image_too_large', `image ${index} is larger than ${limits.maxImageBytes} bytes`, index);
+      case 'timeout':
+      case 'network':
+        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, true);
+      default:
+        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index);
+    }
+  }
+  if (response.status >= 300 && response.status < 400) {
+    throw new BlendFailure('image_fetch_failed', `image ${index}: redirect without a usable Location`, index);
+  }
+  if (response.status !== 200) {
+    const retryable = response.status >= 500 || response.status === 429 || response.status === 408;
+    throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: the server answered ${response.status}`, index, retryable);
+  }
+  return response.body;
+}

@@ -1,0 +1,81 @@
+import sharp, { type Metadata } from 'sharp';
+import { type RgbImage, toShared } from './engine/image.js';
+import { BlendFailure } from './failures.js';
+
+// The one file that uses sharp (libvips): no cache of decoded images between jobs, and a bounded
+// number of libvips threads, so a burst of jobs cannot multiply threads or memory.
+sharp.cache(false);
+
+export function configureMedia(threads: number): void {
+  sharp.concurrency(threads);
+}
+
+export const OUTPUT_FORMATS = ['jpeg', 'png', 'webp', 'avif'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+export const CONTENT_TYPES: Record<OutputFormat, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', avif: 'image/avif' };
+export const EXTENSIONS: Record<OutputFormat, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', avif: 'avif' };
+
+/** The formats we decode, told by their first bytes (never by the Content-Type header). */
+export function sniffImage(bytes: Buffer): string | null {
+  const ascii = (start: number, end: number) => bytes.subarray(start, end).toString('latin1');
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (bytes.length >= 12 && ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'webp';
+  if (bytes.length >= 6 && (ascii(0, 6) === 'GIF87a' || ascii(0, 6) === 'GIF89a')) return 'gif';
+  if (bytes.length >= 4 && (ascii(0, 4) === 'II*\0' || ascii(0, 4) === 'MM\0*')) return 'tiff';
+  if (bytes.length >= 12 && ascii(4, 8) === 'ftyp' && /^(avif|avis|heic|heix|mif1|msf1)$/.test(ascii(8, 12))) return 'heif';
+  return null;
+}
+
+/**
+ * Decodes an image to 8-bit sRGB, upright (EXIF orientation applied), alpha dropped, into shared
+ * memory. Pixel count is checked from the header before decoding (decompression bombs).
+ */
+export async function decodeImage(bytes: Buffer, index: number, maxPixels: number): Promise<RgbImage> {
+  if (!sniffImage(bytes)) throw new BlendFailure('unsupported_image', `image ${index} is not a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image`, index);
+  let meta: Metadata;
+  try {
+    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch {
+    throw new BlendFailure('unsupported_image', `image ${index} could not be read as an image`, index);
+  }
+  const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+  if (pixels > maxPixels) {
+    throw new BlendFailure('image_too_large', `image ${index} has ${meta.width}×${meta.height} pixels, more than the limit of ${maxPixels}`, index);
+  }
+  try {
+    const { data, info } = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error' })
+      .rotate()
+      .toColourspace('srgb')
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3) throw new Error(`${info.channels} channels after conversion`);
+    return toShared(info.width, info.height, data);
+  } catch {
+    throw new BlendFailure('unsupported_image', `image ${index} is damaged or in an unsupported variant of its format`, index);
+  }
+}
+
+const raw = (image: RgbImage) => sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
+
+/** Brings a frame to the reference size: scaled to cover it, aspect kept, centred crop. */
+export async function resizeTo(image: RgbImage, width: number, height: number): Promise<RgbImage> {
+  if (image.width === width && image.height === height) return image;
+  const { data, info } = await raw(image).resize(width, height, { fit: 'cover', position: 'centre' }).raw().toBuffer({ resolveWithObject: true });
+  return toShared(info.width, info.height, data);
+}
+
+export async function encodeImage(image: RgbImage, format: OutputFormat): Promise<Buffer> {
+  const pipeline = raw(image);
+  switch (format) {
+    case 'jpeg':
+      return pipeline.jpeg({ quality: 92 }).toBuffer();
+    case 'png':
+      return pipeline.png({ compressionLevel: 3 }).toBuffer();
+    case 'webp':
+      return pipeline.webp({ quality: 90 }).toBuffer();
+    case 'avif':
+      return pipeline.avif({ quality: 70, effort: 2 }).toBuffer();
+  }
+}

@@ -1,0 +1,174 @@
+import type { BlendLimits } from '../config.js';
+import type { AddressPolicy } from '../net/safe-http.js';
+import { chooseBlendType } from './choose.js';
+import { alignFrames } from './engine/align.js';
+import type { FrameStats } from './engine/analysis.js';
+import { collectGarbage } from './engine/gc.js';
+import { blendFrames, type PixelBlendType } from './engine/blend.js';
+import { compositePeople, keepBackground } from './engine/composite.js';
+import { type RgbImage, rowRanges, sharedImage } from './engine/image.js';
+import { engineModule, WorkerPool } from './engine/pool.js';
+import { segmentPeople } from './engine/segment.js';
+import { BlendFailure, firstFailureInOrder } from './failures.js';
+import { fetchImages } from './fetcher.js';
+import { configureMedia, decodeImage, encodeImage, type OutputFormat, resizeTo } from './media.js';
+import { type Quality, scoreQuality } from './quality.js';
+
+export const BLEND_TYPES = ['auto', 'mean', 'average', 'median', 'lighten', 'darken', 'exposure', 'focus', 'composite', 'multiply', 'screen', 'overlay', 'soft-light'] as const;
+export type BlendType = (typeof BLEND_TYPES)[number];
+export type EngineBlendType = Exclude<BlendType, 'auto' | 'average'>;
+
+/** A job's work, with every default already resolved. */
+export interface BlendSpec {
+  images: string[];
+  blendType: BlendType;
+  align: boolean;
+  preserveBackground: boolean;
+  outputFormat: OutputFormat;
+}
+
+export interface BlendResult {
+  image: Buffer;
+  format: OutputFormat;
+  width: number;
+  height: number;
+  blendTypeUsed: EngineBlendType;
+  autoReason: string | null;
+  quality: Quality;
+  /** Milliseconds spent in each stage. */
+  stages: Record<string, number>;
+}
+
+/** Analysis and scoring work on copies this size (longest side). */
+const ANALYSIS_SIDE = 1000;
+const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
+
+/**
+ * The blend engine of one process: fetch, decode, align, blend, score and encode, with pixel
+ * work on a fixed pool of worker threads (never on the event loop).
+ */
+export class BlendEngine {
+  private readonly pool: WorkerPool;
+
+  constructor(
+    private readonly limits: BlendLimits,
+    private readonly policy: AddressPolicy,
+  ) {
+    configureMedia(limits.threads);
+    this.pool = new WorkerPool(limits.threads);
+  }
+
+  async run(spec: BlendSpec): Promise<BlendResult> {
+    try {
+      return await this.blend(spec);
+    } finally {
+      // Give this job's frames back now, in every thread (gc.ts says why).
+      await this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
+      collectGarbage();
+    }
+  }
+
+  private async blend(spec: BlendSpec): Promise<BlendResult> {
+    const stages: Record<string, number> = {};
+    let mark = performance.now();
+    const stage = (name: string) => {
+      const now = performance.now();
+      stages[name] = Math.round(now - mark);
+      mark = now;
+    };
+
+    const bytes = await fetchImages(spec.images, this.limits, this.policy);
+    stage('fetch');
+    const decoded = await firstFailureInOrder(bytes.map((b, i) => decodeImage(b, i, this.limits.maxPixels)));
+    bytes.length = 0;
+    const { width, height } = decoded[0]!;
+    const frames = await Promise.all(decoded.map((f) => resizeTo(f, width, height)));
+    stage('decode');
+
+    let blendTypeUsed: EngineBlendType;
+    let autoReason: string | null = null;
+    if (spec.blendType === 'auto') {
+      const small = await this.thumbnails(frames);
+      const choice = chooseBlendType(await this.stats(small));
+      blendTypeUsed = choice.type;
+      autoReason = choice.reason;
+      stage('choose');
+    } else {
+      blendTypeUsed = spec.blendType === 'average' ? 'mean' : spec.blendType;
+    }
+
+    let aligned = frames;
+    if (spec.align) {
+      const alignment = await alignFrames(this.pool, frames).catch((err: Error & { code?: string; index?: number }) => {
+        if (err.code !== 'alignment_failed') throw err;
+        throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
+      });
+      aligned = alignment.frames;
+      stage('align');
+    }
+
+    let result: RgbImage;
+    let masks: Uint8Array[] | null = null;
+    if (blendTypeUsed === 'composite' || spec.preserveBackground) {
+      masks = await segmentPeople(this.pool, aligned);
+      stage('segment');
+    }
+    if (blendTypeUsed === 'composite') {
+      result = await compositePeople(this.pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
+    } else {
+      result = await blendFrames(this.pool, blendTypeUsed as PixelBlendType, aligned);
+      if (masks) result = await keepBackground(this.pool, aligned[0]!, result, masks);
+    }
+    stage('blend');
+
+    // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
+    const [quality, image] = await Promise.all([this.score(aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed)), encodeImage(result, spec.outputFormat)]);
+    stage('score+encode');
+    return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, stages };
+  }
+
+  /** Block-averaged copies about ANALYSIS_SIDE on their longest side (whole factors keep it exact and fast). */
+  private async thumbnails(frames: RgbImage[]): Promise<RgbImage[]> {
+    const { width, height } = frames[0]!;
+    const factor = Math.max(1, Math.round(Math.max(width, height) / ANALYSIS_SIDE));
+    if (factor === 1) return frames;
+    const small = frames.map(() => sharedImage(Math.ceil(width / factor), Math.ceil(height / factor)));
+    const rows = rowRanges(small[0]!.height, this.pool.size);
+    await this.pool.all(
+      engineModule('analysis'),
+      'thumbnailRows',
+      frames.flatMap((f, i) => rows.map(([start, end]) => [f.data, width, height, factor, small[i]!.data, start, end])),
+    );
+    return small;
+  }
+
+  private stats(frames: RgbImage[]): Promise<FrameStats[]> {
+    return this.pool.all<FrameStats>(
+      engineModule('analysis'),
+      'frameStats',
+      frames.map((f) => [f.data, f.width, f.height]),
+    );
+  }
+
+  private async score(frames: RgbImage[], result: RgbImage, aligned: boolean, withGhosting: boolean): Promise<Quality> {
+    const [smallResult, ...small] = (await this.thumbnails([result, ...frames])) as [RgbImage, ...RgbImage[]];
+    const { width, height } = smallResult;
+    const analysis = engineModule('analysis');
+    const [inputs, [resultStats], ghosting] = await Promise.all([
+      this.stats(small),
+      this.stats([smallResult]),
+      withGhosting ? this.pool.run<number>(analysis, 'ghosting', [small.map((f) => f.data), smallResult.data, width * height]) : Promise.resolve(null),
+    ]);
+    let correlation: number | null = null;
+    if (aligned) {
+      const args = small.slice(1).map((f, i) => [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[i + 1]!.noise]);
+      const correlations = await this.pool.all<number>(analysis, 'blockCorrelation', args);
+      correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;
+    }
+    return scoreQuality({ correlation, inputs, result: resultStats!, ghosting });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

@@ -1,0 +1,155 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import * as repo from '../accounts/accounts.repository.js';
+import { createAccount } from '../accounts/accounts.service.js';
+import { hashPassword, verifyPassword } from '../accounts/secrets.js';
+import { AppError } from '../errors.js';
+import { problemResponses } from '../http/problem.js';
+import { LoginLimits } from './login-limits.js';
+import { checkCsrf, endSession, findSession, type Session, setSessionCookie, startSession } from './sessions.service.js';
+
+/** Where `vite build` puts the page (dist/dashboard holds this module's own compiled code). */
+export const DASHBOARD_DIR = path.resolve(import.meta.dirname, '../../dist/web/dashboard');
+
+// Scripts, styles and requests only from this origin; no framing, no plugins, no inline code.
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  // Input thumbnails are the client's own http(s) URLs on other origins: images only, fetched without a Referer.
+  "img-src 'self' data: blob: http: https:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const Credentials = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 320 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+
+const SessionSchema = Type.Object({
+  accountId: Type.String(),
+  email: Type.String(),
+  plan: Type.String(),
+  csrfToken: Type.String({ description: 'Send as X-CSRF-Token on every request that changes something.' }),
+  expiresAt: Type.String(),
+});
+
+const present = (session: Session) => ({
+  accountId: session.accountId,
+  email: session.email,
+  plan: session.plan,
+  csrfToken: session.csrfToken,
+  expiresAt: new Date(session.expiresAt).toISOString(),
+});
+
+const WRONG_CREDENTIALS = 'The email or the password is wrong.';
+
+/** Sign-in, sign-out and sign-up under /dashboard/api, and the page itself under /dashboard. */
+export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const limits = new LoginLimits(app.config);
+  app.addHook('onClose', () => limits.close());
+  // Unknown emails are checked against this hash too, so both failures take the same time.
+  let decoy: Promise<string> | null = null;
+  const decoyHash = () => (decoy ??= hashPassword('montage-decoy-password'));
+
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'X-Frame-Options': 'DENY' });
+    done();
+  });
+
+  async function signIn(reply: FastifyReply, account: { id: string; email: string; plan: string }) {
+    const { token, session } = await startSession(app.db, app.config, account);
+    setSessionCookie(reply, app.config, token, app.config.sessionTtlMs);
+    return reply.header('Cache-Control', 'no-store').send(present(session));
+  }
+
+  const api = { tags: ['dashboard'], hide: true } as const;
+
+  app.post(
+    '/dashboard/api/login',
+    { schema: { ...api, body: Credentials, response: { 200: SessionSchema, ...problemResponses } } },
+    async (request, reply) => {
+      const email = request.body.email.trim().toLowerCase();
+      await limits.attempt(email, request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
+      const account = await repo.findAccountByEmail(app.db, email);
+      const matches = await verifyPassword(request.body.password, account?.passwordHash ?? (await decoyHash()));
+      if (!account?.passwordHash || !matches) throw new AppError('unauthorized', WRONG_CREDENTIALS);
+      await limits.succeeded(email);
+      return signIn(reply, account);
+    },
+  );
+
+  app.post(
+    '/dashboard/api/signup',
+    { schema: { ...api, body: Credentials, response: { 200: SessionSchema, ...problemResponses } } },
+    async (request, reply) => {
+      if (!app.config.dashboardSignup) throw new AppError('signup_disabled', 'This server does not take sign-ups; ask its operator for an account.');
+      await limits.attempt(request.body.email.trim().toLowerCase(), request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
+      const account = await createAccount(app.db, { email: request.body.email, password: request.body.password, plan: 'free' });
+      return signIn(reply, account);
+    },
+  );
+
+  app.get('/dashboard/api/session', { schema: { ...api, response: { 200: SessionSchema, ...problemResponses } } }, async (request, reply) => {
+    const session = await findSession(app.db, request);
+    // The sign-in page learns from this answer whether to offer sign-up.
+    if (!session) throw new AppError('unauthorized', 'Not signed in.', { signupAllowed: app.config.dashboardSignup });
+    return reply.header('Cache-Control', 'no-store').send(present(session));
+  });
+
+  app.post('/dashboard/api/logout', { schema: { ...api, response: problemResponses } }, async (request, reply) => {
+    const session = await findSession(app.db, request);
+    if (session) {
+      checkCsrf(request, session);
+      await endSession(app.db, session);
+    }
+    setSessionCookie(reply, app.config, '', 0);
+    return reply.code(204).send();
+  });
+
+  app.all('/dashboard/api/*', { schema: { hide: true } }, (request) => {
+    throw new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+  });
+
+  await servePage(app);
+};
+
+/** The built single-page app: hashed assets cached for good, index.html for every client route. */
+async function servePage(app: FastifyInstance): Promise<void> {
+  if (!fs.existsSync(path.join(DASHBOARD_DIR, 'index.html'))) {
+    app.get('/dashboard', { schema: { hide: true } }, () => {
+      throw new AppError('unavailable', 'The dashboard is not built: run npm run build.');
+    });
+    app.get('/dashboard/*', { schema: { hide: true } }, () => {
+      throw new AppError('unavailable', 'The dashboard is not built: run npm run build.');
+    });
+    return;
+  }
+  await app.register(fastifyStatic, {
+    root: DASHBOARD_DIR,
+    prefix: '/dashboard/',
+    wildcard: false,
+    index: false,
+    setHeaders: (res, file) => {
+      res.header('Cache-Control', file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache');
+    },
+  });
+  const page = (url: string, reply: FastifyReply) => {
+    // A missing asset is a 404, not the page: a stale tab asking for an old bundle must fail loudly.
+    if (/\.[a-z0-9]+$/i.test(url.split('?')[0]!)) throw new AppError('not_found', 'No such file.');
+    return reply.header('Cache-Control', 'no-cache').sendFile('index.html');
+  };
+  app.get('/dashboard', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
+  app.get('/dashboard/*', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
+}

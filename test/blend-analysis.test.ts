@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { blockCorrelation, frameStats, ghosting, thumbnailRows } from '../src/blend/engine/analysis.js';
+import { chooseBlendType } from '../src/blend/choose.js';
+import { scoreQuality } from '../src/blend/quality.js';
+
+/** A deterministic textured RGB image. */
+function texture(width: number, height: number, seed: number, noise = 0, period = 3): Uint8Array {
+  const out = new Uint8Array(width * height * 3);
+  let state = seed;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      state = (state * 1103515245 + 12345) >>> 0;
+      const grain = noise ? ((state >>> 16) % (2 * noise + 1)) - noise : 0;
+      const v = 128 + 60 * Math.sin(x / period) * Math.cos(y / (period * 1.3)) + grain;
+      for (let c = 0; c < 3; c++) out[(y * width + x) * 3 + c] = Math.max(0, Math.min(255, Math.round(v + c * 10)));
+    }
+  }
+  return out;
+}
+
+describe('analysis', () => {
+  it('thumbnails are exact block means, the last blocks cut short', () => {
+    const [width, height, factor] = [9, 7, 4];
+    const source = texture(width, height, 1);
+    const out = new Uint8Array(3 * 2 * 3);
+    thumbnailRows(source, width, height, factor, out, 0, 1);
+    thumbnailRows(source, width, height, factor, out, 1, 2);
+    for (let oy = 0; oy < 2; oy++) {
+      for (let ox = 0; ox < 3; ox++) {
+        for (let c = 0; c < 3; c++) {
+          let sum = 0;
+          let n = 0;
+          for (let y = oy * factor; y < Math.min(height, (oy + 1) * factor); y++) {
+            for (let x = ox * factor; x < Math.min(width, (ox + 1) * factor); x++, n++) sum += source[(y * width + x) * 3 + c]!;
+          }
+          assert.equal(out[(oy * 3 + ox) * 3 + c], Math.round(sum / n), `block ${ox},${oy} channel ${c}`);
+        }
+      }
+    }
+  });
+
+  it('noise is estimated, and taken out of sharpness', () => {
+    // Fine detail: where noise swamps the detail, the correction is as uncertain as the noise estimate.
+    const clean = frameStats(texture(200, 150, 2, 0, 1.5), 200, 150);
+    const noisy = frameStats(texture(200, 150, 2, 20, 1.5), 200, 150);
+    assert.ok(clean.noise < 2, `clean noise ${clean.noise}`);
+    assert.ok(noisy.noise > 6, `noisy noise ${noisy.noise}`);
+    assert.ok(Math.abs(noisy.sharpness - clean.sharpness) / clean.sharpness < 0.35, `${noisy.sharpness} vs ${clean.sharpness}`);
+  });
+
+  it('block correlation ignores noise and a passer-by, and drops for a shifted frame', () => {
+    const [w, h] = [240, 160];
+    const reference = texture(w, h, 3, 8);
+    const other = texture(w, h, 4, 8);
+    const withPasserBy = other.slice();
+    for (let y = 20; y < 60; y++) withPasserBy.fill(250, (y * w + 20) * 3, (y * w + 70) * 3);
+    const shifted = new Uint8Array(reference.length);
+    shifted.set(reference.subarray(5 * 3));
+    const noise = frameStats(reference, w, h).noise;
+    assert.ok(blockCorrelation(reference, other, w, h, noise, noise) > 0.9);
+    assert.ok(blockCorrelation(reference, withPasserBy, w, h, noise, noise) > 0.9);
+    assert.ok(blockCorrelation(reference, shifted, w, h, noise, noise) < 0.5);
+  });
+
+  it('ghosting is the median residual: a minority of frames does not count', () => {
+    const base = texture(50, 40, 5);
+    const odd = base.map((v) => 255 - v);
+    assert.equal(ghosting([base, base, odd], base, 50 * 40), 0);
+    assert.ok(ghosting([base, odd, odd], base, 50 * 40) > 50);
+  });
+
+  it('auto picks exposure for brackets, median for a steady scene of three', () => {
+    const frame = texture(120, 90, 6);
+    const darker = frame.map((v) => v >> 2);
+    const stats = (frames: Uint8Array[]) => frames.map((f) => frameStats(f, 120, 90));
+    assert.equal(chooseBlendType(stats([darker, frame, frame.map((v) => Math.min(255, v * 2))])).type, 'exposure');
+    assert.equal(chooseBlendType(stats([frame, frame, frame])).type, 'median');
+    assert.equal(chooseBlendType(stats([frame, frame])).type, 'mean');
+  });
+
+  it('the score is deterministic, in 0..1, and one bad component pulls it down', () => {
+    const s = frameStats(texture(120, 90, 7, 4), 120, 90);
+    const good = scoreQuality({ correlation: 0.99, inputs: [s, s], result: s, ghosting: 1 });
+    assert.deepEqual(good, scoreQuality({ correlation: 0.99, inputs: [s, s], result: s, ghosting: 1 }));
+    assert.ok(good.score > 0.95 && good.score <= 1);
+    const misaligned = scoreQuality({ correlation: 0.55, inputs: [s, s], result: s, ghosting: 1 });
+    assert.ok(misaligned.score < 0.6, `${misaligned.score}`);
+    const ghosted = scoreQuality({ correlation: 0.99, inputs: [s, s], result: s, ghosting: 24 });
+    assert.ok(ghosted.score < good.score && ghosted.ghosting! < 0.3);
+  });
+});
