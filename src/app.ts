@@ -87,7 +87,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('request');
     },
-    return503OnClosing: true,
+    // While closing, requests on connections still open get our own 503 problem (onRequest below).
+    return503OnClosing: false,
     routerOptions: {
       maxParamLength: MAX_PARAM_LENGTH,
       // No ID is that long: answer like any unknown ID, in the API's error shape.
@@ -144,9 +145,24 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     done();
   });
 
+  // Once close() begins (SIGTERM), the listener stops and in-flight requests finish; a request that
+  // still arrives on an open keep-alive connection is told to go elsewhere, and its connection closes.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
-    done();
+    if (!closing) return done();
+    reply.header('Connection', 'close').header('Retry-After', '1');
+    done(new AppError('unavailable', 'This server is shutting down; retry the request.'));
+  });
+  // A request still in flight is answered, and its keep-alive connection then closes, so that
+  // close() is not held until the connection idles out.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('Connection', 'close');
+    done(null, payload);
   });
   app.addHook('onResponse', (request, reply, done) => {
     done();

@@ -22,6 +22,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** How long an authenticated key is remembered by a process (0: not at all). */
   authCacheTtlMs: number;
+  /** How long a stopping process (SIGTERM) may take to finish its requests and jobs before it exits anyway. */
+  shutdownTimeoutMs: number;
   /** Lifetime of a dashboard sign-in session. */
   sessionTtlMs: number;
   /** Whether the dashboard lets anyone create an account (on the free plan). */
@@ -184,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: env.MONTAGE_METRICS_TOKEN || null,
     bodyLimitBytes: integer(env, 'MONTAGE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
     authCacheTtlMs: env.MONTAGE_AUTH_CACHE_TTL === '0' ? 0 : duration(env, 'MONTAGE_AUTH_CACHE_TTL', '2s'),
+    shutdownTimeoutMs: duration(env, 'MONTAGE_SHUTDOWN_TIMEOUT', '10s'),
     sessionTtlMs: duration(env, 'MONTAGE_SESSION_TTL', '12h'),
     dashboardSignup: flag(env, 'MONTAGE_DASHBOARD_SIGNUP'),
   };

@@ -41,15 +41,38 @@ function parseExpiresIn(text: string | undefined): number | undefined {
   return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
 }
 
-function onShutdown(stop: () => Promise<void>) {
+interface ShutdownLog {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * On SIGTERM or SIGINT, runs `stop` (given the time it may take) and exits 0; if it fails, or has
+ * not finished within MONTAGE_SHUTDOWN_TIMEOUT, exits 1 anyway: a leased job left behind is taken
+ * over by another worker when its lease runs out, so exiting late is worse than exiting unfinished.
+ */
+function onShutdown(config: Config, log: ShutdownLog, stop: (graceMs: number) => Promise<void>) {
   let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       if (stopping) return;
       stopping = true;
-      stop().then(
-        () => process.exit(0),
-        () => process.exit(1),
+      const started = Date.now();
+      log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
+      setTimeout(() => {
+        log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown took too long; exiting');
+        process.exit(1);
+      }, config.shutdownTimeoutMs).unref();
+      // Jobs in flight get most of the time; the rest is for handing back their leases.
+      stop(Math.max(0, config.shutdownTimeoutMs - 1000)).then(
+        () => {
+          log.info({ ms: Date.now() - started }, 'stopped');
+          process.exit(0);
+        },
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
       );
     });
   }
@@ -68,9 +91,9 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
     throw new AppError('unavailable', code === 'EADDRINUSE' ? `${config.host}:${config.port} is in use; set PORT to another port.` : `cannot listen on ${config.host}:${config.port}: ${String(err)}`);
   }
   const workers = withWorker ? startWorkers(handle, config, app.log) : null;
-  onShutdown(async () => {
-    await app.close();
-    await workers?.stop();
+  // Stop listening and finish the requests in flight while the workers finish or hand back their jobs.
+  onShutdown(config, app.log, async (graceMs) => {
+    await Promise.all([app.close(), workers?.stop(graceMs)]);
     await handle.close();
   });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -97,8 +120,8 @@ async function worker(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
   const workers = startWorkers(handle, config, log);
   log.info({ workerId: workers.runner.workerId, database: `${handle.engine}: ${handle.location}` }, 'Montage worker running');
-  onShutdown(async () => {
-    await workers.stop();
+  onShutdown(config, log, async (graceMs) => {
+    await workers.stop(graceMs);
     await handle.close();
   });
   // Keep the process alive until a signal stops it.

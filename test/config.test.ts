@@ -22,6 +22,7 @@ test('defaults follow API.md section 10', () => {
   assert.equal(config.webhookDisableAfterMs, 5 * 86_400_000);
   assert.equal(config.bodyLimitBytes, 1024 * 1024);
   assert.equal(config.sessionTtlMs, 12 * 3_600_000);
+  assert.equal(config.shutdownTimeoutMs, 10_000);
   assert.equal(config.dashboardSignup, false);
 });
 
@@ -40,6 +41,7 @@ test('values are parsed and checked', () => {
   assert.throws(() => loadConfig({ MONTAGE_LIMITS_ENTERPRISE: 'cats=1' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MONTAGE_LIMITS_ENTERPRISE');
   assert.throws(() => loadConfig({ REDIS_URL: 'http://x' }), (e: unknown) => e instanceof ConfigError && e.variable === 'REDIS_URL');
   assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_IMAGES: '1' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MONTAGE_BLEND_MAX_IMAGES');
+  assert.throws(() => loadConfig({ MONTAGE_SHUTDOWN_TIMEOUT: 'soon' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MONTAGE_SHUTDOWN_TIMEOUT');
   assert.equal(parseDuration('90s'), 90_000);
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('2 hours'), null);

@@ -1,38 +1,13 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
-import path from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { createAccount, createApiKey } from '../src/accounts/accounts.service.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { enqueueMessages } from '../src/webhooks/outbox.js';
-import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
-
-const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-function serve(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('Montage is running')) resolve(child);
-    });
-    child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
-  });
-}
+import { ENGINES, freePort, freshStorage, onCleanup, serveProcess, until } from './helpers.js';
 
 for (const engine of ENGINES) {
   describe(`webhook delivery survives a crash (${engine})`, () => {
@@ -70,7 +45,7 @@ for (const engine of ENGINES) {
       const account = await createAccount(database.db, { email: `crash.${Date.now()}@example.com` });
       const { key } = await createApiKey(database.db, account, {});
 
-      let server = await serve(env);
+      let server = await serveProcess(env);
       onCleanup(t, () => {
         if (server.exitCode !== null || server.signalCode !== null) return;
         server.kill('SIGKILL');
@@ -94,7 +69,7 @@ for (const engine of ENGINES) {
       const beforeRestart = new Set(received.map((r) => r.bodyId)).size;
       assert.ok(beforeRestart < ids.length, `the crash left work undone (${beforeRestart} of ${ids.length} delivered)`);
 
-      server = await serve(env);
+      server = await serveProcess(env);
       await until(() => new Set(received.map((r) => r.bodyId)).size === ids.length, 30_000, 'every message after the restart');
       assert.deepEqual([...new Set(received.map((r) => r.bodyId))].sort(), [...ids].sort(), 'none lost');
       assert.ok(received.every((r) => r.headerId === r.bodyId), 'the same webhook-id, whatever the attempt');
