@@ -1,11 +1,25 @@
-import { Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 
 /** Shared field shapes of the API's schemas. */
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] });
-export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+export const NullableTimestamp = Nullable(Timestamp);
 export const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code', examples: ['EUR'] });
 export const Money = Type.Integer({ minimum: 0, maximum: 100_000_000_00, description: 'Integer minor units (cents)', examples: [2500] });
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ada@example.com'] });
 export const Name = Type.String({ minLength: 1, maxLength: 200 });
 export const Person = Type.Object({ name: Name, email: Email }, { additionalProperties: false });
 export const IdParam = (description: string) => Type.Object({ id: Type.String({ description }) }, { additionalProperties: false });
+
+/**
+ * A schema of one type, or null, as one type list (`type: ['string', 'null']`) rather than an
+ * `anyOf`: the response serialiser writes such a value directly, where an `anyOf` makes it run a
+ * validator (formats included) on every value of every response.
+ */
+export function Nullable<T extends TSchema & { type: string }>(schema: T, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<Static<T> | null>({ ...schema, ...options, type: [schema.type, 'null'] });
+}
+
+/** One of fixed strings, as `{ type: 'string', enum }`: serialised directly, where an `anyOf` of literals is validated. */
+export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<T[number]>({ ...options, type: 'string', enum: [...values] });
+}

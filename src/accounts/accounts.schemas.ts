@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NullableTimestamp, Timestamp } from '../schemas.js';
+import { NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { SCOPES } from './accounts.service.js';
 
 export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)), { description: 'API key scope' });
@@ -47,7 +47,7 @@ export const AccountSchema = Type.Object(
   {
     id: Type.String({ examples: ['acct_01jd0c8n4ffm5b6d2x0v9k3q7r'] }),
     email: Type.String(),
-    plan: Type.Union([Type.Literal('free'), Type.Literal('business'), Type.Literal('enterprise')]),
+    plan: StringEnum(['free', 'business', 'enterprise']),
     createdAt: Timestamp,
     limits: Type.Object({
       blendPerHour: Type.Integer(),

@@ -1,13 +1,11 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../http/paging.js';
-import { NullableTimestamp, Timestamp } from '../schemas.js';
+import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
 import { BLEND_TYPES } from './pipeline.js';
 
-const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
-
-export const BlendStatus = literals(['queued', 'processing', 'completed', 'failed'] as const);
+export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
 const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
 const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
 
@@ -19,13 +17,13 @@ export const startBody = (maxImages: number) =>
       options: Type.Optional(
         Type.Object(
           {
-            blendType: Type.Optional({ ...literals(BLEND_TYPES), description: 'Default `auto`; `average` is another name for `mean`.' }),
+            blendType: Type.Optional({ ...StringEnum(BLEND_TYPES), description: 'Default `auto`; `average` is another name for `mean`.' }),
             preserveBackground: Type.Optional(
               Type.Boolean({ description: 'Keep every pixel outside the people exactly as in the first frame. Default false, except for `composite` (true).' }),
             ),
             qualityThreshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Fail the job (quality_below_threshold) when its score is lower. Default 0.' })),
             align: Type.Optional(Type.Boolean({ description: 'Align every frame to the first. Default true, except for `lighten` and `darken` (star trails: the motion is the subject).' })),
-            outputFormat: Type.Optional({ ...literals(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),
+            outputFormat: Type.Optional({ ...StringEnum(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),
           },
           { additionalProperties: false },
         ),
@@ -42,7 +40,7 @@ const QualitySchema = Type.Object({
   alignment: Type.Number(),
   sharpness: Type.Number(),
   exposure: Type.Number(),
-  ghosting: Type.Union([Type.Number(), Type.Null()]),
+  ghosting: Nullable(Type.Number()),
 });
 
 export const BlendJobSchema = Type.Object(
@@ -67,9 +65,9 @@ export const BlendJobSchema = Type.Object(
     quality: Type.Optional(QualitySchema),
     error: Type.Optional(
       Type.Object({
-        code: literals(BLEND_FAILURE_CODES),
+        code: StringEnum(BLEND_FAILURE_CODES),
         message: Type.String(),
-        imageIndex: Type.Union([Type.Integer(), Type.Null()], { description: '0-based index of the image at fault, when one is.' }),
+        imageIndex: Nullable(Type.Integer(), { description: '0-based index of the image at fault, when one is.' }),
       }),
     ),
   },

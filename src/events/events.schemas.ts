@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../http/paging.js';
-import { Currency, Email, Money, Name, NullableTimestamp, Person, Timestamp } from '../schemas.js';
+import { Currency, Email, Money, Name, Nullable, NullableTimestamp, Person, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
 const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' }), Type.String({ maxLength: 500 }), {
@@ -22,19 +22,19 @@ const Capacity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
 const Quantity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
 const MaxPerOrder = Type.Integer({ minimum: 1, maximum: 100 });
 
-export const EventStatus = Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('cancelled')]);
+export const EventStatus = StringEnum(['draft', 'published', 'cancelled']);
 
 export const EventSchema = Type.Object(
   {
     id: Type.String({ examples: ['evt_01m80eg3tperaacsapew6ns732'] }),
     name: Type.String(),
-    description: Type.Union([Type.String(), Type.Null()]),
+    description: Nullable(Type.String()),
     startsAt: Timestamp,
     endsAt: Timestamp,
     timezone: Type.String({ examples: ['Europe/Berlin'] }),
-    venue: Type.Union([Venue, Type.Null()]),
-    onlineUrl: Type.Union([Type.String(), Type.Null()]),
-    capacity: Type.Union([Type.Integer(), Type.Null()]),
+    venue: Nullable(Venue),
+    onlineUrl: Nullable(Type.String()),
+    capacity: Nullable(Type.Integer()),
     currency: Currency,
     status: EventStatus,
     metadata: Type.Record(Type.String(), Type.String()),
@@ -95,7 +95,7 @@ export const TicketTypeSchema = Type.Object(
     id: Type.String({ examples: ['tt_01m80eg3tperaacsapew6ns732'] }),
     eventId: Type.String(),
     name: Type.String(),
-    description: Type.Union([Type.String(), Type.Null()]),
+    description: Nullable(Type.String()),
     price: Money,
     currency: Currency,
     quantity: Type.Integer(),
@@ -103,7 +103,7 @@ export const TicketTypeSchema = Type.Object(
     available: Type.Integer({ description: 'What can still be bought: quantity less sold, within the event capacity left.' }),
     salesStartAt: NullableTimestamp,
     salesEndAt: NullableTimestamp,
-    maxPerOrder: Type.Union([Type.Integer(), Type.Null()]),
+    maxPerOrder: Nullable(Type.Integer()),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -143,7 +143,7 @@ export const TicketSchema = Type.Object(
     eventId: Type.String(),
     ticketTypeId: Type.String(),
     orderId: Type.String(),
-    status: Type.Union([Type.Literal('valid'), Type.Literal('cancelled')]),
+    status: StringEnum(['valid', 'cancelled']),
     attendee: Person,
     code: Type.String({ description: 'The secret printed in the QR code. Changes on transfer.' }),
     price: Money,
@@ -220,7 +220,7 @@ export const AttendeeListQuery = Type.Object({ ...PageQuery, ...AttendeeFilters 
 export const ExportQuery = Type.Object(
   {
     ...AttendeeFilters,
-    format: Type.Optional(Type.Union([Type.Literal('csv'), Type.Literal('json')], { default: 'csv', description: '`json` is NDJSON: one attendee per line.' })),
+    format: Type.Optional(StringEnum(['csv', 'json'], { default: 'csv', description: '`json` is NDJSON: one attendee per line.' })),
   },
   { additionalProperties: false },
 );
@@ -238,11 +238,11 @@ export const CheckinBody = Type.Object(
 export const CheckinSchema = Type.Object(
   {
     id: Type.String({ examples: ['chk_01m80eg3tperaacsapew6ns732'] }),
-    action: Type.Union([Type.Literal('checkin'), Type.Literal('undo')]),
+    action: StringEnum(['checkin', 'undo']),
     eventId: Type.String(),
     ticketId: Type.String(),
     checkedInAt: Timestamp,
-    gate: Type.Union([Type.String(), Type.Null()]),
+    gate: Nullable(Type.String()),
     createdAt: Timestamp,
     ticket: TicketSchema,
     attendee: Person,
@@ -253,12 +253,12 @@ export const CheckinSchema = Type.Object(
 export const CheckinHistorySchema = Type.Object(
   {
     id: Type.String(),
-    action: Type.Union([Type.Literal('checkin'), Type.Literal('undo')]),
+    action: StringEnum(['checkin', 'undo']),
     eventId: Type.String(),
     ticketId: Type.String(),
     at: Timestamp,
-    gate: Type.Union([Type.String(), Type.Null()]),
-    keyId: Type.Union([Type.String(), Type.Null()], { description: 'The API key that scanned or undid.' }),
+    gate: Nullable(Type.String()),
+    keyId: Nullable(Type.String(), { description: 'The API key that scanned or undid.' }),
     createdAt: Timestamp,
   },
   { $id: 'CheckinHistoryEntry' },
@@ -296,7 +296,7 @@ export const AnalyticsSchema = Type.Object(
 
 export const SeriesQuery = Type.Object(
   {
-    interval: Type.Optional(Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')], { default: 'day' })),
+    interval: Type.Optional(StringEnum(['minute', 'hour', 'day'], { default: 'day' })),
     from: Type.Optional(Timestamp),
     to: Type.Optional(Timestamp),
   },

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type SelectQueryBuilder, sql } from 'kysely';
 import { type TSchema, Type } from 'typebox';
 import { AppError } from '../errors.js';
+import { Nullable } from '../schemas.js';
 
 /** Query parameters every list accepts (API.md section 6). */
 export const PageQuery = {
@@ -14,7 +15,7 @@ export const pageSchema = <T extends TSchema>(item: T) =>
   Type.Object({
     data: Type.Array(item),
     hasMore: Type.Boolean(),
-    nextCursor: Type.Union([Type.String(), Type.Null()]),
+    nextCursor: Nullable(Type.String()),
   });
 
 export interface Page<T> {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../http/paging.js';
-import { NullableTimestamp, Timestamp } from '../schemas.js';
+import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { WEBHOOK_EVENTS } from './outbox.js';
 
 const EventName = Type.String({ minLength: 1, maxLength: 64, description: `One of ${WEBHOOK_EVENTS.join(', ')}, or * for all.` });
@@ -10,10 +10,10 @@ export const SubscriptionSchema = Type.Object(
     id: Type.String({ examples: ['wh_01m80eg3tperaacsapew6ns732'] }),
     url: Type.String(),
     events: Type.Array(Type.String()),
-    description: Type.Union([Type.String(), Type.Null()]),
-    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+    description: Nullable(Type.String()),
+    status: StringEnum(['enabled', 'disabled']),
     disabledAt: NullableTimestamp,
-    disabledReason: Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Null()], { description: '`gone`: the endpoint answered 410; `failing`: every delivery failed for the configured span.' }),
+    disabledReason: Type.Unsafe<'gone' | 'failing' | null>({ type: ['string', 'null'], enum: ['gone', 'failing', null], description: '`gone`: the endpoint answered 410; `failing`: every delivery failed for the configured span.' }),
     failingSince: NullableTimestamp,
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -46,10 +46,10 @@ export const AttemptSchema = Type.Object(
     attempt: Type.Integer({ description: '1 for the first try, then each retry.' }),
     url: Type.String(),
     succeeded: Type.Boolean(),
-    statusCode: Type.Union([Type.Integer(), Type.Null()]),
+    statusCode: Nullable(Type.Integer()),
     durationMs: Type.Integer(),
-    error: Type.Union([Type.String(), Type.Null()], { description: 'Why no answer came (timeout, refused connection, refused address).' }),
-    responseSnippet: Type.Union([Type.String(), Type.Null()], { description: 'The first 1 KiB of the answer.' }),
+    error: Nullable(Type.String(), { description: 'Why no answer came (timeout, refused connection, refused address).' }),
+    responseSnippet: Nullable(Type.String(), { description: 'The first 1 KiB of the answer.' }),
     createdAt: Timestamp,
   },
   { $id: 'WebhookAttempt' },
