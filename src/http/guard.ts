@@ -29,9 +29,10 @@ declare module 'fastify' {
  * from the account's rate limits (429). Rate-limit headers go on every authenticated response.
  */
 export async function guard(db: Db, keys: AuthCache, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  // A request with an Authorization header is a client's, never the dashboard's: no session lookup.
+  const session = request.headers.authorization === undefined ? await sessionPrincipal(db, request) : null;
   const principal =
-    (await sessionPrincipal(db, request)) ??
-    (await authenticate(db, keys, request.headers.authorization, (err) => request.log.warn({ err }, 'could not record key use')));
+    session ?? (await authenticate(db, keys, request.headers.authorization, (err) => request.log.warn({ err }, 'could not record key use')));
   request.principal = principal;
   if (principal.plan === 'free') {
     throw new AppError('plan_required', 'API access requires the Business plan or above; this account is on the free plan.');

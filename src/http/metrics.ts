@@ -24,12 +24,21 @@ export const metricsPlugin = fp(
       registers: [registry],
     });
 
+    // One pair of series per method, route pattern and status, bound once: binding labels on
+    // every request costs more than counting it.
+    const series = new Map<string, { count: { inc(): void }; time: { observe(seconds: number): void } }>();
     app.addHook('onResponse', (request, reply, done) => {
       done();
       // The route pattern, never the raw URL: IDs in paths would make the label set unbounded.
-      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-      requests.inc(labels);
-      duration.observe(labels, reply.elapsedTime / 1000);
+      const route = request.routeOptions.url ?? 'unmatched';
+      const id = `${request.method} ${reply.statusCode} ${route}`;
+      let bound = series.get(id);
+      if (!bound) {
+        const labels = { method: request.method, route, status: String(reply.statusCode) };
+        series.set(id, (bound = { count: requests.labels(labels), time: duration.labels(labels) }));
+      }
+      bound.count.inc();
+      bound.time.observe(reply.elapsedTime / 1000);
     });
 
     // Digests have one length, so comparing them leaks nothing about the token's.

@@ -35,6 +35,7 @@ export interface Verdict {
  */
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
+  private readonly windows = new Map<string, Window[]>();
   private readonly redis: Redis | null;
 
   constructor(private readonly config: Config) {
@@ -46,13 +47,20 @@ export class RateLimits {
   }
 
   windowsFor(plan: ApiPlan, area: Area): Window[] {
-    const limits = this.config.limits[plan];
-    return area === 'blend'
-      ? [{ name: 'blend-hour', points: limits.blendPerHour, seconds: 3600 }]
-      : [
-          { name: 'events-minute', points: limits.eventsPerMinute, seconds: 60 },
-          { name: 'events-day', points: limits.eventsPerDay, seconds: 86400 },
-        ];
+    const id = `${plan}:${area}`;
+    let windows = this.windows.get(id);
+    if (!windows) {
+      const limits = this.config.limits[plan];
+      windows =
+        area === 'blend'
+          ? [{ name: 'blend-hour', points: limits.blendPerHour, seconds: 3600 }]
+          : [
+              { name: 'events-minute', points: limits.eventsPerMinute, seconds: 60 },
+              { name: 'events-day', points: limits.eventsPerDay, seconds: 86400 },
+            ];
+      this.windows.set(id, windows);
+    }
+    return windows;
   }
 
   private limiter(plan: ApiPlan, window: Window): RateLimiterAbstract {
@@ -137,7 +145,19 @@ export function rateLimitHeaders(verdict: Verdict): Record<string, string> {
     'X-RateLimit-Limit': String(closest.limit),
     'X-RateLimit-Remaining': String(closest.remaining),
     'X-RateLimit-Reset': String(closest.reset),
-    'RateLimit-Policy': verdict.policy.map((w) => `"${w.name}";q=${w.points};w=${w.seconds}`).join(', '),
+    'RateLimit-Policy': policyHeader(verdict.policy),
     RateLimit: `"${closest.name}";r=${closest.remaining};t=${secondsLeft}`,
   };
+}
+
+const policies = new WeakMap<Window[], string>();
+
+/** `RateLimit-Policy` of a list of windows (the same lists come back: see RateLimits.windowsFor). */
+function policyHeader(windows: Window[]): string {
+  let header = policies.get(windows);
+  if (header === undefined) {
+    header = windows.map((w) => `"${w.name}";q=${w.points};w=${w.seconds}`).join(', ');
+    policies.set(windows, header);
+  }
+  return header;
 }
