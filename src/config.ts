@@ -43,6 +43,8 @@ export interface BlendLimits {
   concurrency: number;
   /** Worker threads for pixel work in one process. */
   threads: number;
+  /** How long a finished job and its result image are kept (0: for ever). */
+  retentionMs: number;
 }
 
 export type Plan = 'free' | 'business' | 'enterprise';
@@ -179,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxAttempts: integer(env, 'MONTAGE_BLEND_MAX_ATTEMPTS', 3, 1, 20),
       concurrency: integer(env, 'MONTAGE_BLEND_CONCURRENCY', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
       threads: integer(env, 'MONTAGE_BLEND_THREADS', os.availableParallelism(), 1, 64),
+      retentionMs: env.MONTAGE_BLEND_RETENTION === '0' ? 0 : duration(env, 'MONTAGE_BLEND_RETENTION', '30d'),
     },
     logLevel,
     jobLeaseMs: duration(env, 'MONTAGE_JOB_LEASE', '30s'),

@@ -260,6 +260,32 @@ for (const engine of ENGINES) {
       await problem(await api.fetch('/v1/blend/jobs', { key: eventsOnly }), 403, 'insufficient_scope');
     });
 
+    test('finished jobs and their result images are removed after MONTAGE_BLEND_RETENTION; others stay', async (t) => {
+      const images = await imageServer(t);
+      const api = await startApp(t, await freshStorage(t, engine), { ...ENV, MONTAGE_BLEND_RETENTION: '1h' }, { workers: true });
+      const { key } = await api.account();
+      const done = await settled(api, key, (await start(api, key, { projectId: 'old', images: images.set('median-crowd').slice(0, 2), options: { blendType: 'mean' } })).jobId);
+      assert.equal(done.status, 'completed');
+      const resultFile = path.join(api.config.dataDir, 'results', (await api.database.db.selectFrom('blendJobs').select('resultKey').where('id', '=', done.jobId).executeTakeFirstOrThrow()).resultKey!);
+      assert.ok(fs.existsSync(resultFile));
+      const failed = await settled(api, key, (await start(api, key, { projectId: 'old', images: [`${images.base}/missing.png`, `${images.base}/missing2.png`] })).jobId);
+      assert.equal(failed.status, 'failed');
+      const store = (await import('../src/blend/storage.js')).createResultStore(api.config);
+      const { purgeExpiredBlendJobs } = await import('../src/blend/blend.service.js');
+
+      assert.equal(await purgeExpiredBlendJobs(api.database.db, store, api.config.blend.retentionMs), 0, 'nothing is due yet');
+      const later = Date.now() + api.config.blend.retentionMs + 1000;
+      // A job still queued when the sweep runs is kept, however old.
+      await api.database.db.insertInto('blendJobs').values({ ...(await api.database.db.selectFrom('blendJobs').selectAll().where('id', '=', done.jobId).executeTakeFirstOrThrow()), id: 'job_01m80eg3tperaacsapew6ns7qq', status: 'queued', completedAt: null, resultKey: null }).execute();
+      assert.equal(await purgeExpiredBlendJobs(api.database.db, store, api.config.blend.retentionMs, later), 2);
+      assert.ok(!fs.existsSync(resultFile), 'the result image is deleted');
+      await problem(await api.fetch(`/v1/blend/status/${done.jobId}`, { key }), 404, 'not_found');
+      await problem(await api.fetch(`/v1/blend/status/${failed.jobId}`, { key }), 404, 'not_found');
+      // Its per-job signing secret went with it: the URL is refused like any URL that cannot be verified.
+      await problem((await fetch(local(api, done.resultUrl))) as never, 403, 'invalid_signature');
+      assert.deepEqual((await (await api.fetch('/v1/blend/jobs', { key })).json()).data.map((j: { jobId: string }) => j.jobId), ['job_01m80eg3tperaacsapew6ns7qq']);
+    });
+
     test("blend.* webhooks reach subscribers and the job's own webhookUrl, signed", async (t) => {
       const images = await imageServer(t);
       const api = await startApp(t, await freshStorage(t, engine), ENV, { workers: true });

@@ -15,6 +15,7 @@ import type { ListJobsQuery, startBody } from './blend.schemas.js';
 import type { Quality } from './quality.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
 import type { BlendSpec, BlendType } from './pipeline.js';
+import type { ResultStore } from './storage.js';
 
 export type BlendJobRow = Selectable<BlendJobTable>;
 export type StartBody = Static<ReturnType<typeof startBody>>;
@@ -165,4 +166,32 @@ export async function resolveResultUrl(db: Db, file: string, expires: number, gi
   if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) throw refused;
   if (expires * 1000 <= now) throw new AppError('result_url_expired', 'This result URL has expired. Read the job status for a fresh one.');
   return row;
+}
+
+const PURGE_BATCH = 500;
+
+/**
+ * Removes finished jobs (completed or failed) that finished more than `retentionMs` ago, with
+ * their result images: afterwards the job is a 404, and its result URL, whose per-job signing secret
+ * went with it, is refused (403) like any URL that cannot be verified. Each file goes before
+ * its row, so a crash in between leaves a row that the next sweep removes, never an orphan file.
+ */
+export async function purgeExpiredBlendJobs(db: Db, store: ResultStore, retentionMs: number, now = Date.now()): Promise<number> {
+  if (retentionMs <= 0) return 0;
+  let purged = 0;
+  for (;;) {
+    const rows = await db
+      .selectFrom('blendJobs')
+      .select(['id', 'resultKey'])
+      .where('completedAt', '<', now - retentionMs)
+      .where('status', 'in', ['completed', 'failed'])
+      .orderBy('completedAt')
+      .limit(PURGE_BATCH)
+      .execute();
+    if (rows.length === 0) return purged;
+    for (const row of rows) if (row.resultKey) await store.delete(row.resultKey);
+    const result = await db.deleteFrom('blendJobs').where('id', 'in', rows.map((r) => r.id)).executeTakeFirst();
+    purged += Number(result.numDeletedRows);
+    if (rows.length < PURGE_BATCH) return purged;
+  }
 }

@@ -1,5 +1,5 @@
 import { blendJobHandler } from '../blend/blend.job.js';
-import { BLEND_KIND } from '../blend/blend.service.js';
+import { BLEND_KIND, purgeExpiredBlendJobs } from '../blend/blend.service.js';
 import { createResultStore } from '../blend/storage.js';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
@@ -24,7 +24,8 @@ const SWEEP_MS = 15 * 60_000;
 
 /** The background work of a process: the job queue's handlers and periodic clean-up. */
 export function startWorkers(handle: DatabaseHandle, config: Config, log: WorkerLog): Workers {
-  const blend = blendJobHandler(handle.db, config, createResultStore(config), log);
+  const store = createResultStore(config);
+  const blend = blendJobHandler(handle.db, config, store, log);
   const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config), [BLEND_KIND]: blend };
   const runner = new JobRunner(handle.db, handle.engine, handlers, { leaseMs: config.jobLeaseMs, log });
   runner.start();
@@ -33,7 +34,8 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
       const keys = await purgeExpiredIdempotencyKeys(handle.db);
       const jobs = await purgeFinishedJobs(handle.db);
       const messages = await purgeOldWebhookMessages(handle.db);
-      if (keys + jobs + messages > 0) log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages }, 'purged expired rows');
+      const blendJobs = await purgeExpiredBlendJobs(handle.db, store, config.blend.retentionMs);
+      if (keys + jobs + messages + blendJobs > 0) log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages, blendJobs }, 'purged expired rows');
     } catch (err) {
       log.warn({ err }, 'clean-up failed');
     }
