@@ -20,9 +20,13 @@ export interface DeliveryPayload {
 }
 
 // Every delivery runs these; they are prepared (db/prepared.ts) so a worker spends its time on HTTP.
-const messageById = prepared((db: Db, id: string) => db.selectFrom('webhookMessages').selectAll().where('id', '=', id));
-const subscriptionOf = prepared((db: Db, id: string, accountId: string) =>
-  db.selectFrom('webhookSubscriptions').selectAll().where('id', '=', id).where('accountId', '=', accountId),
+/** The message, and in the same round trip the subscription it goes to (of the message's account only). */
+const messageAndSubscription = prepared((db: Db, messageId: string, subscriptionId: string) =>
+  db
+    .selectFrom('webhookMessages as m')
+    .leftJoin('webhookSubscriptions as s', (join) => join.on('s.id', '=', subscriptionId).onRef('s.accountId', '=', 'm.accountId'))
+    .select(['m.id', 'm.accountId', 'm.eventType', 'm.payload', 's.id as subscriptionId', 's.url', 's.secret', 's.status', 's.failingSince'])
+    .where('m.id', '=', messageId),
 );
 const recordAttempt = prepared(
   (
@@ -64,9 +68,12 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
     concurrency,
     async work(job): Promise<JobOutcome> {
       const payload = JSON.parse(job.payload) as DeliveryPayload;
-      const [message] = await messageById(db, payload.messageId);
+      const [message] = await messageAndSubscription(db, payload.messageId, payload.subscriptionId ?? '');
       if (!message) return { status: 'failed', error: 'message no longer exists' };
-      const subscription = payload.subscriptionId ? (await subscriptionOf(db, payload.subscriptionId, message.accountId))[0] : undefined;
+      const subscription =
+        payload.subscriptionId && message.subscriptionId !== null
+          ? { id: message.subscriptionId, url: message.url!, secret: message.secret!, status: message.status!, failingSince: message.failingSince }
+          : undefined;
       if (payload.subscriptionId && (!subscription || subscription.status !== 'enabled')) {
         return { status: 'failed', error: subscription ? 'subscription is disabled' : 'subscription was deleted' };
       }
