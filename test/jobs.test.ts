@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { claimJobs, enqueueJobs } from '../src/jobs/queue.js';
+import { claimJobs, CompletionBatcher, enqueueJobs } from '../src/jobs/queue.js';
 import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
@@ -48,6 +48,24 @@ for (const engine of ENGINES) {
       assert.equal(new Set(seen).size, 300);
       const left = await a.db.selectFrom('jobs').select('status').where('status', '!=', 'done').execute();
       assert.deepEqual(left, []);
+    });
+
+    test('completions written together mark every job of the lease holder done, and no job taken over by another', async (t) => {
+      const connect = await open(t, engine);
+      const db = (await connect()).db;
+      await enqueueJobs(db, Array.from({ length: 700 }, (_, i) => ({ kind: 'batch', payload: { i }, maxAttempts: 3 })));
+      const jobs = await claimJobs(db, engine, ['batch'], 'w1', 700, 30_000);
+      assert.equal(jobs.length, 700);
+      // One lease lapsed and another worker holds that job now.
+      await db.updateTable('jobs').set({ lockedBy: 'w2' }).where('id', '=', jobs[3]!.id).execute();
+      const batcher = new CompletionBatcher(db, 'w1');
+      await Promise.all(jobs.map((job) => batcher.complete(job)));
+      const rows = await db.selectFrom('jobs').select(['id', 'status', 'lockedBy', 'finishedAt']).execute();
+      const taken = rows.find((r) => r.id === jobs[3]!.id)!;
+      assert.deepEqual([taken.status, taken.lockedBy], ['running', 'w2'], "the other worker's job is untouched");
+      const done = rows.filter((r) => r.status === 'done');
+      assert.equal(done.length, 699);
+      assert.ok(done.every((r) => r.lockedBy === null && r.finishedAt !== null));
     });
 
     test('a job whose worker died is taken over when its lease expires; one that keeps dying is given up', async (t) => {

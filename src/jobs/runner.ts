@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { Db, Engine } from '../db/database.js';
 import { newId } from '../ids.js';
-import { claimJobs, completeJob, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
+import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
 
 export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number; error: string } | { status: 'failed'; error: string };
 
@@ -32,13 +32,16 @@ export class JobRunner {
   private running = false;
   private wakeUp: (() => void) | null = null;
   private loop: Promise<void> | null = null;
+  private readonly completions: CompletionBatcher;
 
   constructor(
     private readonly db: Db,
     private readonly engine: Engine,
     private readonly handlers: Record<string, JobHandler>,
     private readonly options: RunnerOptions,
-  ) {}
+  ) {
+    this.completions = new CompletionBatcher(db, this.workerId);
+  }
 
   start(): void {
     if (this.running) return;
@@ -122,7 +125,7 @@ export class JobRunner {
       }
     }
     try {
-      if (outcome.status === 'done') await completeJob(this.db, job);
+      if (outcome.status === 'done') await this.completions.complete(job);
       else if (outcome.status === 'retry') await retryJob(this.db, job, outcome.delayMs, outcome.error);
       else await failJob(this.db, job, outcome.error);
     } catch (err) {
