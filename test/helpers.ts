@@ -163,9 +163,17 @@ export async function freePort(): Promise<number> {
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 
-/** `montage serve` in a process of its own (the real command line), resolved once it listens. */
-export function serveProcess(env: Record<string, string>): Promise<ChildProcess> {
+/**
+ * `montage serve` in a process of its own (the real command line), resolved once it listens;
+ * killed when the test ends unless it has exited by then.
+ */
+export function serveProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  onCleanup(t, () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGKILL');
+    return new Promise((r) => child.once('exit', r));
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -175,4 +183,14 @@ export function serveProcess(env: Record<string, string>): Promise<ChildProcess>
     child.stderr!.on('data', (d) => (out += d));
     child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
   });
+}
+
+/** The database of `env`, migrated, with a business account and a key: for tests that run the server as a process. */
+export async function databaseWithAccount(t: TestContext, env: Record<string, string>) {
+  const database = openDatabase(loadConfig({ ...env, MONTAGE_LOG_LEVEL: 'silent' }));
+  onCleanup(t, () => database.close());
+  await migrateToLatest(database);
+  const account = await createAccount(database.db, { email: `process.${Date.now()}.${counter++}@example.com` });
+  const { key } = await createApiKey(database.db, account, {});
+  return { database, account, key };
 }

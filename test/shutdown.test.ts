@@ -3,13 +3,9 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { createAccount, createApiKey } from '../src/accounts/accounts.service.js';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
-import { migrateToLatest } from '../src/db/migrate.js';
 import { DELIVER_KIND } from '../src/webhooks/delivery.js';
 import { enqueueMessages } from '../src/webhooks/outbox.js';
-import { ENGINES, freePort, freshStorage, onCleanup, serveProcess, type Storage, until } from './helpers.js';
+import { databaseWithAccount, ENGINES, freePort, freshStorage, onCleanup, serveProcess, type Storage, until } from './helpers.js';
 
 /** Resolves with the exit code, and how long after `since` the process ended. */
 const exited = (child: ChildProcess, since: number) =>
@@ -58,17 +54,8 @@ function slowHeaders(port: number, path: string) {
 async function setUp(t: TestContext, storage: Storage, env: Record<string, string>) {
   const port = await freePort();
   const serverEnv = { ...storage.env, ...env, PORT: String(port), MONTAGE_LOG_LEVEL: 'silent', MONTAGE_ALLOW_PRIVATE_NETWORK: '1' };
-  const database = openDatabase(loadConfig(serverEnv));
-  onCleanup(t, () => database.close());
-  await migrateToLatest(database);
-  const account = await createAccount(database.db, { email: `stop.${Date.now()}@example.com` });
-  const { key } = await createApiKey(database.db, account, {});
-  const server = await serveProcess(serverEnv);
-  onCleanup(t, () => {
-    if (server.exitCode !== null || server.signalCode !== null) return;
-    server.kill('SIGKILL');
-    return new Promise((r) => server.once('exit', r));
-  });
+  const { database, account, key } = await databaseWithAccount(t, serverEnv);
+  const server = await serveProcess(t, serverEnv);
   return { port, database, account, key, server };
 }
 

@@ -2,12 +2,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import { createAccount, createApiKey } from '../src/accounts/accounts.service.js';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
-import { migrateToLatest } from '../src/db/migrate.js';
 import { enqueueMessages } from '../src/webhooks/outbox.js';
-import { ENGINES, freePort, freshStorage, onCleanup, serveProcess, until } from './helpers.js';
+import { databaseWithAccount, ENGINES, freePort, freshStorage, onCleanup, serveProcess, until } from './helpers.js';
 
 for (const engine of ENGINES) {
   describe(`webhook delivery survives a crash (${engine})`, () => {
@@ -38,19 +34,8 @@ for (const engine of ENGINES) {
       await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
       onCleanup(t, () => new Promise<void>((r) => receiver.close(() => r())));
 
-      const config = loadConfig({ ...env, MONTAGE_LOG_LEVEL: 'silent' });
-      const database = openDatabase(config);
-      onCleanup(t, () => database.close());
-      await migrateToLatest(database);
-      const account = await createAccount(database.db, { email: `crash.${Date.now()}@example.com` });
-      const { key } = await createApiKey(database.db, account, {});
-
-      let server = await serveProcess(env);
-      onCleanup(t, () => {
-        if (server.exitCode !== null || server.signalCode !== null) return;
-        server.kill('SIGKILL');
-        return new Promise((r) => server.once('exit', r));
-      });
+      const { database, account, key } = await databaseWithAccount(t, env);
+      let server = await serveProcess(t, env);
       const hook = await fetch(`http://127.0.0.1:${port}/v1/webhooks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -69,7 +54,7 @@ for (const engine of ENGINES) {
       const beforeRestart = new Set(received.map((r) => r.bodyId)).size;
       assert.ok(beforeRestart < ids.length, `the crash left work undone (${beforeRestart} of ${ids.length} delivered)`);
 
-      server = await serveProcess(env);
+      server = await serveProcess(t, env);
       await until(() => new Set(received.map((r) => r.bodyId)).size === ids.length, 30_000, 'every message after the restart');
       assert.deepEqual([...new Set(received.map((r) => r.bodyId))].sort(), [...ids].sort(), 'none lost');
       assert.ok(received.every((r) => r.headerId === r.bodyId), 'the same webhook-id, whatever the attempt');
