@@ -17,7 +17,7 @@ import { healthRoutes } from './http/health.js';
 import { completeIdempotencyKey, idempotencyPreHandler, releaseIdempotencyKey } from './http/idempotency.js';
 import { guard } from './http/guard.js';
 import { metricsPlugin } from './http/metrics.js';
-import { problemBody, problemPlugin } from './http/problem.js';
+import { clientErrorHandler, problemPlugin, sendProblem, toAppError, writeProblem } from './http/problem.js';
 import { blendRoutes, resultRoutes } from './blend/blend.routes.js';
 import { createResultStore, type ResultStore } from './blend/storage.js';
 import { AppError } from './errors.js';
@@ -89,15 +89,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     // While closing, requests on connections still open get our own 503 problem (onRequest below).
     return503OnClosing: false,
+    // What fails before routing (a path that is not valid percent-encoding, a request Node's parser
+    // refuses) is answered in the API's error shape as well.
+    frameworkErrors: (error, request, reply) => sendProblem(request, reply.header('X-Request-Id', request.id), toAppError(error)),
+    clientErrorHandler,
+    // Checked in onRequest instead, so that the 400 is a problem like any other.
+    http: { requireHostHeader: false },
     routerOptions: {
       maxParamLength: MAX_PARAM_LENGTH,
       // No ID is that long: answer like any unknown ID, in the API's error shape.
-      onMaxParamLength: (_path, req, res) => {
-        const body = problemBody({ id: newId('request') } as never, new AppError('not_found', 'No such resource.'));
-        res.writeHead(404, { 'content-type': 'application/problem+json; charset=utf-8', 'x-request-id': body.requestId }).end(JSON.stringify(body));
-      },
+      onMaxParamLength: (_path, _req, res) => writeProblem(res, new AppError('not_found', 'No such resource.')),
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Node answers an Expect it does not know with a bare 417; this one is a problem.
+  app.server.on('checkExpectation', (_req, res) => writeProblem(res, new AppError('expectation_failed', 'The only expectation this server meets is 100-continue.')));
 
   app.decorate('config', config);
   app.decorate('database', database);
@@ -154,6 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return done(new AppError('invalid_request', 'An HTTP/1.1 request needs a Host header.'));
     if (!closing) return done();
     reply.header('Connection', 'close').header('Retry-After', '1');
     done(new AppError('unavailable', 'This server is shutting down; retry the request.'));

@@ -119,6 +119,11 @@ for (const engine of ENGINES) {
       assert.equal((await signup.json()).plan, 'free');
       assert.equal((await problem(await open.fetch('/dashboard/api/session'), 401, 'unauthorized')).signupAllowed, true);
       await problem(await open.fetch('/dashboard/api/nothing'), 404, 'not_found');
+
+      // Two sign-ups with one email at once (found by the fuzzer): one account, the other a 409, never a 500.
+      const twins = await Promise.all([1, 2].map(() => open.fetch('/dashboard/api/signup', { method: 'POST', json: { email: 'twin@example.com', password: PASSWORD } })));
+      assert.deepEqual(twins.map((r) => r.status).sort(), [200, 409]);
+      await problem(twins.find((r) => r.status === 409)!, 409, 'conflict');
     });
   });
 }

@@ -1,8 +1,24 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { Type } from 'typebox';
 import { AppError } from '../src/errors.js';
-import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
+import { type ApiResponse, ENGINES, freshStorage, problem, startApp } from './helpers.js';
+
+/** Sends bytes no HTTP client library would send, on a connection of its own, and reads the answer. */
+async function rawRequest(url: string, request: string): Promise<ApiResponse> {
+  const socket = net.connect(Number(new URL(url).port), '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.on('error', () => {}); // a refusal may close the connection before the whole request is written
+  socket.write(request);
+  await new Promise((resolve) => socket.on('close', resolve));
+  const text = Buffer.concat(chunks).toString('utf8');
+  const end = text.indexOf('\r\n\r\n');
+  const [statusLine = '', ...lines] = text.slice(0, end).split('\r\n');
+  const headers = new Headers(lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as [string, string]));
+  return new Response(text.slice(end + 4), { status: Number(statusLine.split(' ')[1]), headers });
+}
 
 for (const engine of ENGINES) {
   describe(`errors as problem details (${engine})`, () => {
@@ -82,6 +98,20 @@ for (const engine of ENGINES) {
       const conflict = await problem(await api.fetch('/v1/test/conflict', { key }), 409, 'sold_out');
       assert.equal(conflict.available, 0, 'extension members reach the client');
       assert.ok(conflict.headers === undefined);
+    });
+
+    test('what is refused before any route runs is a problem too', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const send = (line: string, ...headers: string[]) => rawRequest(api.url, [line, ...headers, `Authorization: Bearer ${key}`, 'Connection: close', '', ''].join('\r\n'));
+      // Found by the fuzzer (test/fuzz.test.ts): each of these was Fastify's or Node's own bare answer.
+      await problem(await send('GET /v1/events/%zz HTTP/1.1', 'Host: x'), 400, 'invalid_request');
+      await problem(await send('GET /v1/events/%E0%A4%A/tickets HTTP/1.1', 'Host: x'), 400, 'invalid_request');
+      await problem(await send(`GET /v1/account?pad=${'q'.repeat(20_000)} HTTP/1.1`, 'Host: x'), 431, 'headers_too_large');
+      await problem(await send('G@T /v1/account HTTP/1.1', 'Host: x'), 400, 'invalid_request');
+      await problem(await send('GET /v1/account HTTP/1.1'), 400, 'invalid_request');
+      await problem(await send('GET /v1/account HTTP/1.1', 'Host: x', 'Expect: teapot'), 417, 'expectation_failed');
+      assert.equal((await send('GET /v1/account HTTP/1.0')).status, 200, 'HTTP/1.0 needs no Host');
     });
 
     test('every response carries X-Request-Id; a sane caller id is kept', async (t) => {

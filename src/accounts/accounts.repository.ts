@@ -8,8 +8,10 @@ import type { AccountTable, ApiKeyTable } from './accounts.table.js';
 export type AccountRow = Selectable<AccountTable>;
 export type ApiKeyRow = Selectable<ApiKeyTable>;
 
-export async function insertAccount(db: Db | Tx, row: Insertable<AccountTable>): Promise<void> {
-  await db.insertInto('accounts').values(row).execute();
+/** Inserts the account unless its email is taken (the unique index decides); false when taken. */
+export async function insertAccount(db: Db | Tx, row: Insertable<AccountTable>): Promise<boolean> {
+  const inserted = await db.insertInto('accounts').values(row).onConflict((oc) => oc.column('email').doNothing()).executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
 export function findAccountByEmail(db: Db | Tx, email: string): Promise<AccountRow | undefined> {

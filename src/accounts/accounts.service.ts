@@ -36,7 +36,9 @@ export async function createAccount(db: Db, input: NewAccount) {
   if (input.password !== undefined && (input.password.length < 10 || input.password.length > 1024)) {
     throw invalid('/password', 'must be 10 to 1024 characters');
   }
-  if (await repo.findAccountByEmail(db, email)) throw new AppError('conflict', `An account with email ${email} exists.`);
+  const exists = () => new AppError('conflict', `An account with email ${email} exists.`);
+  // Checked first to spare the password hash; the insert decides when two sign-ups race.
+  if (await repo.findAccountByEmail(db, email)) throw exists();
   const now = Date.now();
   const account = {
     id: newId('account'),
@@ -47,7 +49,7 @@ export async function createAccount(db: Db, input: NewAccount) {
     createdAt: now,
     updatedAt: now,
   };
-  await repo.insertAccount(db, account);
+  if (!(await repo.insertAccount(db, account))) throw exists();
   return account;
 }
 

@@ -1,7 +1,10 @@
+import { type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
 import { AppError, ERROR_CODES, type FieldError } from '../errors.js';
+import { newId } from '../ids.js';
 
 /** RFC 9457 problem details, as every error response carries them. */
 export const ProblemSchema = Type.Object(
@@ -81,9 +84,46 @@ export function toAppError(error: FastifyError): AppError {
       return new AppError('invalid_request', 'The request body is not valid JSON.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('invalid_request', 'Content-Length does not match the body.');
+    case 'FST_ERR_BAD_URL':
+      return new AppError('invalid_request', 'The path is not valid percent-encoded UTF-8.');
   }
   if (error.statusCode === 400) return new AppError('invalid_request', 'The request is malformed.');
   return new AppError('internal_error', 'Something went wrong on our side. Quote the request id when you report it.');
+}
+
+/** A problem written straight to Node's response, for refusals that come before Fastify has a request. */
+export function writeProblem(res: ServerResponse, error: AppError): void {
+  const body = problemBody({ id: newId('request') } as FastifyRequest, error);
+  const json = JSON.stringify(body);
+  res
+    .writeHead(error.status, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(json), 'x-request-id': body.requestId })
+    .end(json);
+}
+
+/**
+ * What Node's HTTP parser refuses before Fastify sees a request (headers too large, not HTTP at
+ * all, too slow to arrive) is answered as a problem too, with a request id; then the connection
+ * closes, since the parser cannot find where the next request would start.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('headers_too_large', 'The request line and headers are larger than this server accepts.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('request_timeout', 'The request did not arrive in time.')
+        : new AppError('invalid_request', 'The request is not valid HTTP.');
+  const requestId = newId('request');
+  const body = JSON.stringify(problemBody({ id: requestId } as FastifyRequest, error));
+  const head = [
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
+    'Content-Type: application/problem+json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${requestId}`,
+    'Connection: close',
+  ];
+  if (socket.writable) socket.write(`${head.join('\r\n')}\r\n\r\n${body}`);
+  socket.destroy(err);
 }
 
 export const problemPlugin = fp(
