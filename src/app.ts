@@ -225,7 +225,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         typeof payload === 'string'
           ? completeIdempotencyKey(app.db, claim, reply.statusCode, reply.getHeaders(), payload)
           : releaseIdempotencyKey(app.db, claim);
-      settle.then(() => done(null, payload), (err: Error) => done(err));
+      // If the answer cannot be stored (the database went away), it is still the answer: the change
+      // it reports has committed or rolled back already. The key's claim then lapses like a crashed one's.
+      settle.then(
+        () => done(null, payload),
+        (err: Error) => {
+          request.log.warn({ err }, 'could not store the answer of an idempotent request');
+          done(null, payload);
+        },
+      );
     });
     await api.register(accountRoutes);
     await api.register(eventRoutes);

@@ -91,6 +91,25 @@ for (const engine of ENGINES) {
       assert.match(row.lastError ?? '', /gave up after 2 attempts/);
     });
 
+    test('a job whose last attempt throws is given up through its handler, which records the failure in its own rows', async (t) => {
+      const connect = await open(t, engine);
+      const db = (await connect()).db;
+      await enqueueJobs(db, [{ kind: 'broken', payload: {}, maxAttempts: 1 }]);
+      const givenUp: string[] = [];
+      const handler: JobHandler = {
+        concurrency: 1,
+        work: async () => {
+          throw new Error('Connection terminated unexpectedly');
+        },
+        giveUp: async (_job, error) => void givenUp.push(error),
+      };
+      const runner = new JobRunner(db, engine, { broken: handler }, { leaseMs: 1000, pollMs: 20, log: silent });
+      runner.start();
+      await until(async () => (await db.selectFrom('jobs').select('status').executeTakeFirst())?.status === 'failed', 3000, 'given up');
+      await runner.stop(100);
+      assert.deepEqual(givenUp, ['Connection terminated unexpectedly']);
+    });
+
     test('retries wait their delay; a stopping worker hands its jobs back', async (t) => {
       const connect = await open(t, engine);
       const db = (await connect()).db;

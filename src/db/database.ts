@@ -77,8 +77,11 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
       types: pgTypes,
       ...(schema ? { options: `-c search_path=${schema}` } : {}),
     });
-    // An idle client that loses its connection (a restarted server) must not crash the process.
+    // A client that loses its connection (a restarted server, a terminated backend) must not crash
+    // the process: idle ones report it to the pool, checked-out ones to themselves, where pg-pool
+    // leaves no listener; the query in flight fails, and the pool drops the client on release.
     pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins });
     return {
       db,
@@ -105,6 +108,24 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
 /** Creates the schema named in a PostgreSQL URL's `?schema=` if it does not exist yet. */
 export async function ensureSchema(handle: DatabaseHandle): Promise<void> {
   if (handle.schema) await sql`create schema if not exists ${sql.id(handle.schema)}`.execute(handle.db);
+}
+
+// SQLSTATEs of a connection that is gone or refused: class 08 (connection exception) and
+// 57P01-57P03 (terminated by an administrator, a server crash, a server starting or stopping).
+const CONNECTION_SQLSTATE = /^(08...|57P0[1-3])$/;
+const CONNECTION_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+// pg reports a lost connection with a plain Error and one of these messages.
+const CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/;
+
+/**
+ * Whether `err` says the database cannot be reached (a lost or refused connection), rather than
+ * that a query was wrong: the request may succeed if it is tried again in a moment.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (CONNECTION_SQLSTATE.test(code) || CONNECTION_ERRNO.has(code))) return true;
+  return CONNECTION_MESSAGE.test(err.message);
 }
 
 export async function ping(db: Db): Promise<void> {

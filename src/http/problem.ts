@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
+import { isDatabaseUnavailable } from '../db/database.js';
 import { AppError, ERROR_CODES, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
 
@@ -69,6 +70,8 @@ function fieldErrors(context: string | undefined, validation: AjvError[]): Field
 /** Translates anything thrown into a problem+json; never leaks a stack, SQL or file path. */
 export function toAppError(error: FastifyError): AppError {
   if (error instanceof AppError) return error;
+  // A lost or refused database connection (a restart, a failover) is an outage, not a bug: 503.
+  if (isDatabaseUnavailable(error)) return new AppError('unavailable', 'The database cannot be reached right now; retry the request in a moment.');
   if (error.validation) {
     const errors = fieldErrors(error.validationContext, error.validation as AjvError[]);
     const first = errors[0];
@@ -133,6 +136,7 @@ export const problemPlugin = fp(
     app.setErrorHandler((error: FastifyError, request, reply) => {
       const appError = toAppError(error);
       if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+      if (appError.code === 'unavailable' && !reply.hasHeader('retry-after')) reply.header('Retry-After', '1');
       return sendProblem(request, reply, appError);
     });
 

@@ -9,7 +9,7 @@ export interface JobHandler {
   /** Jobs of this kind worked at once by one process. */
   concurrency: number;
   work(job: JobRow): Promise<JobOutcome>;
-  /** Records the failure where the handler's own rows need it, when the queue gives a job up without working it. */
+  /** Records the failure where the handler's own rows need it, when the queue gives a job up: its last worker died holding it, or its last attempt threw. */
   giveUp?(job: JobRow, error: string): Promise<void>;
 }
 
@@ -122,6 +122,10 @@ export class JobRunner {
         this.options.log.error({ err, jobId: job.id, kind: job.kind }, 'job handler failed');
         const error = err instanceof Error ? err.message : String(err);
         outcome = job.attempts < job.maxAttempts ? { status: 'retry', delayMs: 1000 * 2 ** job.attempts, error } : { status: 'failed', error };
+        // The handler never settled its own rows (a blend job would stay "processing" for ever).
+        if (outcome.status === 'failed') {
+          await handler.giveUp?.(job, error).catch((giveUpErr) => this.options.log.error({ err: giveUpErr, jobId: job.id }, 'could not record a job given up'));
+        }
       }
     }
     try {
