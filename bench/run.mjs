@@ -12,6 +12,7 @@ const BENCHMARKS = {
   events: () => import('./events.mjs'),
   webhooks: () => import('./webhooks.mjs'),
   blend: () => import('./blend.mjs'),
+  soak: () => import('./soak.mjs'),
 };
 
 async function main(args) {
