@@ -35,6 +35,7 @@ import {
   seconds,
   startProcess,
   tables,
+  seeded as prng,
   waitForHttp,
 } from './lib.mjs';
 
@@ -86,16 +87,6 @@ const us = (n, pg) => (n == null ? '-' : pg == null ? int(n) : `${int(n)} + ${in
 // Made-up but varied attendees: a seeded PRNG, names from several languages, and a few that
 // CSV has to quote or defuse (a comma, a double quote, a leading "=" or "-").
 
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = [
   'Ada', 'Grace', 'Alan', 'Linus', 'Margaret', 'Katherine', 'Tim', 'Barbara', 'Dennis', 'Ken', 'Frances', 'Edsger', 'Donald', 'Radia', 'Hedy',

@@ -536,3 +536,15 @@ export function postgresCpuBetween(before, after) {
   for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
   return total;
 }
+
+/** A small seeded generator (mulberry32) of numbers in [0, 1): the same data and the same mix of operations on every run. */
+export function seeded(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

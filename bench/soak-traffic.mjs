@@ -8,23 +8,11 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { percentile } from './lib.mjs';
+import { percentile, seeded } from './lib.mjs';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 /** Attempts of one write (the first and its repeats after a 5xx or a lost connection). */
 const WRITE_ATTEMPTS = 6;
-
-/** A small seeded generator (mulberry32): the same mix of operations on every run. */
-export function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Every answer, by operation: latencies, statuses, and the failures (5xx, no answer) with their time. */
 export class Recorder {
