@@ -22,6 +22,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** How long an authenticated key is remembered by a process (0: not at all). */
   authCacheTtlMs: number;
+  /** How long `serve` and `worker` wait at start for a database that cannot be reached yet (0: not at all). */
+  databaseWaitMs: number;
   /** How long a stopping process (SIGTERM) may take to finish its requests and jobs before it exits anyway. */
   shutdownTimeoutMs: number;
   /** Lifetime of a dashboard sign-in session. */
@@ -190,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'MONTAGE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
     authCacheTtlMs: env.MONTAGE_AUTH_CACHE_TTL === '0' ? 0 : duration(env, 'MONTAGE_AUTH_CACHE_TTL', '2s'),
     shutdownTimeoutMs: duration(env, 'MONTAGE_SHUTDOWN_TIMEOUT', '10s'),
+    databaseWaitMs: env.MONTAGE_DATABASE_WAIT === '0' ? 0 : duration(env, 'MONTAGE_DATABASE_WAIT', '30s'),
     sessionTtlMs: duration(env, 'MONTAGE_SESSION_TTL', '12h'),
     dashboardSignup: flag(env, 'MONTAGE_DASHBOARD_SIGNUP'),
   };

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
-import { openDatabase, type DatabaseHandle } from './db/database.js';
+import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
@@ -31,6 +31,35 @@ async function withDatabase<T>(config: Config, work: (handle: DatabaseHandle) =>
     return await work(handle);
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Opens the database for a long-running process and brings it up to date. A database that cannot
+ * be reached yet (it starts beside us, it is failing over) is retried every second for
+ * MONTAGE_DATABASE_WAIT; any other error, or a database still away after that, stops the start.
+ */
+async function openForService(config: Config, log: (line: string) => void): Promise<DatabaseHandle> {
+  const handle = openDatabase(config);
+  const deadline = Date.now() + config.databaseWaitMs;
+  try {
+    for (let waited = false; ; waited = true) {
+      try {
+        await ping(handle.db);
+        if (waited) log('The database answers; starting.');
+        break;
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || Date.now() >= deadline) throw err;
+        if (!waited) log(`The database (${handle.location}) cannot be reached yet; retrying for up to ${Math.round(config.databaseWaitMs / 1000)} s (MONTAGE_DATABASE_WAIT).`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    await migrateToLatest(handle);
+    return handle;
+  } catch (err) {
+    await handle.close().catch(() => {});
+    if (isDatabaseUnavailable(err)) throw new AppError('unavailable', `The database (${handle.location}) cannot be reached: ${(err as Error).message}`);
+    throw err;
   }
 }
 
@@ -79,8 +108,7 @@ function onShutdown(config: Config, log: ShutdownLog, stop: (graceMs: number) =>
 }
 
 async function serve(config: Config, withWorker: boolean): Promise<void> {
-  const handle = openDatabase(config);
-  await migrateToLatest(handle);
+  const handle = await openForService(config, (line) => process.stderr.write(`${line}\n`));
   const app = await buildApp(config, { database: handle });
   try {
     await app.listen({ port: config.port, host: config.host });
@@ -115,9 +143,8 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
 }
 
 async function worker(config: Config): Promise<void> {
-  const handle = openDatabase(config);
-  await migrateToLatest(handle);
   const log = pino({ level: config.logLevel });
+  const handle = await openForService(config, (line) => log.warn(line));
   const workers = startWorkers(handle, config, log);
   log.info({ workerId: workers.runner.workerId, database: `${handle.engine}: ${handle.location}` }, 'Montage worker running');
   onShutdown(config, log, async (graceMs) => {

@@ -23,6 +23,8 @@ test('defaults follow API.md section 10', () => {
   assert.equal(config.bodyLimitBytes, 1024 * 1024);
   assert.equal(config.sessionTtlMs, 12 * 3_600_000);
   assert.equal(config.shutdownTimeoutMs, 10_000);
+  assert.equal(config.databaseWaitMs, 30_000);
+  assert.equal(loadConfig({ MONTAGE_DATABASE_WAIT: '0' }).databaseWaitMs, 0);
   assert.equal(config.blend.retentionMs, 30 * 86_400_000);
   assert.equal(loadConfig({ MONTAGE_BLEND_RETENTION: '0' }).blend.retentionMs, 0);
   assert.equal(config.dashboardSignup, false);

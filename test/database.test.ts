@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { isDatabaseUnavailable, openDatabase } from '../src/db/database.js';
-import { ENGINES, onCleanup } from './helpers.js';
+import { ENGINES, freePort, freshStorage, onCleanup, serveProcess } from './helpers.js';
 
 test('a lost or refused database connection is told apart from a failing query (503, not 500)', () => {
   const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
@@ -46,5 +47,46 @@ test(
     await assert.rejects(failed, (err) => isDatabaseUnavailable(err));
     const { rows } = await sql<{ one: number }>`select 1 as one`.execute(handle.db);
     assert.equal(rows[0]!.one, 1);
+  },
+);
+
+test(
+  'serve waits for a PostgreSQL that is not reachable yet (MONTAGE_DATABASE_WAIT), and gives up after it',
+  { skip: ENGINES.includes('postgres') ? false : 'needs PostgreSQL' },
+  async (t) => {
+    const storage = await freshStorage(t, 'postgres');
+    const real = new URL(storage.env.DATABASE_URL!);
+    const port = await freePort();
+    const viaProxy = new URL(real);
+    viaProxy.port = String(port);
+    // A database that comes up late: nothing listens on `port` until this proxy starts forwarding.
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(real.port || 5432), real.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => {});
+        s.on('close', () => (client.destroy(), upstream.destroy()));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    onCleanup(t, () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => proxy.close(() => r()));
+    });
+    const env = { ...storage.env, DATABASE_URL: viaProxy.toString(), PORT: String(await freePort()), MONTAGE_LOG_LEVEL: 'silent', MONTAGE_DATABASE_WAIT: '20s' };
+
+    let running = false;
+    const started = serveProcess(t, env).then((child) => ((running = true), child));
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(running, false, 'not running without its database');
+    await new Promise<void>((r) => proxy.listen(port, '127.0.0.1', r));
+    await started;
+    assert.equal((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status, 200);
+
+    const since = Date.now();
+    const unreachable = { ...env, DATABASE_URL: Object.assign(new URL(viaProxy), { port: String(await freePort()) }).toString(), PORT: String(await freePort()), MONTAGE_DATABASE_WAIT: '1s' };
+    await assert.rejects(serveProcess(t, unreachable), /server exited \(1\)/);
+    assert.ok(Date.now() - since < 10_000, 'it gives up once MONTAGE_DATABASE_WAIT is over');
   },
 );
