@@ -162,7 +162,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('X-Request-Id', request.id);
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return done(new AppError('invalid_request', 'An HTTP/1.1 request needs a Host header.'));
     if (!closing) return done();
-    reply.header('Connection', 'close').header('Retry-After', '1');
+    reply.header('Connection', 'close');
     done(new AppError('unavailable', 'This server is shutting down; retry the request.'));
   });
   // A request still in flight is answered, and its keep-alive connection then closes, so that

@@ -7,7 +7,7 @@ import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from '
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
-import { startWorkers } from './jobs/workers.js';
+import { startWorkers, type WorkerLog } from './jobs/workers.js';
 
 const USAGE = `Usage: montage <command>
 
@@ -70,17 +70,12 @@ function parseExpiresIn(text: string | undefined): number | undefined {
   return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
 }
 
-interface ShutdownLog {
-  info(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
 /**
  * On SIGTERM or SIGINT, runs `stop` (given the time it may take) and exits 0; if it fails, or has
  * not finished within MONTAGE_SHUTDOWN_TIMEOUT, exits 1 anyway: a leased job left behind is taken
  * over by another worker when its lease runs out, so exiting late is worse than exiting unfinished.
  */
-function onShutdown(config: Config, log: ShutdownLog, stop: (graceMs: number) => Promise<void>) {
+function onShutdown(config: Config, log: WorkerLog, stop: (graceMs: number) => Promise<void>) {
   let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

@@ -103,6 +103,7 @@ for (const engine of ENGINES) {
       assert.match(answer, /^HTTP\/1.1 503 /, 'a request begun after the shutdown is sent elsewhere');
       assert.match(answer, /content-type: application\/problem\+json/i);
       assert.match(answer, /connection: close/i);
+      assert.match(answer, /retry-after: 1/i);
       assert.match(answer, /"code":"unavailable"/);
       const { code, ms } = await exit;
       assert.equal(code, 0);

@@ -94,13 +94,17 @@ export function toAppError(error: FastifyError): AppError {
   return new AppError('internal_error', 'Something went wrong on our side. Quote the request id when you report it.');
 }
 
-/** A problem written straight to Node's response, for refusals that come before Fastify has a request. */
-export function writeProblem(res: ServerResponse, error: AppError): void {
+/** A problem with its own request id and headers, for refusals that come before Fastify has a request. */
+function standaloneProblem(error: AppError): { headers: Record<string, string | number>; json: string } {
   const body = problemBody({ id: newId('request') } as FastifyRequest, error);
   const json = JSON.stringify(body);
-  res
-    .writeHead(error.status, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(json), 'x-request-id': body.requestId })
-    .end(json);
+  return { headers: { 'Content-Type': 'application/problem+json; charset=utf-8', 'Content-Length': Buffer.byteLength(json), 'X-Request-Id': body.requestId }, json };
+}
+
+/** A problem written straight to Node's response. */
+export function writeProblem(res: ServerResponse, error: AppError): void {
+  const { headers, json } = standaloneProblem(error);
+  res.writeHead(error.status, headers).end(json);
 }
 
 /**
@@ -116,16 +120,9 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new AppError('request_timeout', 'The request did not arrive in time.')
         : new AppError('invalid_request', 'The request is not valid HTTP.');
-  const requestId = newId('request');
-  const body = JSON.stringify(problemBody({ id: requestId } as FastifyRequest, error));
-  const head = [
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
-    'Content-Type: application/problem+json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${requestId}`,
-    'Connection: close',
-  ];
-  if (socket.writable) socket.write(`${head.join('\r\n')}\r\n\r\n${body}`);
+  const { headers, json } = standaloneProblem(error);
+  const head = [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), 'Connection: close'];
+  if (socket.writable) socket.write(`${head.join('\r\n')}\r\n\r\n${json}`);
   socket.destroy(err);
 }
 
