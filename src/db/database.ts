@@ -10,6 +10,7 @@ import type { CheckinTable, EventTable, OrderTable, PayoutTable, TicketTable, Ti
 import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
 import type { JobTable } from '../jobs/jobs.table.js';
 import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from '../webhooks/webhooks.table.js';
+import { Checkpointer } from './checkpointer.js';
 import { CachedSqliteDialect } from './sqlite-dialect.js';
 
 export interface Database {
@@ -97,12 +98,20 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  // Checkpoint the WAL every ~40 MB instead of every 4 MB: each checkpoint syncs the database
-  // file, and at the default a busy door (check-ins) paid for one every ~150 transactions.
-  sqlite.pragma('wal_autocheckpoint = 10000');
   sqlite.pragma('foreign_keys = ON');
+  // Checkpoints run on a thread of their own, never inside a request's COMMIT (checkpointer.ts).
+  const checkpointer = new Checkpointer(sqlite, file);
   const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite), plugins });
-  return { db, engine: 'sqlite', location: file, schema: null, close: () => db.destroy() };
+  return {
+    db,
+    engine: 'sqlite',
+    location: file,
+    schema: null,
+    close: async () => {
+      await checkpointer.close();
+      await db.destroy();
+    },
+  };
 }
 
 /** Creates the schema named in a PostgreSQL URL's `?schema=` if it does not exist yet. */

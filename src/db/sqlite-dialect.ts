@@ -21,7 +21,8 @@ const STATEMENT_CACHE_SIZE = 500;
  * prepared statements are cached (preparing costs more than running a primary-key lookup),
  * and transactions start with BEGIN IMMEDIATE, so a transaction that reads and then writes
  * takes the write lock up front and waits (busy_timeout) instead of failing with SQLITE_BUSY
- * when another process (a worker) writes at the same time.
+ * when another process (a worker) writes at the same time; and transactions of one turn of the
+ * event loop commit together (Group, below).
  */
 export class CachedSqliteDialect implements Dialect {
   constructor(private readonly database: SQLite.Database) {}
@@ -40,11 +41,74 @@ export class CachedSqliteDialect implements Dialect {
   }
 }
 
+/**
+ * Group commit. COMMIT is the dearest statement of a small write transaction (it writes every page
+ * the transaction touched to the WAL), and under load many such transactions arrive in one turn of
+ * the event loop. So a transaction does not commit alone: the first one opens the physical
+ * transaction (BEGIN IMMEDIATE) and each runs inside it as a savepoint, released on success and
+ * rolled back to on failure, so one's failure never touches another's work. One COMMIT, queued
+ * behind the transactions waiting at that moment, ends the group in the next turn of the loop
+ * (setImmediate), and only then does each transaction's commit return, so nobody is told "done"
+ * before its change is on disk. If that COMMIT fails, every transaction of the group fails with its
+ * error: all or nothing, as each caller expects of its own transaction. A write outside any
+ * transaction that lands inside an open group waits for the group's COMMIT the same way.
+ *
+ * What this changes for readers of the same process: a query may see a transaction's change that
+ * has not been committed yet (its own group still open), which matters only if that COMMIT then
+ * fails (a full disk). Other processes see committed data only.
+ */
+class Group {
+  readonly done: Promise<void>;
+  settle!: (error?: unknown) => void;
+  constructor() {
+    this.done = new Promise<void>((resolve, reject) => {
+      this.settle = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    // Nobody may be waiting on a group that fails before any member committed.
+    this.done.catch(() => {});
+  }
+}
+
+/** One holder's turn on the single connection: a query, or a transaction from begin to release. */
+class Lease implements DatabaseConnection {
+  /** Set while this lease runs a transaction (between begin and commit or rollback). */
+  group: Group | null = null;
+  private released = false;
+
+  constructor(
+    private readonly driver: CachedSqliteDriver,
+    private readonly connection: CachedSqliteConnection,
+    private readonly releaseTurn: () => void,
+  ) {}
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    const result = await this.connection.executeQuery<R>(compiled);
+    const group = this.driver.openGroup;
+    // A lone write inside an open group is committed by that group: give the connection back, then wait for it.
+    if (this.group === null && group !== null && result.numAffectedRows !== undefined) {
+      this.release();
+      await group.done;
+    }
+    return result;
+  }
+
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    return this.connection.streamQuery<R>();
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.releaseTurn();
+  }
+}
+
 class CachedSqliteDriver implements Driver {
   private readonly connection: CachedSqliteConnection;
-  // SQLite has one connection; queries and transactions take turns on it.
+  // SQLite has one connection; queries and transactions take turns on it, first come first served.
   private queue: Promise<void> = Promise.resolve();
-  private release: (() => void) | null = null;
+  /** The physical transaction that transactions are joining, until its COMMIT. */
+  openGroup: Group | null = null;
 
   constructor(private readonly database: SQLite.Database) {
     this.connection = new CachedSqliteConnection(database);
@@ -52,32 +116,103 @@ class CachedSqliteDriver implements Driver {
 
   async init(): Promise<void> {}
 
-  async acquireConnection(): Promise<DatabaseConnection> {
+  private async takeTurn(): Promise<() => void> {
     const previous = this.queue;
     let release!: () => void;
     this.queue = new Promise<void>((resolve) => {
       release = resolve;
     });
     await previous;
-    this.release = release;
-    return this.connection;
+    return release;
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new Lease(this, this.connection, await this.takeTurn());
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    const lease = connection as Lease;
+    if (this.openGroup !== null && !this.database.inTransaction) {
+      // A lone write's failure made SQLite roll the group back (a full disk, an I/O error).
+      this.openGroup.settle(new Error('The transaction was rolled back by the database.'));
+      this.openGroup = null;
+    }
+    if (this.openGroup === null) {
+      this.run('begin immediate');
+      const group = (this.openGroup = new Group());
+      setImmediate(() => void this.commitGroup(group));
+    }
+    this.run('savepoint montage_tx');
+    lease.group = this.openGroup;
   }
+
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+    const lease = connection as Lease;
+    const group = lease.group!;
+    this.run('release montage_tx');
+    // The next transaction may join the group while this one waits for its COMMIT.
+    lease.release();
+    await group.done;
+    lease.group = null;
   }
+
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    const lease = connection as Lease;
+    const group = lease.group;
+    lease.group = null;
+    // Kysely rolls back a transaction whose commit failed: its group is gone already.
+    if (group === null || group !== this.openGroup) return;
+    if (this.database.inTransaction) {
+      this.run('rollback to montage_tx');
+      this.run('release montage_tx');
+    } else {
+      // SQLite rolled the whole physical transaction back itself (a full disk, an I/O error):
+      // every transaction of the group is lost, and each is told so.
+      this.openGroup = null;
+      group.settle(new Error('The transaction was rolled back by the database.'));
+    }
   }
-  async releaseConnection(): Promise<void> {
-    const release = this.release;
-    this.release = null;
-    release?.();
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as Lease).release();
   }
+
+  /** Ends a group with one COMMIT, in its turn behind the holders waiting now. */
+  private async commitGroup(group: Group): Promise<void> {
+    const release = await this.takeTurn();
+    try {
+      if (this.openGroup !== group) return;
+      this.openGroup = null;
+      try {
+        this.run('commit');
+        group.settle();
+      } catch (error) {
+        if (this.database.inTransaction) this.run('rollback');
+        group.settle(error);
+      }
+    } finally {
+      release();
+    }
+  }
+
+  private run(statement: string): void {
+    this.connection.run(statement);
+  }
+
   async destroy(): Promise<void> {
+    // Wait for the holders in line and the open group's COMMIT, then close.
+    const release = await this.takeTurn();
+    if (this.openGroup) {
+      const group = this.openGroup;
+      this.openGroup = null;
+      try {
+        this.run('commit');
+        group.settle();
+      } catch (error) {
+        group.settle(error);
+      }
+    }
+    release();
     this.database.close();
   }
 }
@@ -98,6 +233,11 @@ class CachedSqliteConnection implements DatabaseConnection {
     }
     this.statements.set(sql, statement);
     return statement;
+  }
+
+  /** A statement of transaction control, run at once. */
+  run(statement: string): void {
+    this.prepare(statement).run();
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {

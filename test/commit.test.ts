@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { type Kysely, sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { ensureSchema, openDatabase } from '../src/db/database.js';
+import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
+
+// Transactions that run at the same time commit or fail each on its own, on both engines; on
+// SQLite they share one COMMIT (group commit, db/sqlite-dialect.ts) and checkpoints run on a
+// thread of their own (db/checkpointer.ts).
+
+async function scratchDatabase(t: TestContext, engine: (typeof ENGINES)[number]) {
+  const storage = await freshStorage(t, engine);
+  const handle = openDatabase(loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' }));
+  onCleanup(t, () => handle.close());
+  await ensureSchema(handle);
+  // A scratch table outside Montage's schema: these tests are about the driver, not the tables.
+  const db = handle.db as unknown as Kysely<{ notes: { id: number; body: string } }>;
+  await sql`create table notes (id integer primary key, body text not null unique)`.execute(db);
+  return { handle, db, dataDir: storage.env.DATA_DIR! };
+}
+
+for (const engine of ENGINES) {
+  test(`[${engine}] concurrent transactions: the failing ones roll back alone, the others commit`, async (t) => {
+    const { db } = await scratchDatabase(t, engine);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        db.transaction().execute(async (tx) => {
+          await tx.insertInto('notes').values({ id: i, body: `note ${i}` }).execute();
+          // Every fifth one fails after its insert: a duplicate body (a constraint) or a thrown error.
+          if (i % 10 === 5) await tx.insertInto('notes').values({ id: 1000 + i, body: `note ${i}` }).execute();
+          if (i % 10 === 0 && i > 0) throw new Error(`transaction ${i} gives up`);
+          await tx.updateTable('notes').set({ body: `note ${i} done` }).where('id', '=', i).execute();
+        }),
+      ),
+    );
+    const failed = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []));
+    assert.deepEqual(failed, [5, 10, 15, 20, 25, 30, 35]);
+    const rows = await db.selectFrom('notes').select(['id', 'body']).orderBy('id').execute();
+    const expected = Array.from({ length: 40 }, (_, i) => i).filter((i) => !failed.includes(i));
+    assert.deepEqual(
+      rows,
+      expected.map((id) => ({ id, body: `note ${id} done` })),
+    );
+  });
+
+  test(`[${engine}] a write outside a transaction, amid transactions, is stored once its answer arrives`, async (t) => {
+    const { db } = await scratchDatabase(t, engine);
+    const work = [
+      ...Array.from({ length: 10 }, (_, i) => db.transaction().execute((tx) => tx.insertInto('notes').values({ id: i, body: `tx ${i}` }).execute())),
+      db.insertInto('notes').values({ id: 100, body: 'alone' }).execute(),
+      ...Array.from({ length: 10 }, (_, i) => db.transaction().execute((tx) => tx.insertInto('notes').values({ id: 10 + i, body: `tx ${10 + i}` }).execute())),
+    ];
+    await Promise.all(work);
+    const { count } = await db.selectFrom('notes').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
+    assert.equal(Number(count), 21);
+  });
+}
+
+test('[sqlite] transactions of one turn of the event loop share one COMMIT, and another connection sees all or none of them', { skip: !ENGINES.includes('sqlite') && 'SQLite only' }, async (t) => {
+  const { db, dataDir } = await scratchDatabase(t, 'sqlite');
+  const other = new SQLite(path.join(dataDir, 'montage.db'), { readonly: true });
+  onCleanup(t, () => other.close());
+  const count = () => (other.prepare('select count(*) as n from notes').get() as { n: number }).n;
+
+  const seen: number[] = [];
+  const all = Array.from({ length: 30 }, (_, i) =>
+    db.transaction().execute(async (tx) => {
+      await tx.insertInto('notes').values({ id: i, body: `note ${i}` }).execute();
+      // Inside the group nothing is committed yet, so another connection sees none of it.
+      seen.push(count());
+    }),
+  );
+  await Promise.all(all);
+  assert.deepEqual(new Set(seen), new Set([0]));
+  assert.equal(count(), 30);
+});
+
+test('[sqlite] a group whose COMMIT fails fails every transaction in it, and none of their changes stays', { skip: !ENGINES.includes('sqlite') && 'SQLite only' }, async (t) => {
+  const { db } = await scratchDatabase(t, 'sqlite');
+  // A deferred foreign key is checked at COMMIT only: one member's dangling reference fails the group's COMMIT.
+  await sql`create table refs (id integer primary key, note_id integer references notes(id) deferrable initially deferred)`.execute(db);
+  const refs = db as unknown as Kysely<{ notes: { id: number; body: string }; refs: { id: number; note_id: number } }>;
+  const outcomes = await Promise.allSettled([
+    refs.transaction().execute((tx) => tx.insertInto('notes').values({ id: 1, body: 'one' }).execute()),
+    refs.transaction().execute((tx) => tx.insertInto('refs').values({ id: 1, note_id: 999 }).execute()),
+    refs.transaction().execute((tx) => tx.insertInto('notes').values({ id: 2, body: 'two' }).execute()),
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
+  assert.deepEqual(await refs.selectFrom('notes').selectAll().execute(), []);
+  assert.deepEqual(await refs.selectFrom('refs').selectAll().execute(), []);
+  // The connection is usable afterwards, and groups commit again.
+  await refs.transaction().execute((tx) => tx.insertInto('notes').values({ id: 3, body: 'three' }).execute());
+  assert.equal((await refs.selectFrom('notes').selectAll().execute()).length, 1);
+});
+
+test('[sqlite] the WAL is checkpointed into the database file in the background', { skip: !ENGINES.includes('sqlite') && 'SQLite only' }, async (t) => {
+  const { db, dataDir } = await scratchDatabase(t, 'sqlite');
+  const file = path.join(dataDir, 'montage.db');
+  const before = fs.statSync(file).size;
+  const body = 'x'.repeat(1000);
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < 2000; i++) await tx.insertInto('notes').values({ id: i, body: `${i} ${body}` }).execute();
+  });
+  // The 2 MB just written are in the WAL; the process's own connection never checkpoints them.
+  assert.ok(fs.statSync(file).size < before + 1_000_000, 'the rows went to the database file at commit');
+  await until(() => fs.statSync(file).size > before + 2_000_000, 5000, 'a background checkpoint');
+  assert.equal((await db.selectFrom('notes').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n, 2000);
+});
