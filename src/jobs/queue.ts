@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { WriteBatcher } from '../db/batcher.js';
 import type { Db, Engine, Tx } from '../db/database.js';
 import { prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
@@ -83,50 +84,32 @@ export async function completeJob(db: Db, job: JobRow): Promise<void> {
   await markDone(db, job.id, job.lockedBy!, Date.now());
 }
 
-const DONE_BATCH = 500;
-
 /**
- * Marks one worker's jobs done, many to a statement: the first job finishing is written at once,
- * and those finishing while that write is under way wait for the next, which takes them all. A
- * busy worker thus spends one round trip on dozens of jobs, an idle one adds no delay. Each
- * promise settles when its job's row is written; as with completeJob, only the lease holder's
- * running job changes.
+ * Marks one worker's jobs done, many to a statement (db/batcher.ts): a busy worker spends one
+ * round trip on dozens of jobs, an idle one adds no delay. As with completeJob, only the lease
+ * holder's running job changes.
  */
 export class CompletionBatcher {
-  private waiting: Array<{ id: string; resolve: () => void; reject: (err: unknown) => void }> = [];
-  private writing = false;
+  private readonly batcher: WriteBatcher<string>;
 
   constructor(
     private readonly db: Db,
     private readonly workerId: string,
-  ) {}
-
-  complete(job: JobRow): Promise<void> {
-    if (job.lockedBy !== this.workerId) return completeJob(this.db, job);
-    const written = new Promise<void>((resolve, reject) => this.waiting.push({ id: job.id, resolve, reject }));
-    if (!this.writing) void this.write();
-    return written;
+  ) {
+    this.batcher = new WriteBatcher((ids) => {
+      const now = Date.now();
+      return db
+        .updateTable('jobs')
+        .set({ status: 'done', lockedBy: null, lockedUntil: null, finishedAt: now, updatedAt: now })
+        .where('lockedBy', '=', workerId)
+        .where('status', '=', 'running')
+        .where('id', 'in', ids)
+        .execute();
+    });
   }
 
-  private async write(): Promise<void> {
-    this.writing = true;
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, DONE_BATCH);
-      const now = Date.now();
-      try {
-        await this.db
-          .updateTable('jobs')
-          .set({ status: 'done', lockedBy: null, lockedUntil: null, finishedAt: now, updatedAt: now })
-          .where('lockedBy', '=', this.workerId)
-          .where('status', '=', 'running')
-          .where('id', 'in', batch.map((b) => b.id))
-          .execute();
-        for (const b of batch) b.resolve();
-      } catch (err) {
-        for (const b of batch) b.reject(err);
-      }
-    }
-    this.writing = false;
+  complete(job: JobRow): Promise<void> {
+    return job.lockedBy === this.workerId ? this.batcher.add(job.id) : completeJob(this.db, job);
   }
 }
 
