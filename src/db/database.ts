@@ -11,6 +11,7 @@ import type { IdempotencyKeyTable } from '../http/idempotency.table.js';
 import type { JobTable } from '../jobs/jobs.table.js';
 import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from '../webhooks/webhooks.table.js';
 import { Checkpointer } from './checkpointer.js';
+import { statementName } from './prepared.js';
 import { CachedSqliteDialect } from './sqlite-dialect.js';
 
 export interface Database {
@@ -60,6 +61,20 @@ export interface OpenOptions {
 }
 
 /**
+ * A pg client that runs the prepared queries (db/prepared.ts) as named statements: parsed and
+ * planned once per connection, then only bound and executed. Other SQL runs as before (unnamed),
+ * so statements of varying text (IN lists) never pile up on the server.
+ */
+class PreparingClient extends pg.Client {
+  override query(...args: unknown[]): never {
+    const [text, values] = args;
+    const name = typeof text === 'string' && (args.length === 1 || Array.isArray(values)) ? statementName(text) : undefined;
+    const run = super.query as (...a: unknown[]) => never;
+    return name ? run.call(this, { name, text, values }, ...args.slice(2)) : run.apply(this, args);
+  }
+}
+
+/**
  * SQLite (better-sqlite3, WAL) in `dataDir` unless `databaseUrl` names PostgreSQL.
  * A `?schema=NAME` parameter on the PostgreSQL URL puts every table in that schema.
  */
@@ -73,6 +88,7 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
       throw new Error('DATABASE_URL: schema must be a lower-case SQL identifier');
     }
     const pool = new pg.Pool({
+      Client: PreparingClient,
       connectionString: url.toString(),
       max: options.poolSize ?? 10,
       types: pgTypes,

@@ -1,11 +1,21 @@
-import { type Compilable, CompiledQuery, type Kysely } from 'kysely';
+import { type Compilable, CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
 
 type Slot = { arg: number } | { value: unknown };
+
+/** PostgreSQL statements of the prepared queries, by their text: each connection parses and plans them once. */
+const statementNames = new Map<string, string>();
+
+/** The server-side name of a prepared query's PostgreSQL statement, or undefined for any other SQL. */
+export function statementName(sql: string): string | undefined {
+  return statementNames.get(sql);
+}
 
 /**
  * A query of fixed shape, built and compiled by Kysely once and then run with new argument
  * values. Building and compiling costs more than running a primary-key lookup, so the hot
- * paths (authentication, reading one resource) use this. `build` must use each argument as a
+ * paths (authentication, reading one resource) use this; on PostgreSQL they are also named
+ * statements, which each connection parses and plans once instead of on every run (see
+ * database.ts). `build` must use each argument as a
  * plain bound value (no `in` lists, no branching on it): the first call checks that every
  * argument reached the compiled parameters.
  */
@@ -21,6 +31,7 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     });
     const used = new Set(slots.flatMap((s) => ('arg' in s ? [s.arg] : [])));
     if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments as bound values`);
+    if (db.getExecutor().adapter instanceof PostgresAdapter && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
     return { sql: query.sql, slots };
   };
   return async (db: Kysely<DB>, ...args: A): Promise<R[]> => {
