@@ -115,6 +115,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(log.data.map((e: { action: string }) => e.action), ['undo', 'checkin']);
       assert.equal(log.data[1].id, first.id);
       assert.equal(log.data[1].gate, first.gate);
+      assert.equal(log.data[1].at, first.checkedInAt);
       assert.ok(log.data.every((e: { keyId: string }) => e.keyId === history[0]!.keyId && e.keyId !== null));
       // An event cancelled with a checked-in ticket: that ticket's check-in can no longer be undone.
       assert.equal((await api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key: scanner, json: { ticketId: ticket.id } })).status, 201);

@@ -5,6 +5,9 @@ type Slot = { arg: number } | { value: unknown };
 /** PostgreSQL statements of the prepared queries, by their text: each connection parses and plans them once. */
 const statementNames = new Map<string, string>();
 
+/** Whether `db` runs on PostgreSQL (where data-modifying CTEs save round trips SQLite does not cost). */
+export const onPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter;
+
 /** The server-side name of a prepared query's PostgreSQL statement, or undefined for any other SQL. */
 export function statementName(sql: string): string | undefined {
   return statementNames.get(sql);
@@ -31,7 +34,7 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     });
     const used = new Set(slots.flatMap((s) => ('arg' in s ? [s.arg] : [])));
     if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments as bound values`);
-    if (db.getExecutor().adapter instanceof PostgresAdapter && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
+    if (onPostgres(db) && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
     return { sql: query.sql, slots };
   };
   return async (db: Kysely<DB>, ...args: A): Promise<R[]> => {

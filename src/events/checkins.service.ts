@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
-import { prepared } from '../db/prepared.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
@@ -10,7 +10,7 @@ import { iso, parseTime } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
-import type { CheckinTable } from './events.table.js';
+import type { CheckinTable, TicketTable } from './events.table.js';
 import { presentTicket, type PresentedTicket } from './orders.service.js';
 
 // The door's hot path runs on prepared queries (see db/prepared.ts): a scanner may send thousands a second.
@@ -21,19 +21,50 @@ const ticketByCode = prepared((db: Db, accountId: string, eventId: string, code:
   new TenantScope(db, accountId).selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', '=', code),
 );
 /** The check-in itself: one conditional update that succeeds only for a valid ticket of the event not yet in. */
-const checkInWhere = (by: 'id' | 'code') =>
-  prepared((db: Db, accountId: string, eventId: string, value: string, at: number, checkinId: string, now: number) =>
-    new TenantScope(db, accountId)
-      .updateTable('tickets')
-      .set({ checkedInAt: at, checkinId, updatedAt: now })
-      .where('eventId', '=', eventId)
-      .where(by, '=', value)
-      .where('status', '=', 'valid')
-      .where('checkedInAt', 'is', null)
-      .returningAll(),
+const checkInQuery = (by: 'id' | 'code') => (db: Db, accountId: string, eventId: string, value: string, at: number, checkinId: string, now: number) =>
+  new TenantScope(db, accountId)
+    .updateTable('tickets')
+    .set({ checkedInAt: at, checkinId, updatedAt: now })
+    .where('eventId', '=', eventId)
+    .where(by, '=', value)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .returningAll();
+const checkInById = prepared(checkInQuery('id'));
+const checkInByCode = prepared(checkInQuery('code'));
+/**
+ * On PostgreSQL the same update and its history row are one statement (a data-modifying CTE):
+ * each statement of a transaction is a round trip there, and a busy door sends thousands a second.
+ */
+const checkInAndRecordWhere = (by: 'id' | 'code') =>
+  prepared((db: Db, accountId: string, eventId: string, value: string, at: number, checkinId: string, now: number, gate: string | null, keyId: string | null) =>
+    db
+      .with('checked', () => checkInQuery(by)(db, accountId, eventId, value, at, checkinId, now))
+      .with('recorded', (qc) =>
+        qc
+          .insertInto('checkins')
+          .columns(['id', 'accountId', 'eventId', 'ticketId', 'action', 'gate', 'scannedAt', 'keyId', 'createdAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom('checked')
+              .select([
+                eb.cast<string>(eb.val(checkinId), 'text').as('id'),
+                'checked.accountId',
+                'checked.eventId',
+                'checked.id',
+                eb.cast<string>(eb.val('checkin'), 'text').as('action'),
+                eb.cast<string | null>(eb.val(gate), 'text').as('gate'),
+                eb.cast<number>(eb.val(at), 'bigint').as('scannedAt'),
+                eb.cast<string | null>(eb.val(keyId), 'text').as('keyId'),
+                eb.cast<number>(eb.val(now), 'bigint').as('createdAt'),
+              ]),
+          ),
+      )
+      .selectFrom('checked')
+      .selectAll(),
   );
-const checkInById = checkInWhere('id');
-const checkInByCode = checkInWhere('code');
+const checkInAndRecordById = checkInAndRecordWhere('id');
+const checkInAndRecordByCode = checkInAndRecordWhere('code');
 const recordCheckin = prepared(
   (db: Db, id: string, accountId: string, eventId: string, ticketId: string, action: string, gate: string | null, scannedAt: number, keyId: string | null, createdAt: number) =>
     db.insertInto('checkins').values({ id, accountId, eventId, ticketId, action, gate, scannedAt, keyId, createdAt }),
@@ -65,12 +96,21 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   return scope.transaction(async (tx) => {
     const db = tx.db as Db;
     const checkinId = newId('checkin');
-    const [checkedIn] =
-      input.ticketId !== undefined
-        ? await checkInById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now)
-        : await checkInByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now);
+    const gate = input.gate ?? null;
+    let checkedIn: Selectable<TicketTable> | undefined;
+    if (onPostgres(db)) {
+      [checkedIn] =
+        input.ticketId !== undefined
+          ? await checkInAndRecordById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now, gate, keyId)
+          : await checkInAndRecordByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now, gate, keyId);
+    } else {
+      [checkedIn] =
+        input.ticketId !== undefined
+          ? await checkInById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now)
+          : await checkInByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now);
+      if (checkedIn) await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', gate, scannedAt, keyId, now);
+    }
     if (!checkedIn) return refuseCheckIn(tx, eventId, input);
-    await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', input.gate ?? null, scannedAt, keyId, now);
     const presentedTicket = presentTicket(checkedIn);
     const checkin = {
       id: checkinId,
@@ -78,7 +118,7 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
       eventId,
       ticketId: checkedIn.id,
       checkedInAt: iso(scannedAt),
-      gate: input.gate ?? null,
+      gate,
       createdAt: iso(now),
       ticket: presentedTicket,
       attendee: presentedTicket.attendee,

@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
-import { prepared } from '../db/prepared.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
 import { enqueueJobs, type NewJob } from '../jobs/queue.js';
 import { iso } from '../time.js';
@@ -41,6 +41,15 @@ const insertMessage = prepared((db: Db | Tx, id: string, accountId: string, even
 const enabledSubscriptions = prepared((db: Db | Tx, accountId: string) =>
   db.selectFrom('webhookSubscriptions').select(['id', 'events']).where('accountId', '=', accountId).where('status', '=', 'enabled'),
 );
+/** On PostgreSQL, the insert and the lookup in one statement (a data-modifying CTE): one round trip, not two. */
+const insertMessageListingSubscriptions = prepared((db: Db | Tx, id: string, accountId: string, eventType: string, payload: string, createdAt: number) =>
+  db
+    .with('inserted', (qc) => qc.insertInto('webhookMessages').values({ id, accountId, eventType, payload, createdAt }))
+    .selectFrom('webhookSubscriptions')
+    .select(['id', 'events'])
+    .where('accountId', '=', accountId)
+    .where('status', '=', 'enabled'),
+);
 
 /**
  * Writes webhook messages into the outbox. Call it with the transaction that makes the change
@@ -52,15 +61,17 @@ export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: 
     const body = { id, event: message.event, ...(message.jobId ? { jobId: message.jobId } : {}), timestamp: iso(now), data: message.data };
     return { id, accountId, eventType: message.event, payload: JSON.stringify(body), createdAt: now };
   });
-  if (rows.length === 1) {
-    const row = rows[0]!;
-    await insertMessage(tx, row.id, row.accountId, row.eventType, row.payload, row.createdAt);
-  } else {
-    for (let i = 0; i < rows.length; i += BATCH) await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
-  }
   // Fan out to the subscriptions that exist now, in the same transaction: a delivery job per
   // (message, subscription). Later subscriptions do not receive earlier messages.
-  const subscriptions = await enabledSubscriptions(tx, accountId);
+  let subscriptions: Array<{ id: string; events: string }>;
+  const single = rows.length === 1 ? rows[0]! : null;
+  if (single && onPostgres(tx)) {
+    subscriptions = await insertMessageListingSubscriptions(tx, single.id, single.accountId, single.eventType, single.payload, single.createdAt);
+  } else {
+    if (single) await insertMessage(tx, single.id, single.accountId, single.eventType, single.payload, single.createdAt);
+    else for (let i = 0; i < rows.length; i += BATCH) await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
+    subscriptions = await enabledSubscriptions(tx, accountId);
+  }
   const jobs: NewJob[] = [];
   for (const subscription of subscriptions) {
     const events = JSON.parse(subscription.events) as string[];
