@@ -40,6 +40,25 @@ describe('analysis', () => {
     }
   });
 
+  it("the same pass gives alignment's grey thumbnail: BT.601 luma of whole blocks only", () => {
+    const [width, height, factor] = [9, 7, 4];
+    const source = texture(width, height, 5, 30);
+    const out = new Uint8Array(3 * 2 * 3);
+    const grey = new Uint8Array(2 * 1);
+    thumbnailRows(source, width, height, factor, out, 0, 1, grey);
+    thumbnailRows(source, width, height, factor, out, 1, 2, grey);
+    for (let ox = 0; ox < 2; ox++) {
+      let sum = 0;
+      for (let y = 0; y < factor; y++) {
+        for (let x = ox * factor; x < (ox + 1) * factor; x++) {
+          const i = (y * width + x) * 3;
+          sum += 77 * source[i]! + 150 * source[i + 1]! + 29 * source[i + 2]!;
+        }
+      }
+      assert.equal(grey[ox], Math.round(sum / (256 * factor * factor)), `block ${ox}`);
+    }
+  });
+
   it('noise is estimated, and taken out of sharpness', () => {
     // Fine detail: where noise swamps the detail, the correction is as uncertain as the noise estimate.
     const clean = frameStats(texture(200, 150, 2, 0, 1.5), 200, 150);

@@ -1,17 +1,14 @@
 import type { BlendLimits } from '../config.js';
 import { type AddressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
-import { BlendFailure, firstFailureInOrder } from './failures.js';
+import { BlendFailure } from './failures.js';
 
 /**
- * Fetches every image of a job at once through the SSRF-safe client, within the job's byte,
- * redirect and time limits. A failure names the image's index; only a server-side error or a
- * timeout is worth another attempt (a 404 or a refused address never will succeed).
+ * Fetches image `index` of a job through the SSRF-safe client, within the job's byte, redirect
+ * and time limits (the pipeline fetches every image at once). A failure names the image's index;
+ * only a server-side error or a timeout is worth another attempt (a 404 or a refused address
+ * never will succeed).
  */
-export async function fetchImages(urls: string[], limits: BlendLimits, policy: AddressPolicy): Promise<Buffer[]> {
-  return firstFailureInOrder(urls.map((url, index) => fetchImage(url, index, limits, policy)));
-}
-
-async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy): Promise<Buffer> {
+export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy): Promise<Buffer> {
   let response;
   try {
     response = await safeFetch(url, {

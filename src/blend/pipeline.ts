@@ -6,11 +6,12 @@ import type { FrameStats } from './engine/analysis.js';
 import { collectGarbage } from './engine/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
 import { compositePeople, keepBackground } from './engine/composite.js';
-import { type RgbImage, rowRanges, sharedImage } from './engine/image.js';
+import type { RgbImage } from './engine/image.js';
 import { engineModule, WorkerPool } from './engine/pool.js';
 import { segmentPeople } from './engine/segment.js';
+import { makeThumbnails, type Thumbnail } from './engine/thumbnails.js';
 import { BlendFailure, firstFailureInOrder } from './failures.js';
-import { fetchImages } from './fetcher.js';
+import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, resizeTo } from './media.js';
 import { type Quality, scoreQuality } from './quality.js';
 
@@ -39,8 +40,6 @@ export interface BlendResult {
   stages: Record<string, number>;
 }
 
-/** Analysis and scoring work on copies this size (longest side). */
-const ANALYSIS_SIDE = 1000;
 const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
 
 /**
@@ -77,19 +76,20 @@ export class BlendEngine {
       mark = now;
     };
 
-    const bytes = await fetchImages(spec.images, this.limits, this.policy);
-    stage('fetch');
-    const decoded = await firstFailureInOrder(bytes.map((b, i) => decodeImage(b, i, this.limits.maxPixels)));
-    bytes.length = 0;
+    // Each image is decoded as soon as it has arrived, while the others are still on their way.
+    const decoded = await firstFailureInOrder(spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels))));
     const { width, height } = decoded[0]!;
     const frames = await Promise.all(decoded.map((f) => resizeTo(f, width, height)));
-    stage('decode');
+    stage('fetch+decode');
+
+    // One set of thumbnails serves `auto`, alignment and the score (thumbnails.ts).
+    const thumbnails = await makeThumbnails(this.pool, frames, spec.align);
+    stage('thumbnails');
 
     let blendTypeUsed: EngineBlendType;
     let autoReason: string | null = null;
     if (spec.blendType === 'auto') {
-      const small = await this.thumbnails(frames);
-      const choice = chooseBlendType(await this.stats(small));
+      const choice = chooseBlendType(await this.stats(thumbnails.map((t) => t.rgb)));
       blendTypeUsed = choice.type;
       autoReason = choice.reason;
       stage('choose');
@@ -99,7 +99,8 @@ export class BlendEngine {
 
     let aligned = frames;
     if (spec.align) {
-      const alignment = await alignFrames(this.pool, frames).catch((err: Error & { code?: string; index?: number }) => {
+      const greys = thumbnails.map((t) => t.grey!);
+      const alignment = await alignFrames(this.pool, frames, greys).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -122,24 +123,10 @@ export class BlendEngine {
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
-    const [quality, image] = await Promise.all([this.score(aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed)), encodeImage(result, spec.outputFormat)]);
+    const scoring = this.score(frames, thumbnails, aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed));
+    const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, stages };
-  }
-
-  /** Block-averaged copies about ANALYSIS_SIDE on their longest side (whole factors keep it exact and fast). */
-  private async thumbnails(frames: RgbImage[]): Promise<RgbImage[]> {
-    const { width, height } = frames[0]!;
-    const factor = Math.max(1, Math.round(Math.max(width, height) / ANALYSIS_SIDE));
-    if (factor === 1) return frames;
-    const small = frames.map(() => sharedImage(Math.ceil(width / factor), Math.ceil(height / factor)));
-    const rows = rowRanges(small[0]!.height, this.pool.size);
-    await this.pool.all(
-      engineModule('analysis'),
-      'thumbnailRows',
-      frames.flatMap((f, i) => rows.map(([start, end]) => [f.data, width, height, factor, small[i]!.data, start, end])),
-    );
-    return small;
   }
 
   private stats(frames: RgbImage[]): Promise<FrameStats[]> {
@@ -150,8 +137,15 @@ export class BlendEngine {
     );
   }
 
-  private async score(frames: RgbImage[], result: RgbImage, aligned: boolean, withGhosting: boolean): Promise<Quality> {
-    const [smallResult, ...small] = (await this.thumbnails([result, ...frames])) as [RgbImage, ...RgbImage[]];
+  /**
+   * Scores the result against the aligned frames, on thumbnails: a frame that alignment left as
+   * it was keeps the thumbnail made before alignment; warped frames and the result get new ones.
+   */
+  private async score(frames: RgbImage[], thumbnails: Thumbnail[], aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
+    const fresh = [result, ...aligned.filter((f, i) => f !== frames[i])];
+    const made = (await makeThumbnails(this.pool, fresh, false)).map((t) => t.rgb);
+    const smallResult = made.shift()!;
+    const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
     const { width, height } = smallResult;
     const analysis = engineModule('analysis');
     const [inputs, [resultStats], ghosting] = await Promise.all([
@@ -160,7 +154,7 @@ export class BlendEngine {
       withGhosting ? this.pool.run<number>(analysis, 'ghosting', [small.map((f) => f.data), smallResult.data, width * height]) : Promise.resolve(null),
     ]);
     let correlation: number | null = null;
-    if (aligned) {
+    if (wasAligned) {
       const args = small.slice(1).map((f, i) => [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[i + 1]!.noise]);
       const correlations = await this.pool.all<number>(analysis, 'blockCorrelation', args);
       correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;

@@ -1,5 +1,4 @@
 import type { Homography } from './homography.js';
-import type { RgbImage } from './image.js';
 
 /**
  * Pixel loops on the small grey copies ("thumbnails") alignment decides on, run in pool threads
@@ -9,27 +8,6 @@ import type { RgbImage } from './image.js';
 /** Width and height of a frame's thumbnail: one pixel per whole factor × factor block. */
 export function thumbnailSize(width: number, height: number, factor: number): [number, number] {
   return [Math.floor(width / factor), Math.floor(height / factor)];
-}
-
-/** Fills thumbnail rows [rowStart, rowEnd) of `out` with the BT.601 luma of `frame`, averaged over factor × factor blocks. */
-export function greyThumbnail(frame: RgbImage, factor: number, out: Uint8Array, rowStart: number, rowEnd: number): void {
-  const { width, height, data } = frame;
-  const [tw] = thumbnailSize(width, height, factor);
-  const sums = new Uint32Array(tw);
-  const scale = 1 / (256 * factor * factor);
-  for (let ty = rowStart; ty < rowEnd; ty++) {
-    sums.fill(0);
-    for (let y = ty * factor; y < (ty + 1) * factor; y++) {
-      let p = y * width * 3;
-      for (let tx = 0; tx < tw; tx++) {
-        let s = 0;
-        for (let k = 0; k < factor; k++, p += 3) s += 77 * data[p]! + 150 * data[p + 1]! + 29 * data[p + 2]!;
-        sums[tx]! += s;
-      }
-    }
-    const row = ty * tw;
-    for (let tx = 0; tx < tw; tx++) out[row + tx] = (sums[tx]! * scale + 0.5) | 0;
-  }
 }
 
 /**

@@ -4,6 +4,7 @@ import type { LineUp } from './align-lineup.js';
 import { IDENTITY, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, type RgbImage } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
+import { makeThumbnails, thumbnailFactor } from './thumbnails.js';
 
 /**
  * Pipeline step 3 (BLEND.md): brings every frame onto frame 0. Decisions are taken on grey
@@ -44,12 +45,10 @@ export class AlignmentFailed extends Error {
   }
 }
 
-const GREY = engineModule('align-grey');
 const LINE_UP = engineModule('align-lineup');
 const CV = engineModule('align-cv');
 const WARP = engineModule('warp');
 
-const THUMBNAIL_SIDE = 1000;
 /** Correlation as is (smoothed thumbnails) from which a frame that cannot be aligned is taken as lined up (BLEND.md). */
 const LINED_UP_CORRELATION = 0.98;
 /** Correlation from which two frames show the same scene, so their measured drift can be trusted. */
@@ -60,11 +59,6 @@ const LINED_UP_PIXELS = 0.5;
 const IMPROVEMENT = 0.9;
 const MIN_INLIERS = 10;
 const MIN_INLIER_RATIO = 0.3;
-
-/** Thumbnails average whole factor × factor blocks, the factor bringing the longest side nearest 1000 px. */
-function thumbnailFactor(width: number, height: number): number {
-  return Math.max(1, Math.round(Math.max(width, height) / THUMBNAIL_SIDE));
-}
 
 /** Loads OpenCV.js in the pool's threads (~0.5 s each), so the first job does not wait for it. */
 export async function prepareAlignment(pool: WorkerPool): Promise<void> {
@@ -116,19 +110,16 @@ function decide(index: number, lineUp: LineUp, e: Estimate | undefined, s: Scale
 }
 
 /**
- * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image.ts);
- * throws AlignmentFailed naming the first frame that cannot be.
+ * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image.ts) from
+ * their grey thumbnails (thumbnails.ts); throws AlignmentFailed naming the first frame that cannot be.
  */
-export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[]): Promise<FrameReport[]> {
+export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[]): Promise<FrameReport[]> {
   const first = frames[0];
   if (!first) return [];
   const { width, height } = first;
   const factor = thumbnailFactor(width, height);
   const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
-  const greys = frames.map(() => new Uint8Array(new SharedArrayBuffer(thumbWidth * thumbHeight)));
-  const rows = rowRanges(thumbHeight, pool.size);
-  await pool.all(GREY, 'greyThumbnail', frames.flatMap((f, i) => rows.map(([start, end]) => [f, factor, greys[i], start, end])));
   const [ref, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
   const lineUps = await pool.all<LineUp>(LINE_UP, 'checkLineUp', rest.map((grey) => [ref, grey, thumbWidth, thumbHeight]));
 
@@ -167,8 +158,12 @@ export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: 
   return out;
 }
 
-/** Aligns every frame to frame 0 (all frames have its size; pixels in shared memory, image.ts). */
-export async function alignFrames(pool: WorkerPool, frames: RgbImage[]): Promise<AlignResult> {
-  const frameReports = await estimateAlignment(pool, frames);
+/**
+ * Aligns every frame to frame 0 (all frames have its size; pixels in shared memory, image.ts).
+ * `greys` are the frames' grey thumbnails when the caller already has them.
+ */
+export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[]): Promise<AlignResult> {
+  greys ??= (await makeThumbnails(pool, frames, true)).map((t) => t.grey!);
+  const frameReports = await estimateAlignment(pool, frames, greys);
   return { frames: await warpFrames(pool, frames, frameReports), frameReports };
 }

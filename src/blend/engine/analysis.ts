@@ -1,3 +1,5 @@
+import { thumbnailSize } from './align-grey.js';
+
 /**
  * Measurements on small (~1000 px) copies, run in pool threads: what `auto` decides from and
  * what the quality score is made of. Deterministic: same pixels, same numbers.
@@ -5,24 +7,39 @@
 
 /**
  * Rows [rowStart, rowEnd) of an RGB thumbnail: each pixel the mean of a factor × factor block of
- * the source (the last row and column of blocks may be cut short). Run in pool threads by row ranges.
+ * the source (the last row and column of blocks may be cut short). With `grey`, the same pass also
+ * writes alignment's grey thumbnail (align-grey.ts): the BT.601 luma of each whole block, one byte
+ * per block, `floor(width / factor)` wide, so a frame is read once for both. Run in pool threads
+ * by row ranges.
  */
-export function thumbnailRows(source: Uint8Array, width: number, height: number, factor: number, out: Uint8Array, rowStart: number, rowEnd: number): void {
+export function thumbnailRows(
+  source: Uint8Array,
+  width: number,
+  height: number,
+  factor: number,
+  out: Uint8Array,
+  rowStart: number,
+  rowEnd: number,
+  grey: Uint8Array | null = null,
+): void {
   const outWidth = Math.ceil(width / factor);
+  const [greyWidth, greyHeight] = thumbnailSize(width, height, factor);
+  const whole = Math.floor(width / factor) * 3;
+  const blockBytes = factor * 3;
   const sums = new Uint32Array(outWidth * 3);
-  // Whole source rows in memory order, summed into one row of blocks: the cache reads each byte once.
+  const greyScale = 1 / (256 * factor * factor);
   for (let oy = rowStart; oy < rowEnd; oy++) {
     sums.fill(0);
     const y0 = oy * factor;
     const y1 = Math.min(height, y0 + factor);
+    // Whole source rows in memory order, summed into one row of blocks: the cache reads each byte once.
     for (let y = y0; y < y1; y++) {
       let i = y * width * 3;
-      for (let ox = 0, o = 0; ox < outWidth; ox++, o += 3) {
-        const end = Math.min(width, (ox + 1) * factor) * 3 + y * width * 3;
+      for (let o = 0; o < whole; o += 3) {
         let r = 0;
         let g = 0;
         let b = 0;
-        for (; i < end; i += 3) {
+        for (const end = i + blockBytes; i < end; i += 3) {
           r += source[i]!;
           g += source[i + 1]!;
           b += source[i + 2]!;
@@ -31,6 +48,11 @@ export function thumbnailRows(source: Uint8Array, width: number, height: number,
         sums[o + 1]! += g;
         sums[o + 2]! += b;
       }
+      for (const end = (y + 1) * width * 3; i < end; i += 3) {
+        sums[whole]! += source[i]!;
+        sums[whole + 1]! += source[i + 1]!;
+        sums[whole + 2]! += source[i + 2]!;
+      }
     }
     const rows = y1 - y0;
     for (let ox = 0, o = 0, d = oy * outWidth * 3; ox < outWidth; ox++, o += 3, d += 3) {
@@ -38,6 +60,13 @@ export function thumbnailRows(source: Uint8Array, width: number, height: number,
       out[d] = Math.round(sums[o]! / n);
       out[d + 1] = Math.round(sums[o + 1]! / n);
       out[d + 2] = Math.round(sums[o + 2]! / n);
+    }
+    if (grey && oy < greyHeight) {
+      // The weights of align-grey's luma (77, 150, 29) / 256, applied to the block sums: the same integer sum.
+      for (let ox = 0, o = 0, d = oy * greyWidth; ox < greyWidth; ox++, o += 3, d++) {
+        const s = 77 * sums[o]! + 150 * sums[o + 1]! + 29 * sums[o + 2]!;
+        grey[d] = (s * greyScale + 0.5) | 0;
+      }
     }
   }
 }
