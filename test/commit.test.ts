@@ -6,6 +6,7 @@ import SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { ensureSchema, openDatabase } from '../src/db/database.js';
+import { prepared } from '../src/db/prepared.js';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
 // Transactions that run at the same time commit or fail each on its own, on both engines; on
@@ -112,4 +113,21 @@ test('[sqlite] the WAL is checkpointed into the database file in the background'
   assert.ok(fs.statSync(file).size < before + 1_000_000, 'the rows went to the database file at commit');
   await until(() => fs.statSync(file).size > before + 2_000_000, 5000, 'a background checkpoint');
   assert.equal((await db.selectFrom('notes').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n, 2000);
+});
+
+test('[postgres] prepared queries keep working when a migration adds a column while the process serves', { skip: !ENGINES.includes('postgres') && 'PostgreSQL only' }, async (t) => {
+  const { db } = await scratchDatabase(t, 'postgres');
+  type Notes = Kysely<{ notes: { id: number; body: string } }>;
+  // Named statements (columns listed) and an unnamed one (`*`): see db/prepared.ts.
+  const listed = prepared((q: Notes, id: number) => q.selectFrom('notes').select(['id', 'body']).where('id', '=', id));
+  const starred = prepared((q: Notes, id: number) => q.selectFrom('notes').selectAll().where('id', '=', id));
+  await db.insertInto('notes').values({ id: 1, body: 'one' }).execute();
+  // Run each on every pooled connection, so each connection has parsed its statements.
+  await Promise.all(Array.from({ length: 20 }, () => Promise.all([listed(db, 1), starred(db, 1)])));
+  await sql`alter table notes add column colour text`.execute(db);
+  const answers = await Promise.all(Array.from({ length: 20 }, () => Promise.all([listed(db, 1), starred(db, 1)])));
+  for (const [named, unnamed] of answers) {
+    assert.deepEqual(named, [{ id: 1, body: 'one' }]);
+    assert.deepEqual(unnamed, [{ id: 1, body: 'one', colour: null }]);
+  }
 });

@@ -4,6 +4,12 @@ type Slot = { arg: number } | { value: unknown };
 
 /** PostgreSQL statements of the prepared queries, by their text: each connection parses and plans them once. */
 const statementNames = new Map<string, string>();
+/**
+ * `select *`, `"t".*`, `returning *`. A named statement that says `*` fails with "cached plan must
+ * not change result type" once a migration adds a column (the release's `migrate` runs while the
+ * old processes still serve), so such queries stay unnamed: list the columns instead.
+ */
+const STAR = /(^|[\s,])("[^"]+"\.)?\*(?=[\s,]|$)/;
 
 /** Whether `db` runs on PostgreSQL (where data-modifying CTEs save round trips SQLite does not cost). */
 export const onPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter;
@@ -34,7 +40,7 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     });
     const used = new Set(slots.flatMap((s) => ('arg' in s ? [s.arg] : [])));
     if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments as bound values`);
-    if (onPostgres(db) && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
+    if (onPostgres(db) && !STAR.test(query.sql) && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
     return { sql: query.sql, slots };
   };
   return async (db: Kysely<DB>, ...args: A): Promise<R[]> => {

@@ -10,15 +10,15 @@ import { iso, parseTime } from '../time.js';
 import { enqueueMessages } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
-import type { CheckinTable, TicketTable } from './events.table.js';
+import { type CheckinTable, TICKET_COLUMNS, type TicketTable } from './events.table.js';
 import { presentTicket, type PresentedTicket } from './orders.service.js';
 
 // The door's hot path runs on prepared queries (see db/prepared.ts): a scanner may send thousands a second.
 const ticketById = prepared((db: Db, accountId: string, eventId: string, id: string) =>
-  new TenantScope(db, accountId).selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', '=', id),
+  new TenantScope(db, accountId).selectFrom('tickets').select(TICKET_COLUMNS).where('eventId', '=', eventId).where('id', '=', id),
 );
 const ticketByCode = prepared((db: Db, accountId: string, eventId: string, code: string) =>
-  new TenantScope(db, accountId).selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', '=', code),
+  new TenantScope(db, accountId).selectFrom('tickets').select(TICKET_COLUMNS).where('eventId', '=', eventId).where('code', '=', code),
 );
 /** The check-in itself: one conditional update that succeeds only for a valid ticket of the event not yet in. */
 const checkInQuery = (by: 'id' | 'code') => (db: Db, accountId: string, eventId: string, value: string, at: number, checkinId: string, now: number) =>
@@ -29,7 +29,7 @@ const checkInQuery = (by: 'id' | 'code') => (db: Db, accountId: string, eventId:
     .where(by, '=', value)
     .where('status', '=', 'valid')
     .where('checkedInAt', 'is', null)
-    .returningAll();
+    .returning(TICKET_COLUMNS);
 const checkInById = prepared(checkInQuery('id'));
 const checkInByCode = prepared(checkInQuery('code'));
 /**
@@ -61,7 +61,7 @@ const checkInAndRecordWhere = (by: 'id' | 'code') =>
           ),
       )
       .selectFrom('checked')
-      .selectAll(),
+      .select(TICKET_COLUMNS),
   );
 const checkInAndRecordById = checkInAndRecordWhere('id');
 const checkInAndRecordByCode = checkInAndRecordWhere('code');

@@ -4,7 +4,7 @@ import { prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { notFound } from '../errors.js';
 import { keysetPage, type PageRequest } from '../http/paging.js';
-import type { EventTable, TicketTable, TicketTypeTable } from './events.table.js';
+import { EVENT_COLUMNS, type EventTable, type TicketTable, type TicketTypeTable } from './events.table.js';
 
 export type EventRow = Selectable<EventTable>;
 export type TicketTypeRow = Selectable<TicketTypeTable>;
@@ -13,7 +13,7 @@ export type TicketRow = Selectable<TicketTable>;
 /** `%text%` for LIKE, with the wildcards of the text itself escaped. */
 export const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-const eventById = prepared((db: Db, accountId: string, id: string) => new TenantScope(db, accountId).selectFrom('events').selectAll().where('id', '=', id));
+const eventById = prepared((db: Db, accountId: string, id: string) => new TenantScope(db, accountId).selectFrom('events').select(EVENT_COLUMNS).where('id', '=', id));
 
 export async function findEvent(scope: TenantScope, id: string): Promise<EventRow | undefined> {
   return (await eventById(scope.db as Db, scope.accountId, id))[0];

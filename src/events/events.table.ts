@@ -25,6 +25,29 @@ export interface EventTable {
   cancelledAt: number | null;
 }
 
+/** Every column by name, for prepared queries (see TICKET_COLUMNS). */
+export const EVENT_COLUMNS = [
+  'id',
+  'accountId',
+  'name',
+  'description',
+  'startsAt',
+  'endsAt',
+  'timezone',
+  'venue',
+  'onlineUrl',
+  'capacity',
+  'currency',
+  'status',
+  'metadata',
+  'sold',
+  'ticketsIssued',
+  'createdAt',
+  'updatedAt',
+  'publishedAt',
+  'cancelledAt',
+] as const satisfies ReadonlyArray<keyof EventTable>;
+
 export interface TicketTypeTable {
   id: string;
   accountId: string;
@@ -78,6 +101,27 @@ export interface TicketTable {
   updatedAt: number;
   cancelledAt: number | null;
 }
+
+/** Every column by name, for prepared queries (a named PostgreSQL statement must not say `*`: db/prepared.ts). */
+export const TICKET_COLUMNS = [
+  'id',
+  'accountId',
+  'eventId',
+  'ticketTypeId',
+  'orderId',
+  'status',
+  'attendeeName',
+  'attendeeEmail',
+  'code',
+  'price',
+  'currency',
+  'refundedAmount',
+  'checkedInAt',
+  'checkinId',
+  'createdAt',
+  'updatedAt',
+  'cancelledAt',
+] as const satisfies ReadonlyArray<keyof TicketTable>;
 
 export interface CheckinTable {
   id: string;
