@@ -202,3 +202,27 @@ describe('exposure and focus', () => {
     }
   });
 });
+
+describe('the worker pool', () => {
+  // A module that answers which thread ran it, after `ms` milliseconds.
+  const WHO = `data:text/javascript,${encodeURIComponent(
+    "import { threadId } from 'node:worker_threads'; export const who = async (ms) => { await new Promise((r) => setTimeout(r, ms)); return threadId; };",
+  )}`;
+
+  it('runs a task given a slot on that thread only, while the others take the rest', async () => {
+    const pool = new WorkerPool(2);
+    try {
+      await pool.everyThread(WHO, 'who'); // both threads started
+      const pinned = pool.all<number>(WHO, 'who', Array.from({ length: 4 }, () => [50]), { slot: 1 });
+      const free = await pool.all<number>(WHO, 'who', Array.from({ length: 3 }, () => [0]));
+      const onSlot = await pinned;
+      assert.equal(new Set(onSlot).size, 1);
+      // the pinned thread is busy throughout, so the free tasks all ran on the other one
+      assert.ok(free.every((id) => id !== onSlot[0]));
+      assert.notEqual(await pool.run<number>(WHO, 'who', [0], { slot: 0 }), onSlot[0]);
+      await assert.rejects(pool.run(WHO, 'who', [0], { slot: 2 }), RangeError);
+    } finally {
+      await pool.close();
+    }
+  });
+});

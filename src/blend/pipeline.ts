@@ -61,10 +61,15 @@ export class BlendEngine {
     try {
       return await this.blend(spec);
     } finally {
-      // Give this job's frames back now, in every thread (gc.ts says why).
-      await this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
-      collectGarbage();
+      // Give this job's frames back now (gc.ts says why).
+      await this.collectGarbage();
     }
+  }
+
+  /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
+  private async collectGarbage(): Promise<void> {
+    await this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
+    collectGarbage();
   }
 
   private async blend(spec: BlendSpec): Promise<BlendResult> {
@@ -97,6 +102,11 @@ export class BlendEngine {
       blendTypeUsed = spec.blendType === 'average' ? 'mean' : spec.blendType;
     }
 
+    const withMasks = blendTypeUsed === 'composite' || spec.preserveBackground;
+    // Frame 0 is alignment's reference and never moves: its mask is made while the others are aligned.
+    const firstMask = withMasks ? segmentPeople(this.pool, frames.slice(0, 1)) : null;
+    firstMask?.catch(() => {}); // awaited below, unless alignment fails first
+
     let aligned = frames;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
@@ -110,8 +120,8 @@ export class BlendEngine {
 
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
-    if (blendTypeUsed === 'composite' || spec.preserveBackground) {
-      masks = await segmentPeople(this.pool, aligned);
+    if (firstMask) {
+      masks = [...(await firstMask), ...(await segmentPeople(this.pool, aligned.slice(1)))];
       stage('segment');
     }
     if (blendTypeUsed === 'composite') {
@@ -120,6 +130,9 @@ export class BlendEngine {
       result = await blendFrames(this.pool, blendTypeUsed as PixelBlendType, aligned);
       if (masks) result = await keepBackground(this.pool, aligned[0]!, result, masks);
     }
+    // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
+    // encoding add theirs, so the two never add up.
+    await this.collectGarbage();
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.

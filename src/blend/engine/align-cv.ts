@@ -1,11 +1,10 @@
-import { correlationAfterWarp, smooth } from './align-grey.js';
 import type { Homography } from './homography.js';
-import { refineHomography } from './refine.js';
 
 /**
- * The OpenCV.js half of alignment, run in pool threads on thumbnails (~1000 px, so its wasm
- * heap stays small): AKAZE features per frame, then matching and a RANSAC homography per pair.
- * Every cv object is deleted before returning; only plain arrays leave this module.
+ * The OpenCV.js half of alignment, run on the pool's first thread on thumbnails (~1000 px, so
+ * its wasm heap stays small): AKAZE features per frame, then matching and a RANSAC homography per
+ * pair (refined on the pixels by refine.ts, on any thread). Every cv object is deleted before
+ * returning; only plain arrays leave this module.
  */
 
 interface Mat {
@@ -135,14 +134,12 @@ export async function detectFeatures(grey: Uint8Array, width: number, height: nu
   }
 }
 
-export interface Estimate {
+export interface FeatureMatch {
   /** Reference thumbnail pixel → frame thumbnail pixel, or null when RANSAC found none. */
   homography: Homography | null;
   /** Matches that passed the ratio test. */
   matches: number;
   inliers: number;
-  /** Normalised correlation with the reference after warping by `homography` (smoothed thumbnails). */
-  correlation: number;
 }
 
 /** Lowe's ratio: a match counts when clearly better than the second-best candidate. */
@@ -191,36 +188,16 @@ function fitHomography(cv: Cv, ref: Features, frame: Features, pairs: Array<[num
   }
 }
 
-/**
- * Matches a frame's features to the reference's, fits a RANSAC homography to them and refines it
- * on the pixels (refine.ts).
- */
-export async function estimateHomography(
-  ref: Features,
-  frame: Features,
-  refGrey: Uint8Array,
-  frameGrey: Uint8Array,
-  width: number,
-  height: number,
-): Promise<Estimate> {
-  const none: Estimate = { homography: null, matches: 0, inliers: 0, correlation: 0 };
+/** Matches a frame's features to the reference's and fits a RANSAC homography to them. */
+export async function matchHomography(ref: Features, frame: Features): Promise<FeatureMatch> {
+  const none: FeatureMatch = { homography: null, matches: 0, inliers: 0 };
   if (ref.count < 2 || frame.count < 2 || ref.descriptorBytes !== frame.descriptorBytes) return none;
   const { cv } = await openCv();
-  let pairs: Array<[number, number]>;
-  let fitted: { homography: Homography; inliers: number } | null;
   try {
-    pairs = matchFeatures(cv, ref, frame);
-    fitted = pairs.length >= 4 ? fitHomography(cv, ref, frame, pairs) : null;
+    const pairs = matchFeatures(cv, ref, frame);
+    const fitted = pairs.length >= 4 ? fitHomography(cv, ref, frame, pairs) : null;
+    return { homography: fitted?.homography ?? null, matches: pairs.length, inliers: fitted?.inliers ?? 0 };
   } catch (err) {
     throw asError(cv, err);
   }
-  if (!fitted) return { ...none, matches: pairs.length };
-  const a = smooth(refGrey, width, height);
-  const b = smooth(frameGrey, width, height);
-  const ransac = fitted.homography;
-  const refined = refineHomography(a, b, width, height, ransac);
-  const before = correlationAfterWarp(a, b, width, height, ransac);
-  const after = correlationAfterWarp(a, b, width, height, refined);
-  // Refinement is kept only where it helps, so a refinement gone astray never costs a frame.
-  return { homography: after > before ? refined : ransac, matches: pairs.length, inliers: fitted.inliers, correlation: Math.max(before, after) };
 }

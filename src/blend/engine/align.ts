@@ -1,9 +1,10 @@
-import type { Estimate, Features } from './align-cv.js';
+import type { FeatureMatch, Features } from './align-cv.js';
 import { thumbnailSize } from './align-grey.js';
 import type { LineUp } from './align-lineup.js';
 import { IDENTITY, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, type RgbImage } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
+import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from './thumbnails.js';
 
 /**
@@ -47,6 +48,7 @@ export class AlignmentFailed extends Error {
 
 const LINE_UP = engineModule('align-lineup');
 const CV = engineModule('align-cv');
+const REFINE = engineModule('refine');
 const WARP = engineModule('warp');
 
 /** Correlation as is (smoothed thumbnails) from which a frame that cannot be aligned is taken as lined up (BLEND.md). */
@@ -60,9 +62,13 @@ const IMPROVEMENT = 0.9;
 const MIN_INLIERS = 10;
 const MIN_INLIER_RATIO = 0.3;
 
-/** Loads OpenCV.js in the pool's threads (~0.5 s each), so the first job does not wait for it. */
+// OpenCV.js calls run on the first thread only, which alone loads the library (pool.ts);
+// segmentation's model runs on the last (segment.ts).
+const ON_CV_THREAD = { slot: 0 };
+
+/** Loads OpenCV.js (~0.5 s) ahead of the first job, so that job does not wait for it. */
 export async function prepareAlignment(pool: WorkerPool): Promise<void> {
-  await pool.all(CV, 'loadOpenCv', Array.from({ length: pool.size }, () => []));
+  await pool.run(CV, 'loadOpenCv', [], ON_CV_THREAD);
 }
 
 /** What decides each frame's fate: the thumbnails' scale and size. */
@@ -126,13 +132,14 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
   const estimates = new Map<number, Promise<Estimate>>();
   const toMatch = rest.flatMap((grey, k) => (linesUp(lineUps[k]!, scale) ? [] : [{ index: k + 1, grey }]));
   if (toMatch.length > 0) {
-    // Queued in this order, the detections keep both threads busy; each pair is matched as soon as its features exist.
-    const refFeatures = pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight]);
+    // Each pair is matched as soon as its features exist, and refined on another thread while the
+    // OpenCV thread detects the next frame's features.
+    const refFeatures = pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
     for (const { index, grey } of toMatch) {
-      const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight]);
-      const estimate = Promise.all([refFeatures, features]).then(([r, f]) =>
-        pool.run<Estimate>(CV, 'estimateHomography', [r, f, ref, grey, thumbWidth, thumbHeight]),
-      );
+      const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+      const estimate = Promise.all([refFeatures, features])
+        .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
+        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, ref, grey, thumbWidth, thumbHeight]));
       estimates.set(index, estimate);
     }
     await Promise.allSettled(estimates.values());

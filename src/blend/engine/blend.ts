@@ -1,6 +1,6 @@
 import type { exposureWeightRows } from './exposure.js';
 import type { selectionWeightRows, sharpestFrameRows } from './focus.js';
-import { type RgbImage, rowRanges, sharedFloats, sharedImage, toShared } from './image.js';
+import { type RgbImage, rowRanges, sharedImage, toShared } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
 import type {
   accumulateRows,
@@ -10,8 +10,10 @@ import type {
   Plane,
   reduceRgbRows,
   reduceRows,
+  reduceWeightRows,
+  FixedPlane,
 } from './pyramid.js';
-import { levelSizes, sharedPlane } from './pyramid.js';
+import { levelSizes, sharedFixedPlane, sharedPlane } from './pyramid.js';
 import type { PointKernel } from './stack.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
@@ -69,16 +71,17 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
 async function fuseExposures(pool: WorkerPool, frames: RgbImage[], out: RgbImage): Promise<void> {
   const { width, height } = out;
   const data = frames.map((f) => f.data);
-  const weights = frames.map(() => sharedFloats(width * height));
+  const weights = frames.map(() => sharedFixedPlane(width, height));
+  const planes = weights.map((w) => w.data);
   await overRows<typeof exposureWeightRows>(pool, 'exposure', 'exposureWeightRows', height, (y0, y1) => [
     data,
     width,
     height,
-    weights,
+    planes,
     y0,
     y1,
   ]);
-  await pyramidBlend(pool, frames, out, { planes: weights }, async (k) => ({ data: weights[k]!, width, height }));
+  await pyramidBlend(pool, frames, out, { planes }, async (k) => weights[k]!);
 }
 
 /** Focus stacking: the sharpest frame per pixel, then the pyramid blend of one-hot weights. */
@@ -87,7 +90,7 @@ async function stackFocus(pool: WorkerPool, frames: RgbImage[], out: RgbImage): 
   const data = frames.map((f) => f.data);
   const choice = new Uint8Array(new SharedArrayBuffer(width * height));
   await overRows<typeof sharpestFrameRows>(pool, 'focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
-  const weight = sharedPlane(width, height);
+  const weight = sharedFixedPlane(width, height);
   await pyramidBlend(pool, frames, out, { choice }, async (k) => {
     await overRows<typeof selectionWeightRows>(pool, 'focus', 'selectionWeightRows', height, (y0, y1) => [
       choice,
@@ -114,30 +117,38 @@ async function pyramidBlend(
   frames: RgbImage[],
   out: RgbImage,
   levelZero: LevelZeroWeights,
-  weightOf: (k: number) => Promise<Plane>,
+  weightOf: (k: number) => Promise<FixedPlane>,
 ): Promise<void> {
   const { width, height } = out;
   const sizes = levelSizes(width, height);
   const top = sizes.length - 1;
   const rgbPlanes = ([w, h]: [number, number]): Plane[] => [sharedPlane(w, h), sharedPlane(w, h), sharedPlane(w, h)];
-  // levels ≥ 1: the accumulators; levels ≥ 2: the current frame's R, G, B and levels ≥ 1 its weight
-  // (scratch, reused by every frame); level 1 of R, G, B per frame, kept for the last pass
+  // levels ≥ 1: the accumulators, and the current frame's R, G, B and weight (scratch, reused by
+  // every frame); level 1 of R, G, B per frame, kept in fixed point (exact) for the last pass
   const acc = sizes.map((size, l) => (l === 0 ? [] : rgbPlanes(size)));
-  const upperGauss = sizes.slice(2).map(rgbPlanes);
+  const upperGauss = sizes.slice(1).map(rgbPlanes);
   const upperWeights = sizes.slice(1).map(([w, h]) => sharedPlane(w, h));
-  const firsts = top > 0 ? frames.map(() => rgbPlanes(sizes[1]!)) : null;
-  for (const [k, first] of (firsts ?? []).entries()) {
+  const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
+  for (const [k, kept] of (firsts ?? []).entries()) {
     const frame = frames[k]!.data;
-    const gauss = [[], first, ...upperGauss];
-    const w = [await weightOf(k), ...upperWeights];
+    const gauss = [[], ...upperGauss];
+    const first = gauss[1]!;
+    const weight = await weightOf(k);
+    // w[l] for levels ≥ 1 (level 0 is `weight`, in fixed point)
+    const w = [null, ...upperWeights];
     for (let l = 0; l < top; l++) {
       const next = sizes[l + 1]![1];
-      await Promise.all([
+      await Promise.all(
         l === 0
-          ? overRows<typeof reduceRgbRows>(pool, 'pyramid', 'reduceRgbRows', next, (y0, y1) => [frame, width, height, first, y0, y1])
-          : overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [gauss[l]!, gauss[l + 1]!, y0, y1]),
-        overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[w[l]!], [w[l + 1]!], y0, y1]),
-      ]);
+          ? [
+              overRows<typeof reduceRgbRows>(pool, 'pyramid', 'reduceRgbRows', next, (y0, y1) => [frame, width, height, first, kept, y0, y1]),
+              overRows<typeof reduceWeightRows>(pool, 'pyramid', 'reduceWeightRows', next, (y0, y1) => [weight, w[1]!, y0, y1]),
+            ]
+          : [
+              overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [gauss[l]!, gauss[l + 1]!, y0, y1]),
+              overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[w[l]!], [w[l + 1]!], y0, y1]),
+            ],
+      );
     }
     // the levels' contributions are independent of each other: one batch for the whole pyramid
     await Promise.all(

@@ -1,3 +1,5 @@
+import { WEIGHT_ONE } from './pyramid.js';
+
 /**
  * Exposure fusion weights (Mertens, Kautz & Van Reeth 2007): per pixel and frame,
  * contrast^wc · saturation^ws · well-exposedness^we, normalised to sum 1 over the frames.
@@ -23,7 +25,8 @@ const GREY_R = 0.299 / 255, GREY_G = 0.587 / 255, GREY_B = 0.114 / 255;
 const EXPOSEDNESS = Float64Array.from({ length: 256 }, (_, v) => Math.exp(-((v / 255 - 0.5) ** 2) / (2 * SIGMA * SIGMA)));
 
 /**
- * Rows [y0, y1) of every frame's normalised weight plane (`weights[k]`, width × height).
+ * Rows [y0, y1) of every frame's normalised weight plane (`weights[k]`, width × height, fixed
+ * point: WEIGHT_ONE is 1, pyramid.ts).
  * Contrast is |4-neighbour Laplacian| of BT.601 grey (0..1, edges replicated), saturation the
  * standard deviation of R, G and B (0..1).
  */
@@ -31,7 +34,7 @@ export function exposureWeightRows(
   frames: Uint8Array[],
   width: number,
   height: number,
-  weights: Float32Array[],
+  weights: Uint16Array[],
   y0: number,
   y1: number,
   exponents: FusionExponents = MERTENS_EXPONENTS,
@@ -66,10 +69,10 @@ export function exposureWeightRows(
       rows[1] = down;
       rows[2] = up;
     }
-    for (let x = 0; x < width; x++) sum[x] = 1 / sum[x]!;
+    for (let x = 0; x < width; x++) sum[x] = WEIGHT_ONE / sum[x]!;
     for (let k = 0; k < n; k++) {
       const w = weights[k]!, v = raw[k]!;
-      for (let x = 0; x < width; x++) w[o + x] = (v[x]! + EPSILON) * sum[x]!;
+      for (let x = 0; x < width; x++) w[o + x] = (v[x]! + EPSILON) * sum[x]! + 0.5;
     }
   }
 }

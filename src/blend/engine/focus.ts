@@ -1,4 +1,5 @@
 import { greyRow, laplacianRow } from './exposure.js';
+import { WEIGHT_ONE } from './pyramid.js';
 
 /**
  * Focus stacking's selection: per pixel, the frame with the most local detail (|Laplacian| of
@@ -66,9 +67,9 @@ export function sharpestFrameRows(
   }
 }
 
-/** Rows [y0, y1) of frame `index`'s one-hot weight: 1 where it is the sharpest, else 0. */
-export function selectionWeightRows(choice: Uint8Array, index: number, width: number, weight: Float32Array, y0: number, y1: number): void {
-  for (let p = y0 * width, end = y1 * width; p < end; p++) weight[p] = choice[p] === index ? 1 : 0;
+/** Rows [y0, y1) of frame `index`'s one-hot weight (fixed point, pyramid.ts): 1 where it is the sharpest, else 0. */
+export function selectionWeightRows(choice: Uint8Array, index: number, width: number, weight: Uint16Array, y0: number, y1: number): void {
+  for (let p = y0 * width, end = y1 * width; p < end; p++) weight[p] = choice[p] === index ? WEIGHT_ONE : 0;
 }
 
 // Sums of 2r + 1 neighbours along the row (edges replicated), by a running sum.

@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
  */
 interface Task {
   id: number;
-  /** Runs only on this slot (a task every thread must run). */
+  /** Runs only on this slot: a task every thread must run, or one for a library's thread. */
   slot?: number;
   module: string;
   fn: string;
@@ -23,6 +23,15 @@ interface Slot {
 }
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+
+export interface RunOptions {
+  /**
+   * Runs the task only on this thread (0 .. size − 1). The engine's large WebAssembly libraries
+   * (OpenCV.js, the TF.js segmentation model) each run on one thread, so each is loaded once per
+   * process, not once per thread (~165 MB and ~70 MB a thread).
+   */
+  slot?: number;
+}
 
 /** The URL of a module beside this one, in source (`.ts`, under tsx) or compiled (`.js`) form. */
 export function engineModule(name: string): string {
@@ -71,11 +80,15 @@ export class WorkerPool {
     return slot;
   }
 
-  /** Runs `fn` of `module` (a URL from `engineModule`) on a free thread. */
-  run<T>(module: string, fn: string, args: unknown[]): Promise<T> {
+  /** Runs `fn` of `module` (a URL from `engineModule`) on a free thread, or only on `options.slot`. */
+  run<T>(module: string, fn: string, args: unknown[], options: RunOptions = {}): Promise<T> {
     if (this.closed) return Promise.reject(new Error('worker pool is closed'));
+    const { slot } = options;
+    if (slot !== undefined && !(Number.isInteger(slot) && slot >= 0 && slot < this.size)) {
+      return Promise.reject(new RangeError(`no thread ${slot} in a pool of ${this.size}`));
+    }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, module, fn, args, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ id: this.nextId++, slot, module, fn, args, resolve: resolve as (v: unknown) => void, reject });
       this.dispatch();
     });
   }
@@ -83,27 +96,21 @@ export class WorkerPool {
   /** Runs `fn` once on every thread (per-thread housekeeping). */
   async everyThread(module: string, fn: string): Promise<void> {
     if (this.closed) return;
-    await Promise.all(
-      this.slots.map(
-        (_, slot) =>
-          new Promise<unknown>((resolve, reject) => {
-            this.queue.push({ id: this.nextId++, slot, module, fn, args: [], resolve, reject });
-            this.dispatch();
-          }),
-      ),
-    );
+    await Promise.all(this.slots.map((_, slot) => this.run(module, fn, [], { slot })));
   }
 
   /** Runs the same function once per argument list, in parallel, and returns the results in order. */
-  all<T>(module: string, fn: string, argLists: unknown[][]): Promise<T[]> {
-    return Promise.all(argLists.map((args) => this.run<T>(module, fn, args)));
+  all<T>(module: string, fn: string, argLists: unknown[][], options: RunOptions = {}): Promise<T[]> {
+    return Promise.all(argLists.map((args) => this.run<T>(module, fn, args, options)));
   }
 
   private dispatch(): void {
     for (const [index, slot] of this.slots.entries()) {
       if (this.queue.length === 0) return;
       if (slot.task) continue;
-      const next = this.queue.findIndex((t) => t.slot === undefined || t.slot === index);
+      // A thread takes the tasks only it may run first: the other threads can take the rest.
+      let next = this.queue.findIndex((t) => t.slot === index);
+      if (next < 0) next = this.queue.findIndex((t) => t.slot === undefined);
       if (next < 0) continue;
       const task = this.queue.splice(next, 1)[0]!;
       slot.task = task;

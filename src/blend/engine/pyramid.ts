@@ -17,6 +17,32 @@ export function sharedPlane(width: number, height: number): Plane {
   return { data: sharedFloats(width * height), width, height };
 }
 
+/**
+ * The largest planes a blend keeps are stored in 16-bit fixed point, at half the memory of Float32:
+ * level-0 weights (0..WEIGHT_ONE for 0..1) and every frame's level 1 (LEVEL_ONE_STEPS per unit).
+ */
+export interface FixedPlane {
+  data: Uint16Array;
+  width: number;
+  height: number;
+}
+
+export function sharedFixedPlane(width: number, height: number): FixedPlane {
+  return { data: new Uint16Array(new SharedArrayBuffer(width * height * 2)), width, height };
+}
+
+/**
+ * Weights ~3·10⁻⁵ apart, far below an 8-bit step once multiplied by pixel values. A power of two,
+ * so 1 is exact and scaling back is exact.
+ */
+export const WEIGHT_ONE = 1 << 15;
+
+/**
+ * Level 1 of an 8-bit frame under the 1-4-6-4-1 kernel is a whole number of 256ths (the kernel
+ * sums to 256 each way), so keeping it in 256ths is exact.
+ */
+export const LEVEL_ONE_STEPS = 256;
+
 /** The sizes of a pyramid's levels, finest first; the coarsest is 8..16 px on its short side. */
 export function levelSizes(width: number, height: number): Array<[number, number]> {
   const sizes: Array<[number, number]> = [[width, height]];
@@ -46,8 +72,26 @@ export function reduceRows(src: Plane[], dst: Plane[], y0: number, y1: number): 
   }
 }
 
-/** Level 1 of the R, G and B pyramids straight from the interleaved 8-bit frame (level 0). */
-export function reduceRgbRows(frame: Uint8Array, width: number, height: number, dst: Plane[], y0: number, y1: number): void {
+/** Level 1 of a weight pyramid from its fixed-point level 0: rows [y0, y1) of `dst`. */
+export function reduceWeightRows(src: FixedPlane, dst: Plane, y0: number, y1: number): void {
+  const sw = src.width, dw = dst.width, last = src.height - 1, data = src.data;
+  const t = new Float64Array(sw + 4);
+  for (let y = y0; y < y1; y++) {
+    const r2 = clamp(2 * y, last) * sw;
+    const r0 = clamp(2 * y - 2, last) * sw, r1 = clamp(2 * y - 1, last) * sw;
+    const r3 = clamp(2 * y + 1, last) * sw, r4 = clamp(2 * y + 2, last) * sw;
+    for (let x = 0; x < sw; x++) {
+      t[x + 2] = (data[r0 + x]! + data[r4 + x]! + 4 * (data[r1 + x]! + data[r3 + x]!) + 6 * data[r2 + x]!) * (1 / WEIGHT_ONE);
+    }
+    decimate(t, sw, dst.data, y * dw, dw);
+  }
+}
+
+/**
+ * Level 1 of the R, G and B pyramids straight from the interleaved 8-bit frame (level 0), into
+ * `dst` and, in fixed point, into `kept` (LEVEL_ONE_STEPS).
+ */
+export function reduceRgbRows(frame: Uint8Array, width: number, height: number, dst: Plane[], kept: FixedPlane[], y0: number, y1: number): void {
   const last = height - 1, stride = width * 3, dw = dst[0]!.width;
   const t = new Float64Array(width + 4);
   for (let y = y0; y < y1; y++) {
@@ -58,7 +102,9 @@ export function reduceRgbRows(frame: Uint8Array, width: number, height: number, 
       for (let x = 0, q = c; x < width; x++, q += 3) {
         t[x + 2] = frame[r0 + q]! + frame[r4 + q]! + 4 * (frame[r1 + q]! + frame[r3 + q]!) + 6 * frame[r2 + q]!;
       }
-      decimate(t, width, dst[c]!.data, y * dw, dw);
+      const o = y * dw, row = dst[c]!.data, fixed = kept[c]!.data;
+      decimate(t, width, row, o, dw);
+      for (let x = o; x < o + dw; x++) fixed[x] = row[x]! * LEVEL_ONE_STEPS;
     }
   }
 }
@@ -94,18 +140,18 @@ export function accumulateRows(
   }
 }
 
-/** Every frame's level-0 weights: one plane per frame, or the index of the one frame chosen per pixel. */
-export type LevelZeroWeights = { planes: Float32Array[] } | { choice: Uint8Array };
+/** Every frame's level-0 weights: one fixed-point plane per frame (WEIGHT_ONE is 1), or the index of the one frame chosen per pixel. */
+export type LevelZeroWeights = { planes: Uint16Array[] } | { choice: Uint8Array };
 
 /**
  * The finest level of the blend, straight into the 8-bit result, so level 0 is never stored:
  * out = clip(round(expand(coarser) + Σ_k w_k · (frame_k − expand(firsts[k])))) per channel, where
- * `firsts[k]` is level 1 of frame k's R, G, B pyramids and `coarser` level 1 of the collapsed blend
- * (both null when level 0 is the only level).
+ * `firsts[k]` is level 1 of frame k's R, G, B pyramids (fixed point, LEVEL_ONE_STEPS) and `coarser`
+ * level 1 of the collapsed blend (both null when level 0 is the only level).
  */
 export function collapseLevelZeroRows(
   frames: Uint8Array[],
-  firsts: Plane[][] | null,
+  firsts: FixedPlane[][] | null,
   weights: LevelZeroWeights,
   coarser: Plane[] | null,
   out: Uint8Array,
@@ -133,9 +179,9 @@ export function collapseLevelZeroRows(
       if (!weightRow(weights, k, o, width, w)) continue;
       const frame = frames[k]!;
       if (firsts) {
-        expandRow(firsts[k]![0]!, y, t, er);
-        expandRow(firsts[k]![1]!, y, t, eg);
-        expandRow(firsts[k]![2]!, y, t, eb);
+        expandFixedRow(firsts[k]![0]!, y, t, er);
+        expandFixedRow(firsts[k]![1]!, y, t, eg);
+        expandFixedRow(firsts[k]![2]!, y, t, eb);
       }
       for (let x = 0, q = o * 3; x < width; x++, q += 3) {
         const wx = w[x]!;
@@ -194,7 +240,7 @@ const clamp = (i: number, last: number): number => (i < 0 ? 0 : i > last ? last 
 
 const toByte = (v: number): number => (v <= 0 ? 0 : v >= 255 ? 255 : (v + 0.5) | 0);
 
-function anyWeight(weight: Float32Array, o: number, width: number): boolean {
+function anyWeight(weight: Float32Array | Uint16Array, o: number, width: number): boolean {
   for (let x = o; x < o + width; x++) if (weight[x] !== 0) return true;
   return false;
 }
@@ -203,7 +249,7 @@ function anyWeight(weight: Float32Array, o: number, width: number): boolean {
 function weightRow(weights: LevelZeroWeights, k: number, o: number, width: number, w: Float64Array): boolean {
   if ('planes' in weights) {
     const plane = weights.planes[k]!;
-    for (let x = 0; x < width; x++) w[x] = plane[o + x]!;
+    for (let x = 0; x < width; x++) w[x] = plane[o + x]! * (1 / WEIGHT_ONE);
     return anyWeight(plane, o, width);
   }
   const choice = weights.choice;
@@ -238,6 +284,27 @@ function expandRow(c: Plane, y: number, t: Float64Array, e: Float64Array): void 
     const r0 = clamp(j - 1, last) * sw, r2 = clamp(j + 1, last) * sw;
     for (let x = 0; x < sw; x++) t[x + 1] = (d[r0 + x]! + d[r2 + x]! + 6 * d[r1 + x]!) * 0.125;
   }
+  expandAcross(t, sw, e);
+}
+
+// expandRow of a level-1 plane kept in fixed point (LEVEL_ONE_STEPS, a power of two: scaling back is
+// exact). A copy rather than a parameter: one function reading both array types runs slower for both.
+function expandFixedRow(c: FixedPlane, y: number, t: Float64Array, e: Float64Array): void {
+  const unit = 1 / LEVEL_ONE_STEPS;
+  const sw = c.width, last = c.height - 1, d = c.data, j = y >> 1;
+  const r1 = clamp(j, last) * sw;
+  if (y & 1) {
+    const r2 = clamp(j + 1, last) * sw, half = 0.5 * unit;
+    for (let x = 0; x < sw; x++) t[x + 1] = (d[r1 + x]! + d[r2 + x]!) * half;
+  } else {
+    const r0 = clamp(j - 1, last) * sw, r2 = clamp(j + 1, last) * sw, eighth = 0.125 * unit;
+    for (let x = 0; x < sw; x++) t[x + 1] = (d[r0 + x]! + d[r2 + x]! + 6 * d[r1 + x]!) * eighth;
+  }
+  expandAcross(t, sw, e);
+}
+
+// The horizontal half of expandRow: t[1..sw] (edges replicated into t[0], t[sw + 1]) into e[0..2·sw).
+function expandAcross(t: Float64Array, sw: number, e: Float64Array): void {
   t[0] = t[1]!;
   t[sw + 1] = t[sw]!;
   for (let x = 0; x < sw; x++) {

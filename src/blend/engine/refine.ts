@@ -1,3 +1,5 @@
+import { correlationAfterWarp, smooth } from './align-grey.js';
+import type { FeatureMatch } from './align-cv.js';
 import { cornerDisplacement, invert, multiply, normalise, type Homography } from './homography.js';
 import { solveSymmetric } from './linear.js';
 
@@ -5,7 +7,7 @@ import { solveSymmetric } from './linear.js';
  * Sub-pixel refinement of a feature homography on the thumbnails, by inverse-compositional
  * Lucas–Kanade (Baker & Matthews 2004) on all pixels: keypoints alone leave the corners ~1 px
  * off, which the full-size warp multiplies by the thumbnail factor. OpenCV's ECC does the same
- * job but takes ~20× longer in wasm. Runs in a pool thread, inside estimateHomography.
+ * job but takes ~20× longer in wasm. Runs in a pool thread, inside refineEstimate.
  */
 
 /** Thumbnail pixels sampled at most (on a regular grid), enough for a 0.05 px estimate. */
@@ -132,4 +134,24 @@ export function refineHomography(
     if (cornerDisplacement(update, width, height) < CONVERGED) break;
   }
   return h;
+}
+
+export interface Estimate extends FeatureMatch {
+  /** Normalised correlation with the reference after warping by `homography` (smoothed thumbnails). */
+  correlation: number;
+}
+
+/**
+ * A feature homography (align-cv.ts) refined on the thumbnails' pixels, with the correlation it
+ * brings; the refinement is kept only where it helps, so a refinement gone astray never costs a frame.
+ */
+export function refineEstimate(match: FeatureMatch, refGrey: Uint8Array, frameGrey: Uint8Array, width: number, height: number): Estimate {
+  const ransac = match.homography;
+  if (!ransac) return { ...match, correlation: 0 };
+  const a = smooth(refGrey, width, height);
+  const b = smooth(frameGrey, width, height);
+  const refined = refineHomography(a, b, width, height, ransac);
+  const before = correlationAfterWarp(a, b, width, height, ransac);
+  const after = correlationAfterWarp(a, b, width, height, refined);
+  return { ...match, homography: after > before ? refined : ransac, correlation: Math.max(before, after) };
 }

