@@ -3,17 +3,18 @@ import type { selectionWeightRows, sharpestFrameRows } from './focus.js';
 import { type RgbImage, rowRanges, sharedImage, toShared } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
 import type {
+  accumulateFixedRows,
   accumulateRows,
   collapseLevelZeroRows,
   expandIntoRows,
   LevelZeroWeights,
   Plane,
+  reduceFixedRows,
   reduceRgbRows,
   reduceRows,
-  reduceWeightRows,
   FixedPlane,
 } from './pyramid.js';
-import { levelSizes, sharedFixedPlane, sharedPlane } from './pyramid.js';
+import { LEVEL_ONE_STEPS, levelSizes, sharedFixedPlane, sharedPlane, WEIGHT_ONE } from './pyramid.js';
 import type { PointKernel } from './stack.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
@@ -56,20 +57,18 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   if (frames.length === 0) throw new Error('blendFrames needs at least one frame');
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
+  if (type === 'exposure') return fuseExposures(pool, shared);
+  if (type === 'focus') return stackFocus(pool, shared);
   const out = sharedImage(width, height);
-  if (type === 'exposure') await fuseExposures(pool, shared, out);
-  else if (type === 'focus') await stackFocus(pool, shared, out);
-  else {
-    const [module, fn] = POINT_KERNELS[type];
-    const data = shared.map((f) => f.data);
-    await overRows<PointKernel>(pool, module, fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
-  }
+  const [module, fn] = POINT_KERNELS[type];
+  const data = shared.map((f) => f.data);
+  await overRows<PointKernel>(pool, module, fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
   return out;
 }
 
 /** Mertens exposure fusion: normalised weights for all frames, then the pyramid blend. */
-async function fuseExposures(pool: WorkerPool, frames: RgbImage[], out: RgbImage): Promise<void> {
-  const { width, height } = out;
+async function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
+  const { width, height } = frames[0]!;
   const data = frames.map((f) => f.data);
   const weights = frames.map(() => sharedFixedPlane(width, height));
   const planes = weights.map((w) => w.data);
@@ -81,17 +80,17 @@ async function fuseExposures(pool: WorkerPool, frames: RgbImage[], out: RgbImage
     y0,
     y1,
   ]);
-  await pyramidBlend(pool, frames, out, { planes }, async (k) => weights[k]!);
+  return pyramidBlend(pool, frames, { planes }, async (k) => weights[k]!);
 }
 
 /** Focus stacking: the sharpest frame per pixel, then the pyramid blend of one-hot weights. */
-async function stackFocus(pool: WorkerPool, frames: RgbImage[], out: RgbImage): Promise<void> {
-  const { width, height } = out;
+async function stackFocus(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
+  const { width, height } = frames[0]!;
   const data = frames.map((f) => f.data);
   const choice = new Uint8Array(new SharedArrayBuffer(width * height));
   await overRows<typeof sharpestFrameRows>(pool, 'focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
   const weight = sharedFixedPlane(width, height);
-  await pyramidBlend(pool, frames, out, { choice }, async (k) => {
+  return pyramidBlend(pool, frames, { choice }, async (k) => {
     await overRows<typeof selectionWeightRows>(pool, 'focus', 'selectionWeightRows', height, (y0, y1) => [
       choice,
       k,
@@ -111,63 +110,71 @@ async function stackFocus(pool: WorkerPool, frames: RgbImage[], out: RgbImage): 
  * traffic would be, is computed once at the end straight into `out` and never stored.
  * `weightOf(k)` is frame k's level-0 weight plane (untouched until frame k's pass is over);
  * `levelZero` gives all of them to the last pass.
+ * Memory: a frame's level 1 exists only in fixed point (`firsts`, exact); the scratch that is dead
+ * by the last pass (levels ≥ 2 of the accumulators and of the frame's R, G, B, levels ≥ 1 of its
+ * weight) is carved out of one buffer, which the last pass then reuses for `out`, so the result
+ * adds no memory of its own at the peak.
  */
 async function pyramidBlend(
   pool: WorkerPool,
   frames: RgbImage[],
-  out: RgbImage,
   levelZero: LevelZeroWeights,
   weightOf: (k: number) => Promise<FixedPlane>,
-): Promise<void> {
-  const { width, height } = out;
+): Promise<RgbImage> {
+  const { width, height } = frames[0]!;
   const sizes = levelSizes(width, height);
   const top = sizes.length - 1;
-  const rgbPlanes = ([w, h]: [number, number]): Plane[] => [sharedPlane(w, h), sharedPlane(w, h), sharedPlane(w, h)];
-  // levels ≥ 1: the accumulators, and the current frame's R, G, B and weight (scratch, reused by
-  // every frame); level 1 of R, G, B per frame, kept in fixed point (exact) for the last pass
-  const acc = sizes.map((size, l) => (l === 0 ? [] : rgbPlanes(size)));
-  const upperGauss = sizes.slice(1).map(rgbPlanes);
-  const upperWeights = sizes.slice(1).map(([w, h]) => sharedPlane(w, h));
+  const area = ([w, h]: [number, number]) => w * h;
+  const scratchFloats = sizes.reduce((n, size, l) => n + (l >= 2 ? 6 * area(size) : 0) + (l >= 1 ? area(size) : 0), 0);
+  const arena = new SharedArrayBuffer(Math.max(scratchFloats * 4, width * height * 3));
+  let used = 0;
+  const scratchPlane = ([w, h]: [number, number]): Plane => {
+    const data = new Float32Array(arena, used, w * h);
+    used += w * h * 4;
+    return { data, width: w, height: h };
+  };
+  const scratchRgb = (size: [number, number]): Plane[] => [scratchPlane(size), scratchPlane(size), scratchPlane(size)];
+  // levels ≥ 1: the accumulators (level 1 outlives the scratch: the last pass reads it), and the
+  // current frame's R, G, B (levels ≥ 2) and weight (scratch, reused by every frame); level 1 of R,
+  // G, B per frame, kept in fixed point (exact) for the pass over levels ≥ 1 and the last pass
+  const acc = sizes.map((size, l) => (l === 0 ? [] : l === 1 ? [sharedPlane(...size), sharedPlane(...size), sharedPlane(...size)] : scratchRgb(size)));
+  // gauss[l] for levels ≥ 2 (level 1 is the frame's `firsts`, level 0 the frame itself)
+  const gauss = sizes.map((size, l) => (l < 2 ? [] : scratchRgb(size)));
+  // w[l] for levels ≥ 1 (level 0 is `weightOf(k)`, in fixed point)
+  const w = sizes.map((size, l) => (l === 0 ? null : scratchPlane(size)));
+  const out: RgbImage = { width, height, data: new Uint8Array(arena, 0, width * height * 3) };
   const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
   for (const [k, kept] of (firsts ?? []).entries()) {
     const frame = frames[k]!.data;
-    const gauss = [[], ...upperGauss];
-    const first = gauss[1]!;
     const weight = await weightOf(k);
-    // w[l] for levels ≥ 1 (level 0 is `weight`, in fixed point)
-    const w = [null, ...upperWeights];
     for (let l = 0; l < top; l++) {
       const next = sizes[l + 1]![1];
-      await Promise.all(
+      await Promise.all([
         l === 0
-          ? [
-              overRows<typeof reduceRgbRows>(pool, 'pyramid', 'reduceRgbRows', next, (y0, y1) => [frame, width, height, first, kept, y0, y1]),
-              overRows<typeof reduceWeightRows>(pool, 'pyramid', 'reduceWeightRows', next, (y0, y1) => [weight, w[1]!, y0, y1]),
-            ]
-          : [
-              overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [gauss[l]!, gauss[l + 1]!, y0, y1]),
-              overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[w[l]!], [w[l + 1]!], y0, y1]),
-            ],
-      );
+          ? overRows<typeof reduceRgbRows>(pool, 'pyramid', 'reduceRgbRows', next, (y0, y1) => [frame, width, height, kept, y0, y1])
+          : l === 1
+            ? overRows<typeof reduceFixedRows>(pool, 'pyramid', 'reduceFixedRows', next, (y0, y1) => [kept, 1 / LEVEL_ONE_STEPS, gauss[2]!, y0, y1])
+            : overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [gauss[l]!, gauss[l + 1]!, y0, y1]),
+        l === 0
+          ? overRows<typeof reduceFixedRows>(pool, 'pyramid', 'reduceFixedRows', next, (y0, y1) => [[weight], 1 / WEIGHT_ONE, [w[1]!], y0, y1])
+          : overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[w[l]!], [w[l + 1]!], y0, y1]),
+      ]);
     }
     // the levels' contributions are independent of each other: one batch for the whole pyramid
     await Promise.all(
       sizes.slice(1).map(([, h], i) => {
         const l = i + 1;
-        return overRows<typeof accumulateRows>(pool, 'pyramid', 'accumulateRows', h, (y0, y1) => [
-          acc[l]!,
-          gauss[l]!,
-          gauss[l + 1] ?? null,
-          w[l]!,
-          y0,
-          y1,
-        ]);
+        const coarser = l < top ? gauss[l + 1]! : null;
+        return l === 1
+          ? overRows<typeof accumulateFixedRows>(pool, 'pyramid', 'accumulateFixedRows', h, (y0, y1) => [acc[1]!, kept, coarser, w[1]!, y0, y1])
+          : overRows<typeof accumulateRows>(pool, 'pyramid', 'accumulateRows', h, (y0, y1) => [acc[l]!, gauss[l]!, coarser, w[l]!, y0, y1]);
       }),
     );
   }
   for (let l = top - 1; l >= 1; l--) {
     await overRows<typeof expandIntoRows>(pool, 'pyramid', 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
   }
+  // from here on the scratch is dead and `out` overwrites it
   const data = frames.map((f) => f.data);
   await overRows<typeof collapseLevelZeroRows>(pool, 'pyramid', 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
@@ -179,6 +186,7 @@ async function pyramidBlend(
     y0,
     y1,
   ]);
+  return out;
 }
 
 /**

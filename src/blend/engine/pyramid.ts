@@ -72,28 +72,36 @@ export function reduceRows(src: Plane[], dst: Plane[], y0: number, y1: number): 
   }
 }
 
-/** Level 1 of a weight pyramid from its fixed-point level 0: rows [y0, y1) of `dst`. */
-export function reduceWeightRows(src: FixedPlane, dst: Plane, y0: number, y1: number): void {
-  const sw = src.width, dw = dst.width, last = src.height - 1, data = src.data;
-  const t = new Float64Array(sw + 4);
-  for (let y = y0; y < y1; y++) {
-    const r2 = clamp(2 * y, last) * sw;
-    const r0 = clamp(2 * y - 2, last) * sw, r1 = clamp(2 * y - 1, last) * sw;
-    const r3 = clamp(2 * y + 1, last) * sw, r4 = clamp(2 * y + 2, last) * sw;
-    for (let x = 0; x < sw; x++) {
-      t[x + 2] = (data[r0 + x]! + data[r4 + x]! + 4 * (data[r1 + x]! + data[r3 + x]!) + 6 * data[r2 + x]!) * (1 / WEIGHT_ONE);
+/**
+ * Level l + 1 from a fixed-point level l (`unit` is the value of one step: 1 / WEIGHT_ONE for level-0
+ * weights, 1 / LEVEL_ONE_STEPS for a frame's level 1): rows [y0, y1) of every `dst[i]` from `src[i]`.
+ * A copy of reduceRows rather than a parameter of it: one loop reading both array types runs slower.
+ */
+export function reduceFixedRows(src: FixedPlane[], unit: number, dst: Plane[], y0: number, y1: number): void {
+  for (let i = 0; i < src.length; i++) {
+    const s = src[i]!, d = dst[i]!;
+    const sw = s.width, dw = d.width, last = s.height - 1, data = s.data;
+    const t = new Float64Array(sw + 4);
+    for (let y = y0; y < y1; y++) {
+      const r2 = clamp(2 * y, last) * sw;
+      const r0 = clamp(2 * y - 2, last) * sw, r1 = clamp(2 * y - 1, last) * sw;
+      const r3 = clamp(2 * y + 1, last) * sw, r4 = clamp(2 * y + 2, last) * sw;
+      for (let x = 0; x < sw; x++) {
+        t[x + 2] = (data[r0 + x]! + data[r4 + x]! + 4 * (data[r1 + x]! + data[r3 + x]!) + 6 * data[r2 + x]!) * unit;
+      }
+      decimate(t, sw, d.data, y * dw, dw);
     }
-    decimate(t, sw, dst.data, y * dw, dw);
   }
 }
 
 /**
- * Level 1 of the R, G and B pyramids straight from the interleaved 8-bit frame (level 0), into
- * `dst` and, in fixed point, into `kept` (LEVEL_ONE_STEPS).
+ * Level 1 of the R, G and B pyramids straight from the interleaved 8-bit frame (level 0), in fixed
+ * point (LEVEL_ONE_STEPS) into `kept`: the only copy of the frame's level 1.
  */
-export function reduceRgbRows(frame: Uint8Array, width: number, height: number, dst: Plane[], kept: FixedPlane[], y0: number, y1: number): void {
-  const last = height - 1, stride = width * 3, dw = dst[0]!.width;
+export function reduceRgbRows(frame: Uint8Array, width: number, height: number, kept: FixedPlane[], y0: number, y1: number): void {
+  const last = height - 1, stride = width * 3, dw = kept[0]!.width;
   const t = new Float64Array(width + 4);
+  const row = new Float32Array(dw);
   for (let y = y0; y < y1; y++) {
     const r2 = clamp(2 * y, last) * stride;
     const r0 = clamp(2 * y - 2, last) * stride, r1 = clamp(2 * y - 1, last) * stride;
@@ -102,9 +110,9 @@ export function reduceRgbRows(frame: Uint8Array, width: number, height: number, 
       for (let x = 0, q = c; x < width; x++, q += 3) {
         t[x + 2] = frame[r0 + q]! + frame[r4 + q]! + 4 * (frame[r1 + q]! + frame[r3 + q]!) + 6 * frame[r2 + q]!;
       }
-      const o = y * dw, row = dst[c]!.data, fixed = kept[c]!.data;
-      decimate(t, width, row, o, dw);
-      for (let x = o; x < o + dw; x++) fixed[x] = row[x]! * LEVEL_ONE_STEPS;
+      const o = y * dw, fixed = kept[c]!.data;
+      decimate(t, width, row, 0, dw);
+      for (let x = 0; x < dw; x++) fixed[o + x] = row[x]! * LEVEL_ONE_STEPS;
     }
   }
 }
@@ -135,6 +143,36 @@ export function accumulateRows(
         for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! - e[x]!);
       } else {
         for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * g[o + x]!;
+      }
+    }
+  }
+}
+
+/**
+ * accumulateRows at level 1, whose frame level is kept in fixed point (LEVEL_ONE_STEPS; scaling back
+ * is exact). A copy rather than a parameter, as for reduceFixedRows.
+ */
+export function accumulateFixedRows(
+  acc: Plane[],
+  level: FixedPlane[],
+  coarser: Plane[] | null,
+  weight: Plane,
+  y0: number,
+  y1: number,
+): void {
+  const w = weight.width, wd = weight.data, unit = 1 / LEVEL_ONE_STEPS;
+  const e = new Float64Array(2 * w + 2);
+  for (let i = 0; i < acc.length; i++) {
+    const a = acc[i]!.data, g = level[i]!.data, c = coarser?.[i];
+    const t = c ? new Float64Array(c.width + 2) : null;
+    for (let y = y0; y < y1; y++) {
+      const o = y * w;
+      if (!anyWeight(wd, o, w)) continue;
+      if (c && t) {
+        expandRow(c, y, t, e);
+        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! * unit - e[x]!);
+      } else {
+        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! * unit);
       }
     }
   }
