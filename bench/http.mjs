@@ -40,6 +40,13 @@ const ROUTES = [
 
 const EXTRA_KEYS = 30;
 
+/** The routes to load: all, or those BENCH_HTTP_ROUTES names (key, page, account). */
+function chosenRoutes() {
+  const wanted = (process.env.BENCH_HTTP_ROUTES || '').split(',').map((r) => r.trim()).filter(Boolean);
+  for (const id of wanted) if (!ROUTES.some((r) => r.id === id)) throw new Error(`BENCH_HTTP_ROUTES: unknown route "${id}" (${ROUTES.map((r) => r.id).join(', ')})`);
+  return wanted.length ? ROUTES.filter((r) => wanted.includes(r.id)) : ROUTES;
+}
+
 function settings() {
   const engines = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim()).filter(Boolean);
   for (const e of engines) if (e !== 'sqlite' && e !== 'postgres') throw new Error(`BENCH_ENGINES: unknown engine "${e}" (sqlite, postgres)`);
@@ -49,6 +56,7 @@ function settings() {
     connections: seconds('BENCH_CONNECTIONS', 50),
     rounds: seconds('BENCH_ROUNDS', 3),
     engines,
+    routes: chosenRoutes(),
     postgresAdminUrl: postgresAdminUrl(),
     profile: process.env.BENCH_PROFILE === '1',
   };
@@ -124,7 +132,7 @@ async function startMontage(s, engine, storage) {
   const account = await checkedJson(await fetch(`${base}/v1/account`, { headers }), 'GET /v1/account');
   if (account.email !== 'bench@example.com') throw new Error(`GET /v1/account returned ${JSON.stringify(account)}`);
 
-  const targets = Object.fromEntries(ROUTES.map((route) => [route.id, { url: `${base}${route.path(ctx)}`, headers }]));
+  const targets = Object.fromEntries(s.routes.map((route) => [route.id, { url: `${base}${route.path(ctx)}`, headers }]));
   return { server, prof, targets };
 }
 
@@ -149,19 +157,19 @@ async function engineRun(s, engine) {
   }
   const floorServer = await startFloor(s, engine, storage);
   const montageServer = await startMontage(s, engine, storage);
-  const rounds = { floor: [], ...Object.fromEntries(ROUTES.map((r) => [r.id, []])) };
+  const rounds = { floor: [], ...Object.fromEntries(s.routes.map((r) => [r.id, []])) };
   for (let round = 1; round <= s.rounds; round++) {
     if (s.rounds > 1) log(`  round ${round} of ${s.rounds}`);
     const f = floorServer.target;
     rounds.floor.push(await measure(s, `${engine} floor GET /items/:id`, f.url, f.headers));
-    for (const route of ROUTES) {
+    for (const route of s.routes) {
       const t = montageServer.targets[route.id];
       rounds[route.id].push(await measure(s, `${engine} Montage ${route.label}`, t.url, t.headers));
     }
   }
   const served = (list) => list.reduce((n, r) => n + r.served, 0);
   await stopServer(floorServer, served(rounds.floor));
-  await stopServer(montageServer, ROUTES.reduce((n, r) => n + served(rounds[r.id]), 0));
+  await stopServer(montageServer, s.routes.reduce((n, r) => n + served(rounds[r.id]), 0));
   return { engine, version: storage.version, rounds };
 }
 
@@ -205,7 +213,7 @@ function report(s, runs) {
   for (const run of runs) {
     const floorFigures = summariseRounds(run.rounds.floor, run.rounds.floor);
     rows.push(row(run.engine, 'floor', 'GET /items/:id', floorFigures));
-    for (const route of ROUTES) {
+    for (const route of s.routes) {
       const r = summariseRounds(run.rounds[route.id], run.rounds.floor);
       rows.push(row(run.engine, 'Montage', route.label, r));
       if (route.target) {
@@ -230,7 +238,7 @@ function report(s, runs) {
       `${range(cpus.map((c) => c.stealPct))} stolen by the hypervisor; 1-minute load average at the start: ${s.loadAtStart.toFixed(2)}.`
     : '';
   const pgVersion = runs.find((r) => r.engine === 'postgres')?.version;
-  const nonDefault = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_ROUNDS', 'BENCH_CONNECTIONS', 'BENCH_ENGINES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`);
+  const nonDefault = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_ROUNDS', 'BENCH_CONNECTIONS', 'BENCH_ENGINES', 'BENCH_HTTP_ROUTES'].filter((k) => process.env[k]).map((k) => `${k}=${process.env[k]}`);
   const command = `${nonDefault.length ? `${nonDefault.join(' ')} ` : ''}npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
 
   const text = [

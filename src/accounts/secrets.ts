@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { randomBase62 } from '../ids.js';
 
@@ -16,9 +16,12 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/** Keys have 238 random bits, so a fast unsalted hash is enough to make a stolen table useless. */
+/**
+ * Keys have 238 random bits, so a fast unsalted hash is enough to make a stolen table useless.
+ * Every authenticated request hashes its key: the one-shot `hash` costs a third of a Hash object.
+ */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 // OWASP's scrypt parameters: N=2^17, r=8, p=1 (128 MiB of memory per hash).

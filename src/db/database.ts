@@ -78,8 +78,16 @@ class PreparingClient extends pg.Client {
  * SQLite (better-sqlite3, WAL) in `dataDir` unless `databaseUrl` names PostgreSQL.
  * A `?schema=NAME` parameter on the PostgreSQL URL puts every table in that schema.
  */
+/** The CamelCasePlugin, with its mapping of a column's name open to the SQLite dialect's direct reads. */
+class CamelCase extends CamelCasePlugin {
+  name(column: string): string {
+    return this.camelCase(column);
+  }
+}
+
 export function openDatabase(options: OpenOptions): DatabaseHandle {
-  const plugins = [new CamelCasePlugin()];
+  const camelCase = new CamelCase();
+  const plugins = [camelCase];
   if (options.databaseUrl) {
     const url = new URL(options.databaseUrl);
     const schema = url.searchParams.get('schema');
@@ -117,7 +125,7 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('foreign_keys = ON');
   // Checkpoints run on a thread of their own, never inside a request's COMMIT (checkpointer.ts).
   const checkpointer = new Checkpointer(sqlite, file);
-  const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite), plugins });
+  const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite, (column) => camelCase.name(column)), plugins });
   return {
     db,
     engine: 'sqlite',

@@ -1,4 +1,5 @@
 import { type Compilable, CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import { CachedSqliteAdapter } from './sqlite-dialect.js';
 
 type Slot = { arg: number } | { value: unknown };
 
@@ -30,7 +31,7 @@ export function statementName(sql: string): string | undefined {
  */
 export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...args: A) => Compilable<R>) {
   // Keyed by the dialect's adapter: the same SQL serves the database and its transactions.
-  const compiled = new WeakMap<object, { sql: string; slots: Slot[] }>();
+  const compiled = new WeakMap<object, { sql: string; slots: Slot[]; direct: boolean }>();
   const prepare = (db: Kysely<DB>, arity: number) => {
     const sentinels = Array.from({ length: arity }, (_, i) => `\u0000prepared-arg-${i}\u0000`);
     const query = build(db, ...(sentinels as unknown as A)).compile();
@@ -40,14 +41,20 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     });
     const used = new Set(slots.flatMap((s) => ('arg' in s ? [s.arg] : [])));
     if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments as bound values`);
-    if (onPostgres(db) && !STAR.test(query.sql) && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
-    return { sql: query.sql, slots };
+    const listsColumns = !STAR.test(query.sql);
+    if (onPostgres(db) && listsColumns && !statementNames.has(query.sql)) statementNames.set(query.sql, `montage_${statementNames.size + 1}`);
+    // A direct SQLite read names its columns once: a `*` could gain one under a running process.
+    return { sql: query.sql, slots, direct: listsColumns };
   };
   return async (db: Kysely<DB>, ...args: A): Promise<R[]> => {
     const dialect = db.getExecutor().adapter;
     let entry = compiled.get(dialect);
     if (!entry) compiled.set(dialect, (entry = prepare(db, args.length)));
     const parameters = entry.slots.map((slot) => ('arg' in slot ? args[slot.arg] : slot.value));
+    if (entry.direct && dialect instanceof CachedSqliteAdapter && !db.isTransaction) {
+      const rows = dialect.readNow<R>(entry.sql, parameters);
+      if (rows) return rows;
+    }
     const result = await db.executeQuery<R>(CompiledQuery.raw(entry.sql, parameters));
     return result.rows;
   };

@@ -25,16 +25,21 @@ const STATEMENT_CACHE_SIZE = 500;
  * event loop commit together (Group, below).
  */
 export class CachedSqliteDialect implements Dialect {
-  constructor(private readonly database: SQLite.Database) {}
+  private readonly driver: CachedSqliteDriver;
+
+  /** `columnName`: how a result column's name becomes a property's (the Kysely plugins' own mapping). */
+  constructor(database: SQLite.Database, columnName: (column: string) => string = (c) => c) {
+    this.driver = new CachedSqliteDriver(database, columnName);
+  }
 
   createDriver(): Driver {
-    return new CachedSqliteDriver(this.database);
+    return this.driver;
   }
   createQueryCompiler(): QueryCompiler {
     return new SqliteQueryCompiler();
   }
   createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
+    return new CachedSqliteAdapter(this.driver);
   }
   createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return new SqliteIntrospector(db);
@@ -66,6 +71,24 @@ class Group {
     });
     // Nobody may be waiting on a group that fails before any member committed.
     this.done.catch(() => {});
+  }
+}
+
+/**
+ * The adapter carries the driver, so that `prepared()` queries (prepared.ts) can read at once: a
+ * read outside any transaction, while nobody holds the connection, is run synchronously instead
+ * of through Kysely's executor, connection lease and result plugins. Nothing waits in line then,
+ * so no one is overtaken, and what it sees is what a read that took its turn would see. On the
+ * hot paths (authentication, reading one resource) the executor costs more than SQLite's lookup.
+ */
+export class CachedSqliteAdapter extends SqliteAdapter {
+  constructor(private readonly driver: CachedSqliteDriver) {
+    super();
+  }
+
+  /** The rows of a read, with the plugins' property names; undefined for a write or when the connection is busy. */
+  readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
+    return this.driver.readNow<R>(sql, parameters);
   }
 }
 
@@ -107,23 +130,37 @@ class CachedSqliteDriver implements Driver {
   private readonly connection: CachedSqliteConnection;
   // SQLite has one connection; queries and transactions take turns on it, first come first served.
   private queue: Promise<void> = Promise.resolve();
+  /** Holders of a turn and those waiting for one. */
+  private holders = 0;
   /** The physical transaction that transactions are joining, until its COMMIT. */
   openGroup: Group | null = null;
 
-  constructor(private readonly database: SQLite.Database) {
-    this.connection = new CachedSqliteConnection(database);
+  constructor(
+    private readonly database: SQLite.Database,
+    columnName: (column: string) => string,
+  ) {
+    this.connection = new CachedSqliteConnection(database, columnName);
+  }
+
+  readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
+    if (this.holders > 0) return undefined;
+    return this.connection.readNow<R>(sql, parameters);
   }
 
   async init(): Promise<void> {}
 
   private async takeTurn(): Promise<() => void> {
     const previous = this.queue;
-    let release!: () => void;
-    this.queue = new Promise<void>((resolve) => {
-      release = resolve;
+    let resolve!: () => void;
+    this.queue = new Promise<void>((r) => {
+      resolve = r;
     });
+    this.holders++;
     await previous;
-    return release;
+    return () => {
+      this.holders--;
+      resolve();
+    };
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -217,10 +254,42 @@ class CachedSqliteDriver implements Driver {
   }
 }
 
+/** A read statement in raw mode (rows as arrays) and its properties' names, for readNow. */
+interface RawRead {
+  statement: SQLite.Statement;
+  names: string[];
+}
+
 class CachedSqliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, SQLite.Statement>();
+  /** readNow's statements (null: the SQL writes); kept apart, as raw mode is a statement's state. */
+  private readonly rawReads = new Map<string, RawRead | null>();
 
-  constructor(private readonly database: SQLite.Database) {}
+  constructor(
+    private readonly database: SQLite.Database,
+    private readonly columnName: (column: string) => string,
+  ) {}
+
+  readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
+    let read = this.rawReads.get(sql);
+    if (read === undefined) {
+      const statement = this.database.prepare(sql);
+      read = statement.reader ? { statement: statement.raw(true), names: statement.columns().map((c) => this.columnName(c.name)) } : null;
+      if (this.rawReads.size >= STATEMENT_CACHE_SIZE) this.rawReads.delete(this.rawReads.keys().next().value!);
+      this.rawReads.set(sql, read);
+    }
+    if (read === null) return undefined;
+    const { names } = read;
+    const rows = read.statement.all(parameters as unknown[]) as unknown[][];
+    const out = new Array<R>(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const values = rows[i]!;
+      const row: Record<string, unknown> = {};
+      for (let c = 0; c < names.length; c++) row[names[c]!] = values[c];
+      out[i] = row as R;
+    }
+    return out;
+  }
 
   private prepare(sql: string): SQLite.Statement {
     let statement = this.statements.get(sql);
