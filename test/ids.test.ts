@@ -21,3 +21,22 @@ test('API keys: mtg_ + 40 base62; passwords: scrypt, verified, never in clear', 
   assert.equal(await verifyPassword('correct horse battery', hash), true);
   assert.equal(await verifyPassword('wrong horse battery', hash), false);
 });
+
+test('an ID decodes back to a UUIDv7 of the time it was made', () => {
+  const before = Date.now();
+  const ids = Array.from({ length: 2000 }, () => newId('request'));
+  const after = Date.now();
+  const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+  for (const id of ids) {
+    // 26 characters of 5 bits: 130 bits, the first two always zero.
+    let bits = 0n;
+    for (const c of id.slice('req_'.length)) bits = (bits << 5n) | BigInt(ALPHABET.indexOf(c));
+    assert.equal(bits >> 128n, 0n);
+    const hex = bits.toString(16).padStart(32, '0');
+    const ms = Number.parseInt(hex.slice(0, 12), 16);
+    // The counter may carry an ID a few milliseconds ahead of the clock, never behind it.
+    assert.ok(ms >= before && ms <= after + 5, `timestamp ${ms} outside ${before}..${after}`);
+    assert.equal(hex[12], '7', 'version 7');
+    assert.ok('89ab'.includes(hex[16]!), 'RFC 9562 variant');
+  }
+});

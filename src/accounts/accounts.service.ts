@@ -162,6 +162,9 @@ export interface Principal {
 type KeyRecord = NonNullable<Awaited<ReturnType<typeof repo.findKeyByHash>>>;
 export type AuthCache = KeyCache<KeyRecord>;
 
+/** The principal of each cached key record, made once (frozen: every request of the key shares it). */
+const principals = new WeakMap<KeyRecord, Principal>();
+
 /** Keys whose use was recorded in the last minute (bounded, like the auth cache). */
 const recentlyTouched = new KeyCache<true>(60_000);
 
@@ -190,14 +193,19 @@ export async function authenticate(db: Db, cache: AuthCache, authorization: stri
     recentlyTouched.set(key.id, true, now);
     repo.touchKey(db, key.id, now).catch(log);
   }
-  const scopes = keyScopes(key.scopes);
-  return {
-    accountId: key.accountId,
-    plan: key.plan as Plan,
-    keyId: key.id,
-    scopes,
-    key: { id: key.id, name: key.name, prefix: key.prefix, scopes, expiresAt: iso(key.expiresAt) },
-  };
+  let principal = principals.get(key);
+  if (!principal) {
+    const scopes = keyScopes(key.scopes);
+    principal = Object.freeze({
+      accountId: key.accountId,
+      plan: key.plan as Plan,
+      keyId: key.id,
+      scopes: Object.freeze(scopes) as Scope[],
+      key: Object.freeze({ id: key.id, name: key.name, prefix: key.prefix, scopes, expiresAt: iso(key.expiresAt) }),
+    });
+    principals.set(key, principal);
+  }
+  return principal;
 }
 
 /** The caller's account, plan, limits, current usage of each window and the key's own scopes. */
