@@ -70,7 +70,9 @@ export async function encodeImage(image: RgbImage, format: OutputFormat): Promis
   const pipeline = raw(image);
   switch (format) {
     case 'jpeg':
-      return pipeline.jpeg({ quality: 92 }).toBuffer();
+      // Huffman tables optimised per image save ~5 % of the bytes of a 12 MP result but take a
+      // second pass that makes the encode ~3.5× slower (~200 ms instead of ~60); pixels are the same.
+      return pipeline.jpeg({ quality: 92, optimiseCoding: false }).toBuffer();
     case 'png':
       return pipeline.png({ compressionLevel: 3 }).toBuffer();
     case 'webp':
