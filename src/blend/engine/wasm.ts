@@ -1,0 +1,199 @@
+/**
+ * A minimal WebAssembly assembler: enough of the binary format to build, at run time, the small
+ * SIMD kernels the engine generates for a given frame count (stack-simd.ts, blocks-simd.ts).
+ * Nothing is compiled ahead of time, so no toolchain is needed and nothing is downloaded.
+ * Instruction names are those of the text format; opcodes from the core and SIMD specifications.
+ */
+
+export const I32 = 0x7f;
+export const F32 = 0x7d;
+export const V128 = 0x7b;
+type ValueType = typeof I32 | typeof F32 | typeof V128;
+
+/** Instructions without immediates, one byte. */
+const PLAIN = {
+  'i32.add': 0x6a,
+  'i32.sub': 0x6b,
+  'i32.mul': 0x6c,
+  'i32.ge_u': 0x4f,
+  'i32.lt_u': 0x49,
+  select: 0x1b,
+} as const;
+
+/** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
+const SIMD = {
+  'i8x16.narrow_i16x8_u': 0x66,
+  'i8x16.min_u': 0x77,
+  'i8x16.max_u': 0x79,
+  'i8x16.avgr_u': 0x7b,
+  'i16x8.narrow_i32x4_u': 0x86,
+  'i16x8.extend_low_i8x16_u': 0x89,
+  'i16x8.extend_high_i8x16_u': 0x8a,
+  'i16x8.add': 0x8e,
+  'i32x4.extend_low_i16x8_u': 0xa9,
+  'i32x4.extend_high_i16x8_u': 0xaa,
+  'i32x4.add': 0xae,
+  'f32x4.add': 0xe4,
+  'f32x4.div': 0xe7,
+  'i32x4.trunc_sat_f32x4_u': 0xf9,
+  'f32x4.convert_i32x4_u': 0xfb,
+  'i32x4.splat': 0x11,
+  'f32x4.splat': 0x13,
+} as const;
+
+export type Op = keyof typeof PLAIN | keyof typeof SIMD;
+
+function unsigned(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let byte = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) byte |= 0x80;
+    out.push(byte);
+  } while (n !== 0);
+  return out;
+}
+
+function signed(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const byte = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (byte & 0x40) === 0) || (n === -1 && (byte & 0x40) !== 0)) return [...out, byte];
+    out.push(byte | 0x80);
+  }
+}
+
+const vector = (items: number[][]): number[] => [...unsigned(items.length), ...items.flat()];
+const name = (s: string): number[] => vector([...Buffer.from(s, 'utf8')].map((b) => [b]));
+
+/** One function's body, written instruction by instruction (each method returns `this`). */
+export class Code {
+  readonly bytes: number[] = [];
+  private readonly locals: ValueType[] = [];
+
+  constructor(readonly params: ValueType[]) {}
+
+  /** Declares a local of `type` and returns its index. */
+  local(type: ValueType): number {
+    this.locals.push(type);
+    return this.params.length + this.locals.length - 1;
+  }
+
+  op(...names: Op[]): this {
+    for (const n of names) {
+      if (n in PLAIN) this.bytes.push(PLAIN[n as keyof typeof PLAIN]);
+      else this.bytes.push(0xfd, ...unsigned(SIMD[n as keyof typeof SIMD]));
+    }
+    return this;
+  }
+
+  get(index: number): this {
+    this.bytes.push(0x20, ...unsigned(index));
+    return this;
+  }
+
+  set(index: number): this {
+    this.bytes.push(0x21, ...unsigned(index));
+    return this;
+  }
+
+  i32(value: number): this {
+    this.bytes.push(0x41, ...signed(value | 0));
+    return this;
+  }
+
+  f32(value: number): this {
+    this.bytes.push(0x43, ...new Uint8Array(Float32Array.of(value).buffer));
+    return this;
+  }
+
+  /** v128.load at the address on the stack plus `offset` (16-byte aligned hint). */
+  load(offset: number): this {
+    this.bytes.push(0xfd, 0x00, 4, ...unsigned(offset));
+    return this;
+  }
+
+  store(offset: number): this {
+    this.bytes.push(0xfd, 0x0b, 4, ...unsigned(offset));
+    return this;
+  }
+
+  /** i32.load16_u at the address on the stack plus `offset`. */
+  load16(offset: number): this {
+    this.bytes.push(0x2f, 1, ...unsigned(offset));
+    return this;
+  }
+
+  /** i32.store at the address under the value on the stack, plus `offset`. */
+  store32(offset: number): this {
+    this.bytes.push(0x36, 2, ...unsigned(offset));
+    return this;
+  }
+
+  /** `while (i < end) body()`, `i` and `end` i32 locals: a block around a loop whose head leaves when i ≥ end. */
+  whileBelow(i: number, end: number, body: () => void): this {
+    this.bytes.push(0x02, 0x40, 0x03, 0x40); // block, loop (no result)
+    this.get(i).get(end).op('i32.ge_u');
+    this.bytes.push(0x0d, 1); // br_if to the block's end
+    body();
+    this.bytes.push(0x0c, 0, 0x0b, 0x0b); // br to the loop's head; end loop; end block
+    return this;
+  }
+
+  /** `for (i = 0; i < end; i += step) body()`. */
+  forStep(i: number, end: number, step: number, body: () => void): this {
+    this.i32(0).set(i);
+    return this.whileBelow(i, end, () => {
+      body();
+      this.get(i).i32(step).op('i32.add').set(i);
+    });
+  }
+
+  /** The code section entry: locals grouped by runs of one type, then the body and `end`. */
+  encode(): number[] {
+    const runs: number[][] = [];
+    for (let i = 0; i < this.locals.length; ) {
+      let j = i;
+      while (j < this.locals.length && this.locals[j] === this.locals[i]) j++;
+      runs.push([...unsigned(j - i), this.locals[i]!]);
+      i = j;
+    }
+    const body = [...vector(runs), ...this.bytes, 0x0b];
+    return [...unsigned(body.length), ...body];
+  }
+}
+
+const section = (id: number, content: number[]): number[] => [id, ...unsigned(content.length), ...content];
+
+/** The part of the WebAssembly global used here (@types/node 20 does not declare it; lib.dom does). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: Record<string, unknown> };
+}
+
+const { WebAssembly: wasm } = globalThis as unknown as { WebAssembly: WasmApi };
+
+/**
+ * Compiles and instantiates a module of functions without results, exported by name, with its
+ * own memory (`memory`) of `pages` × 64 KiB, growable.
+ */
+export function instantiate(functions: Record<string, Code>, pages: number): { exports: Record<string, unknown>; memory: WasmMemory } {
+  const entries = Object.entries(functions);
+  const types = entries.map(([, f]) => [0x60, ...vector(f.params.map((t) => [t])), 0]);
+  const bytes = [
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vector(types)),
+    ...section(3, vector(entries.map((_, i) => unsigned(i)))),
+    ...section(5, vector([[0x00, ...unsigned(pages)]])),
+    ...section(7, vector([...entries.map(([n], i) => [...name(n), 0x00, ...unsigned(i)]), [...name('memory'), 0x02, 0]])),
+    ...section(10, vector(entries.map(([, f]) => f.encode()))),
+  ];
+  const { exports } = new wasm.Instance(new wasm.Module(Uint8Array.from(bytes)));
+  return { exports, memory: exports.memory as WasmMemory };
+}
