@@ -20,24 +20,32 @@ function texture(width: number, height: number, seed: number, noise = 0, period 
 }
 
 describe('analysis', () => {
-  it('thumbnails are exact block means, the last blocks cut short', () => {
-    const [width, height, factor] = [9, 7, 4];
-    const source = texture(width, height, 1);
-    const out = new Uint8Array(3 * 2 * 3);
-    thumbnailRows(source, width, height, factor, out, 0, 1);
-    thumbnailRows(source, width, height, factor, out, 1, 2);
-    for (let oy = 0; oy < 2; oy++) {
-      for (let ox = 0; ox < 3; ox++) {
+  /** Checks thumbnailRows, one output row a call, against block means computed here. */
+  function expectBlockMeans(width: number, height: number, factor: number, source: Uint8Array): void {
+    const [outWidth, outHeight] = [Math.ceil(width / factor), Math.ceil(height / factor)];
+    const out = new Uint8Array(outWidth * outHeight * 3);
+    for (let oy = 0; oy < outHeight; oy++) thumbnailRows(source, width, height, factor, out, oy, oy + 1);
+    for (let oy = 0; oy < outHeight; oy++) {
+      for (let ox = 0; ox < outWidth; ox++) {
         for (let c = 0; c < 3; c++) {
           let sum = 0;
           let n = 0;
           for (let y = oy * factor; y < Math.min(height, (oy + 1) * factor); y++) {
             for (let x = ox * factor; x < Math.min(width, (ox + 1) * factor); x++, n++) sum += source[(y * width + x) * 3 + c]!;
           }
-          assert.equal(out[(oy * 3 + ox) * 3 + c], Math.round(sum / n), `block ${ox},${oy} channel ${c}`);
+          assert.equal(out[(oy * outWidth + ox) * 3 + c], Math.round(sum / n), `block ${ox},${oy} channel ${c}`);
         }
       }
     }
+  }
+
+  it('thumbnails are exact block means, the last blocks cut short', () => {
+    expectBlockMeans(9, 7, 4, texture(9, 7, 1));
+  });
+
+  it("thumbnails of rows too wide for one call's 16-bit column sums are still exact", () => {
+    // 60,000 pixels wide: 23 rows a call (blocks-simd.ts), so each block of 30 rows takes two
+    expectBlockMeans(60_000, 45, 30, texture(60_000, 45, 3, 100));
   });
 
   it("the same pass gives alignment's grey thumbnail: BT.601 luma of whole blocks only", () => {

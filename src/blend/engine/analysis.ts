@@ -1,4 +1,5 @@
 import { thumbnailSize } from './align-grey.js';
+import { addBlockSums, rowsPerCall } from './blocks-simd.js';
 
 /**
  * Measurements on small (~1000 px) copies, run in pool threads: what `auto` decides from and
@@ -24,36 +25,14 @@ export function thumbnailRows(
 ): void {
   const outWidth = Math.ceil(width / factor);
   const [greyWidth, greyHeight] = thumbnailSize(width, height, factor);
-  const whole = Math.floor(width / factor) * 3;
-  const blockBytes = factor * 3;
+  const group = rowsPerCall(width);
   const sums = new Uint32Array(outWidth * 3);
   const greyScale = 1 / (256 * factor * factor);
   for (let oy = rowStart; oy < rowEnd; oy++) {
     sums.fill(0);
     const y0 = oy * factor;
     const y1 = Math.min(height, y0 + factor);
-    // Whole source rows in memory order, summed into one row of blocks: the cache reads each byte once.
-    for (let y = y0; y < y1; y++) {
-      let i = y * width * 3;
-      for (let o = 0; o < whole; o += 3) {
-        let r = 0;
-        let g = 0;
-        let b = 0;
-        for (const end = i + blockBytes; i < end; i += 3) {
-          r += source[i]!;
-          g += source[i + 1]!;
-          b += source[i + 2]!;
-        }
-        sums[o]! += r;
-        sums[o + 1]! += g;
-        sums[o + 2]! += b;
-      }
-      for (const end = (y + 1) * width * 3; i < end; i += 3) {
-        sums[whole]! += source[i]!;
-        sums[whole + 1]! += source[i + 1]!;
-        sums[whole + 2]! += source[i + 2]!;
-      }
-    }
+    for (let y = y0; y < y1; y += group) addBlockSums(source, y * width * 3, width, Math.min(group, y1 - y), factor, sums);
     const rows = y1 - y0;
     for (let ox = 0, o = 0, d = oy * outWidth * 3; ox < outWidth; ox++, o += 3, d += 3) {
       const n = rows * (Math.min(width, (ox + 1) * factor) - ox * factor);
@@ -78,28 +57,6 @@ export function luma(rgb: Uint8Array, pixels: number): Float32Array {
   return out;
 }
 
-/** |4-neighbour Laplacian| of luma, zero on the border. */
-function laplacian(y: Float32Array, width: number, height: number): Float32Array {
-  const out = new Float32Array(width * height);
-  for (let r = 1; r < height - 1; r++) {
-    for (let c = 1, i = r * width + 1; c < width - 1; c++, i++) {
-      out[i] = y[i - 1]! + y[i + 1]! + y[i - width]! + y[i + width]! - 4 * y[i]!;
-    }
-  }
-  return out;
-}
-
-function variance(values: Float32Array): number {
-  let sum = 0;
-  let squares = 0;
-  for (const v of values) {
-    sum += v;
-    squares += v * v;
-  }
-  const mean = sum / values.length;
-  return squares / values.length - mean * mean;
-}
-
 export interface FrameStats {
   meanLuma: number;
   /** Variance of the Laplacian of luma, less what the frame's noise contributes: detail, not grain. */
@@ -117,59 +74,76 @@ export const TILES = 8;
 
 export function frameStats(rgb: Uint8Array, width: number, height: number): FrameStats {
   const pixels = width * height;
-  const y = luma(rgb, pixels);
-  const lap = laplacian(y, width, height);
+  const y = new Float32Array(pixels);
   let lumaSum = 0;
   let dark = 0;
   let bright = 0;
   for (let i = 0, j = 0; i < pixels; i++, j += 3) {
-    lumaSum += y[i]!;
     const r = rgb[j]!;
     const g = rgb[j + 1]!;
     const b = rgb[j + 2]!;
+    y[i] = 0.299 * r + 0.587 * g + 0.114 * b;
+    lumaSum += y[i]!;
     if (r <= 2 || g <= 2 || b <= 2) dark++;
     if (r >= 253 || g >= 253 || b >= 253) bright++;
   }
-  const tileSharpness: number[] = [];
+  // One row-major pass over the interior for the 4-neighbour Laplacian (rounded to f32, zero on
+  // the border), its variance over the frame and per tile, and the noise estimate: every sum
+  // receives its values in the order separate passes would give them, so the figures do not
+  // depend on the fusion.
+  const tileX = tileBounds(width);
+  const tileY = tileBounds(height);
+  const tileSums = new Float64Array(TILES * TILES);
+  const tileSquares = new Float64Array(TILES * TILES);
+  const tileCounts = new Float64Array(TILES * TILES);
+  let lapSum = 0;
+  let lapSquares = 0;
+  let noiseSum = 0;
   for (let ty = 0; ty < TILES; ty++) {
-    for (let tx = 0; tx < TILES; tx++) {
-      const x0 = Math.max(1, Math.floor((tx * width) / TILES));
-      const x1 = Math.min(width - 1, Math.floor(((tx + 1) * width) / TILES));
-      const y0 = Math.max(1, Math.floor((ty * height) / TILES));
-      const y1 = Math.min(height - 1, Math.floor(((ty + 1) * height) / TILES));
-      let sum = 0;
-      let squares = 0;
-      let n = 0;
-      for (let r = y0; r < y1; r++) {
-        for (let i = r * width + x0, end = r * width + x1; i < end; i++) {
-          const v = lap[i]!;
+    for (let r = tileY[ty]!; r < tileY[ty + 1]!; r++) {
+      for (let tx = 0; tx < TILES; tx++) {
+        const tile = ty * TILES + tx;
+        let sum = tileSums[tile]!;
+        let squares = tileSquares[tile]!;
+        for (let i = r * width + tileX[tx]!, end = r * width + tileX[tx + 1]!; i < end; i++) {
+          const up = i - width;
+          const down = i + width;
+          const v = Math.fround(y[i - 1]! + y[i + 1]! + y[up]! + y[down]! - 4 * y[i]!);
           sum += v;
           squares += v * v;
-          n++;
+          lapSum += v;
+          lapSquares += v * v;
+          // Immerkær's mask (see noiseSigma below)
+          noiseSum += Math.abs(y[up - 1]! - 2 * y[up]! + y[up + 1]! - 2 * y[i - 1]! + 4 * y[i]! - 2 * y[i + 1]! + y[down - 1]! - 2 * y[down]! + y[down + 1]!);
         }
+        tileSums[tile] = sum;
+        tileSquares[tile] = squares;
+        tileCounts[tile]! += tileX[tx + 1]! - tileX[tx]!;
       }
-      tileSharpness.push(n > 0 ? squares / n - (sum / n) ** 2 : 0);
     }
   }
-  const noise = noiseSigma(y, width, height);
+  const tileSharpness: number[] = [];
+  for (let tile = 0; tile < TILES * TILES; tile++) {
+    const n = tileCounts[tile]!;
+    tileSharpness.push(n > 0 ? tileSquares[tile]! / n - (tileSums[tile]! / n) ** 2 : 0);
+  }
+  const noise = noiseSigma(noiseSum, width, height);
+  const lapMean = lapSum / pixels;
   // White noise of deviation σ adds 20σ² to the variance of a 4-neighbour Laplacian (4² + 4 × 1²).
-  const sharpness = Math.max(0, variance(lap) - 20 * noise * noise);
+  const sharpness = Math.max(0, lapSquares / pixels - lapMean * lapMean - 20 * noise * noise);
   return { meanLuma: lumaSum / pixels, sharpness, noise, clippedDark: dark / pixels, clippedBright: bright / pixels, tileSharpness };
 }
 
-/** Immerkær (1996): σ from the mean |response| to a mask that cancels smooth image structure. */
-function noiseSigma(y: Float32Array, width: number, height: number): number {
+/** The TILES + 1 bounds of the tiles along a side, inside the one-pixel border: [1, side − 1) cut in TILES. */
+function tileBounds(side: number): number[] {
+  const bounds = Array.from({ length: TILES + 1 }, (_, t) => Math.min(side - 1, Math.max(1, Math.floor((t * side) / TILES))));
+  bounds[TILES] = Math.max(1, side - 1);
+  return bounds;
+}
+
+/** Immerkær (1996): σ from the mean |response| (summed in `sum` over the interior) to a mask that cancels smooth image structure. */
+function noiseSigma(sum: number, width: number, height: number): number {
   if (width < 3 || height < 3) return 0;
-  let sum = 0;
-  for (let r = 1; r < height - 1; r++) {
-    for (let c = 1, i = r * width + 1; c < width - 1; c++, i++) {
-      const up = i - width;
-      const down = i + width;
-      sum += Math.abs(
-        y[up - 1]! - 2 * y[up]! + y[up + 1]! - 2 * y[i - 1]! + 4 * y[i]! - 2 * y[i + 1]! + y[down - 1]! - 2 * y[down]! + y[down + 1]!,
-      );
-    }
-  }
   return (Math.sqrt(Math.PI / 2) * sum) / (6 * (width - 2) * (height - 2));
 }
 
@@ -235,24 +209,29 @@ const BLOCKS = 8;
  */
 export function ghosting(frames: Uint8Array[], result: Uint8Array, pixels: number): number {
   const n = frames.length;
-  const diffs = new Float32Array(n);
+  const lower = (n - 1) >> 1;
+  const upper = n >> 1;
+  // A frame's residual at a pixel is s / 3 in f32, s the sum of its three |differences|: as it
+  // only grows with s, the integers are sorted and the residuals looked up.
+  const residual = Float32Array.from({ length: 3 * 255 + 1 }, (_, s) => s / 3);
+  const sums = new Int32Array(n);
   let total = 0;
   for (let p = 0, j = 0; p < pixels; p++, j += 3) {
+    const r = result[j]!;
+    const g = result[j + 1]!;
+    const b = result[j + 2]!;
+    // insertion sort: a typed array's sort() costs more per call than these few values do
     for (let f = 0; f < n; f++) {
       const frame = frames[f]!;
-      diffs[f] = (Math.abs(frame[j]! - result[j]!) + Math.abs(frame[j + 1]! - result[j + 1]!) + Math.abs(frame[j + 2]! - result[j + 2]!)) / 3;
-    }
-    // Insertion sort: a typed array's sort() costs more per call than these few values do.
-    for (let a = 1; a < n; a++) {
-      const v = diffs[a]!;
-      let b = a - 1;
-      while (b >= 0 && diffs[b]! > v) {
-        diffs[b + 1] = diffs[b]!;
-        b--;
+      const v = Math.abs(frame[j]! - r) + Math.abs(frame[j + 1]! - g) + Math.abs(frame[j + 2]! - b);
+      let k = f - 1;
+      while (k >= 0 && sums[k]! > v) {
+        sums[k + 1] = sums[k]!;
+        k--;
       }
-      diffs[b + 1] = v;
+      sums[k + 1] = v;
     }
-    total += n % 2 === 1 ? diffs[(n - 1) / 2]! : (diffs[n / 2 - 1]! + diffs[n / 2]!) / 2;
+    total += lower === upper ? residual[sums[lower]!]! : (residual[sums[lower]!]! + residual[sums[upper]!]!) / 2;
   }
   return total / pixels;
 }
