@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockCorrelation, frameStats, ghosting, thumbnailRows } from '../src/blend/engine/analysis.js';
+import { blockCorrelation, frameStats, ghosting, ghostingSum, thumbnailRows } from '../src/blend/engine/analysis.js';
 import { chooseBlendType } from '../src/blend/choose.js';
 import { scoreQuality } from '../src/blend/quality.js';
 
@@ -41,6 +41,8 @@ describe('analysis', () => {
 
   it('thumbnails are exact block means, the last blocks cut short', () => {
     expectBlockMeans(9, 7, 4, texture(9, 7, 1));
+    // an odd factor: means that fall on a half are rounded up, as Math.round does
+    expectBlockMeans(61, 23, 7, texture(61, 23, 4, 90));
   });
 
   it("thumbnails of rows too wide for one call's 16-bit column sums are still exact", () => {
@@ -95,6 +97,15 @@ describe('analysis', () => {
     const odd = base.map((v) => 255 - v);
     assert.equal(ghosting([base, base, odd], base, 50 * 40), 0);
     assert.ok(ghosting([base, odd, odd], base, 50 * 40) > 50);
+  });
+
+  it('ghosting shared between threads by pixel ranges adds up to the same figure, to the bit', () => {
+    const frames = [1, 2, 3, 4].map((seed) => texture(120, 90, seed, 12));
+    const result = texture(120, 90, 9, 12);
+    const pixels = 120 * 90;
+    for (const cut of [1, 4321, pixels - 1]) {
+      assert.equal((ghostingSum(frames, result, 0, cut) + ghostingSum(frames, result, cut, pixels)) / pixels, ghosting(frames, result, pixels));
+    }
   });
 
   it('auto picks exposure for brackets, median for a steady scene of three', () => {

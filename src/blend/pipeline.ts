@@ -1,15 +1,16 @@
 import type { BlendLimits } from '../config.js';
 import type { AddressPolicy } from '../net/safe-http.js';
 import { chooseBlendType } from './choose.js';
-import { alignFrames } from './engine/align.js';
+import { alignFrames, checkLineUps } from './engine/align.js';
 import type { FrameStats } from './engine/analysis.js';
 import { collectGarbage } from './engine/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
 import { compositePeople, keepBackground } from './engine/composite.js';
 import type { RgbImage } from './engine/image.js';
 import { engineModule, WorkerPool } from './engine/pool.js';
+import { rowRanges } from './engine/image.js';
 import { segmentPeople } from './engine/segment.js';
-import { makeThumbnails, type Thumbnail } from './engine/thumbnails.js';
+import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/thumbnails.js';
 import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, resizeTo } from './media.js';
@@ -41,6 +42,22 @@ export interface BlendResult {
 }
 
 const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
+/** Blends whose scratch (pyramids, weights) is worth a collection before scoring. */
+const LARGE_SCRATCH = new Set<EngineBlendType>(['exposure', 'focus', 'composite']);
+
+/** What was measured on the frames before alignment: their thumbnails, statistics and block correlations with frame 0 (frames 1..; none without alignment). */
+interface Measured {
+  frames: RgbImage[];
+  thumbnails: Thumbnail[];
+  stats: Array<Promise<FrameStats>>;
+  correlations: Array<Promise<number>>;
+}
+
+/** `work`, marked as handled: a job that fails early leaves it unawaited, which must not be an unhandled rejection. */
+function handled<T>(work: Promise<T>): Promise<T> {
+  work.catch(() => {});
+  return work;
+}
 
 /**
  * The blend engine of one process: fetch, decode, align, blend, score and encode, with pixel
@@ -68,8 +85,10 @@ export class BlendEngine {
 
   /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
   private async collectGarbage(): Promise<void> {
-    await this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
+    // The threads collect while this one does.
+    const threads = this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
     collectGarbage();
+    await threads;
   }
 
   private async blend(spec: BlendSpec): Promise<BlendResult> {
@@ -81,20 +100,43 @@ export class BlendEngine {
       mark = now;
     };
 
-    // Each image is decoded as soon as it has arrived, while the others are still on their way.
-    const decoded = await firstFailureInOrder(spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels))));
+    // Each image is decoded as soon as it has arrived, while the others are still on their way;
+    // its thumbnail, statistics and line-up check are made in the pool's threads while libvips
+    // decodes the rest. Work on a frame whose image fails is dropped: the failure is reported in
+    // image order once every image has settled.
+    const analysis = engineModule('analysis');
+    const decoding = spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels)));
+    const framing = decoding.map((frame, i) =>
+      i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
+    );
+    const thumbnailing = framing.map((frame) => handled(frame.then((f) => makeThumbnail(this.pool, f, spec.align))));
+    const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(t.rgb))));
+    const lineUps = spec.align ? checkLineUps(this.pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
+    if (lineUps) [lineUps.reference as Promise<unknown>, ...lineUps.checks].forEach(handled);
+    // Alignment leaves most frames as they are: the score's correlation of each with frame 0 is
+    // measured now, and again only for frames it warps.
+    const correlating = spec.align
+      ? thumbnailing.slice(1).map((thumbnail, k) =>
+          handled(
+            Promise.all([thumbnailing[0]!, thumbnail, measuring[0]!, measuring[k + 1]!]).then(([first, t, firstStats, stats]) =>
+              this.pool.run<number>(analysis, 'blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
+            ),
+          ),
+        )
+      : [];
+    const decoded = await firstFailureInOrder(decoding);
     const { width, height } = decoded[0]!;
-    const frames = await Promise.all(decoded.map((f) => resizeTo(f, width, height)));
+    const frames = await Promise.all(framing);
     stage('fetch+decode');
 
     // One set of thumbnails serves `auto`, alignment and the score (thumbnails.ts).
-    const thumbnails = await makeThumbnails(this.pool, frames, spec.align);
+    const thumbnails = await Promise.all(thumbnailing);
     stage('thumbnails');
 
     let blendTypeUsed: EngineBlendType;
     let autoReason: string | null = null;
     if (spec.blendType === 'auto') {
-      const choice = chooseBlendType(await this.stats(thumbnails.map((t) => t.rgb)));
+      const choice = chooseBlendType(await Promise.all(measuring));
       blendTypeUsed = choice.type;
       autoReason = choice.reason;
       stage('choose');
@@ -110,7 +152,7 @@ export class BlendEngine {
     let aligned = frames;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
-      const alignment = await alignFrames(this.pool, frames, greys).catch((err: Error & { code?: string; index?: number }) => {
+      const alignment = await alignFrames(this.pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -131,48 +173,51 @@ export class BlendEngine {
       if (masks) result = await keepBackground(this.pool, aligned[0]!, result, masks);
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
-    // encoding add theirs, so the two never add up.
-    await this.collectGarbage();
+    // encoding add theirs, so the two never add up. Per-pixel blends make none beyond their result.
+    if (LARGE_SCRATCH.has(blendTypeUsed) || masks) await this.collectGarbage();
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
-    const scoring = this.score(frames, thumbnails, aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed));
+    const scoring = this.score({ frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed));
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, stages };
   }
 
-  private stats(frames: RgbImage[]): Promise<FrameStats[]> {
-    return this.pool.all<FrameStats>(
-      engineModule('analysis'),
-      'frameStats',
-      frames.map((f) => [f.data, f.width, f.height]),
-    );
+  private stats(frame: RgbImage): Promise<FrameStats> {
+    return this.pool.run<FrameStats>(engineModule('analysis'), 'frameStats', [frame.data, frame.width, frame.height]);
   }
 
   /**
    * Scores the result against the aligned frames, on thumbnails: a frame that alignment left as
-   * it was keeps the thumbnail made before alignment; warped frames and the result get new ones.
+   * it was keeps what was measured on it before alignment; warped frames and the result are measured anew.
    */
-  private async score(frames: RgbImage[], thumbnails: Thumbnail[], aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
+  private async score(before: Measured, aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
+    const { frames, thumbnails } = before;
     const fresh = [result, ...aligned.filter((f, i) => f !== frames[i])];
     const made = (await makeThumbnails(this.pool, fresh, false)).map((t) => t.rgb);
     const smallResult = made.shift()!;
     const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
     const { width, height } = smallResult;
+    const pixels = width * height;
     const analysis = engineModule('analysis');
-    const [inputs, [resultStats], ghosting] = await Promise.all([
-      this.stats(small),
-      this.stats([smallResult]),
-      withGhosting ? this.pool.run<number>(analysis, 'ghosting', [small.map((f) => f.data), smallResult.data, width * height]) : Promise.resolve(null),
-    ]);
+    const ghostingSums = withGhosting
+      ? this.pool.all<number>(analysis, 'ghostingSum', rowRanges(pixels, this.pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
+      : null;
+    const [inputs, resultStats] = await Promise.all([Promise.all(small.map((f, i) => (f === thumbnails[i]!.rgb ? before.stats[i]! : this.stats(f)))), this.stats(smallResult)]);
     let correlation: number | null = null;
     if (wasAligned) {
-      const args = small.slice(1).map((f, i) => [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[i + 1]!.noise]);
-      const correlations = await this.pool.all<number>(analysis, 'blockCorrelation', args);
+      const correlations = await Promise.all(
+        small.slice(1).map((f, k) =>
+          f === thumbnails[k + 1]!.rgb
+            ? before.correlations[k]!
+            : this.pool.run<number>(analysis, 'blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
+        ),
+      );
       correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;
     }
-    return scoreQuality({ correlation, inputs, result: resultStats!, ghosting });
+    const ghosting = ghostingSums ? (await ghostingSums).reduce((sum, s) => sum + s, 0) / pixels : null;
+    return scoreQuality({ correlation, inputs, result: resultStats, ghosting });
   }
 
   close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { ENOUGH_SAMPLES, correlation, gridStep, smooth } from './align-grey.js';
+import { sharedFloats } from './image.js';
 import { solveSymmetric } from './linear.js';
 
 /**
@@ -44,9 +45,9 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
       const x1 = Math.min(width - 1, Math.floor(((bx + 1) * width) / BLOCKS));
       const y0 = Math.max(1, Math.floor((by * height) / BLOCKS));
       const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
-      // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame.
-      const m = new Float64Array(16);
-      const t = new Float64Array(4);
+      // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame,
+      // in locals (the same sums in the same order as into m and t, without a memory round trip each).
+      let [rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
       const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
       for (let y = y0; y < y1; y += step) {
         for (let x = x0; x < x1; x += step) {
@@ -55,22 +56,24 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
           const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
           const gy = (ref[i + width]! - ref[i - width]!) / 2;
           const f = frame[i]!;
-          m[0]! += r * r;
-          m[1]! += r;
-          m[2]! += r * gx;
-          m[3]! += r * gy;
-          m[5]! += 1;
-          m[6]! += gx;
-          m[7]! += gy;
-          m[10]! += gx * gx;
-          m[11]! += gx * gy;
-          m[15]! += gy * gy;
-          t[0]! += r * f;
-          t[1]! += f;
-          t[2]! += gx * f;
-          t[3]! += gy * f;
+          rr += r * r;
+          r1 += r;
+          rgx += r * gx;
+          rgy += r * gy;
+          count += 1;
+          sgx += gx;
+          sgy += gy;
+          gxx += gx * gx;
+          gxy += gx * gy;
+          gyy += gy * gy;
+          rf += r * f;
+          sf += f;
+          gxf += gx * f;
+          gyf += gy * f;
         }
       }
+      const m = Float64Array.of(rr, r1, rgx, rgy, 0, count, sgx, sgy, 0, 0, gxx, gxy, 0, 0, 0, gyy);
+      const t = Float64Array.of(rf, sf, gxf, gyf);
       const n = m[5]!;
       for (const [j, k] of [[1, 4], [2, 8], [3, 12], [6, 9], [7, 13], [11, 14]] as const) m[k] = m[j]!;
       // Gradient spread under a grey level per pixel in some direction cannot tell a shift.
@@ -123,18 +126,19 @@ function cornerDrift(shifts: BlockShift[], width: number, height: number): numbe
   shifts.forEach(([x, y], k) => ([us[k], vs[k]] = unit(x, y)));
   const dxs = Float64Array.from(shifts, (b) => b[2]);
   const dys = Float64Array.from(shifts, (b) => b[3]);
-  // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree with it.
+  // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree
+  // with it. Written out rather than with a helper for x and y: it runs for every triple.
   const votes = (i: number, j: number, k: number): number => {
     const [ui, vi, uj, vj, uk, vk] = [us[i]!, vs[i]!, us[j]!, vs[j]!, us[k]!, vs[k]!];
     const det = (uj - ui) * (vk - vi) - (uk - ui) * (vj - vi);
     if (Math.abs(det) < 1e-6) return 0;
-    const solve = (ti: number, tj: number, tk: number): [number, number, number] => {
-      const a = ((tj - ti) * (vk - vi) - (tk - ti) * (vj - vi)) / det;
-      const b = ((uj - ui) * (tk - ti) - (uk - ui) * (tj - ti)) / det;
-      return [ti - a * ui - b * vi, a, b];
-    };
-    const [x0, x1, x2] = solve(dxs[i]!, dxs[j]!, dxs[k]!);
-    const [y0, y1, y2] = solve(dys[i]!, dys[j]!, dys[k]!);
+    const [xi, xj, xk, yi, yj, yk] = [dxs[i]!, dxs[j]!, dxs[k]!, dys[i]!, dys[j]!, dys[k]!];
+    const x1 = ((xj - xi) * (vk - vi) - (xk - xi) * (vj - vi)) / det;
+    const x2 = ((uj - ui) * (xk - xi) - (uk - ui) * (xj - xi)) / det;
+    const x0 = xi - x1 * ui - x2 * vi;
+    const y1 = ((yj - yi) * (vk - vi) - (yk - yi) * (vj - vi)) / det;
+    const y2 = ((uj - ui) * (yk - yi) - (uk - ui) * (yj - yi)) / det;
+    const y0 = yi - y1 * ui - y2 * vi;
     let count = 0;
     for (let m = 0; m < n; m++) {
       const ex = dxs[m]! - (x0 + x1 * us[m]! + x2 * vs[m]!);
@@ -181,16 +185,33 @@ function halve(image: Float32Array, width: number, height: number): Float32Array
   return out;
 }
 
+/** The reference's half of every line-up check, made once per job: its smoothed thumbnail and that halved. */
+export interface LineUpReference {
+  smoothed: Float32Array;
+  halved: Float32Array;
+}
+
+/** The reference's smoothed and halved thumbnails, in shared memory for the checks in every thread. */
+export function lineUpReference(grey: Uint8Array, width: number, height: number): LineUpReference {
+  const smoothed = smooth(grey, width, height);
+  const halved = halve(smoothed, width, height);
+  const shared = (a: Float32Array) => {
+    const copy = sharedFloats(a.length);
+    copy.set(a);
+    return copy;
+  };
+  return { smoothed: shared(smoothed), halved: shared(halved) };
+}
+
 /**
- * How well `frame` lines up with `ref` as it is. Correlation alone is fooled both ways (a
+ * How well `frame` lines up with the reference as it is. Correlation alone is fooled both ways (a
  * shifted sky still correlates at 0.99; sensor noise, a passer-by or another exposure pull an
  * aligned frame well below), so the residual motion is measured too, robust to all three.
  */
-export function checkLineUp(ref: Uint8Array, frame: Uint8Array, width: number, height: number): LineUp {
-  const a = smooth(ref, width, height);
+export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: number, height: number): LineUp {
   const b = smooth(frame, width, height);
   const [w, h] = [width >> 1, height >> 1];
-  const coarse = 2 * cornerDrift(blockShifts(halve(a, width, height), halve(b, width, height), w, h), w, h);
-  const drift = coarse <= REACH ? cornerDrift(blockShifts(a, b, width, height), width, height) : Infinity;
-  return { correlation: correlation(a, b), drift };
+  const coarse = 2 * cornerDrift(blockShifts(ref.halved, halve(b, width, height), w, h), w, h);
+  const drift = coarse <= REACH ? cornerDrift(blockShifts(ref.smoothed, b, width, height), width, height) : Infinity;
+  return { correlation: correlation(ref.smoothed, b), drift };
 }

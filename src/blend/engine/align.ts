@@ -1,6 +1,6 @@
 import type { FeatureMatch, Features } from './align-cv.js';
 import { thumbnailSize } from './align-grey.js';
-import type { LineUp } from './align-lineup.js';
+import type { LineUp, LineUpReference } from './align-lineup.js';
 import { IDENTITY, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, type RgbImage } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
@@ -115,11 +115,31 @@ function decide(index: number, lineUp: LineUp, e: Estimate | undefined, s: Scale
   throw new AlignmentFailed(index, why);
 }
 
+/** The line-up checks of frames 1.. against frame 0, under way. */
+export interface LineUps {
+  reference: Promise<LineUpReference>;
+  checks: Array<Promise<LineUp>>;
+}
+
+/**
+ * Starts the line-up checks (align-lineup.ts), each as soon as its frame's grey thumbnail
+ * exists, so a caller still decoding frames can have the first ones checked meanwhile. `first`
+ * is frame 0 (it gives the size); `greys` are the grey thumbnails of all frames, in order.
+ */
+export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: Array<Promise<Uint8Array>>): LineUps {
+  const size = first.then(({ width, height }) => thumbnailSize(width, height, thumbnailFactor(width, height)));
+  const [refGrey, ...rest] = greys;
+  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run<LineUpReference>(LINE_UP, 'lineUpReference', [grey, w, h]));
+  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run<LineUp>(LINE_UP, 'checkLineUp', [ref, g, w, h])));
+  return { reference, checks };
+}
+
 /**
  * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image.ts) from
- * their grey thumbnails (thumbnails.ts); throws AlignmentFailed naming the first frame that cannot be.
+ * their grey thumbnails (thumbnails.ts) and, when the caller started them, their line-up checks;
+ * throws AlignmentFailed naming the first frame that cannot be.
  */
-export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[]): Promise<FrameReport[]> {
+export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Promise<FrameReport[]> {
   const first = frames[0];
   if (!first) return [];
   const { width, height } = first;
@@ -127,10 +147,11 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
   const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
   const [ref, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
-  const lineUps = await pool.all<LineUp>(LINE_UP, 'checkLineUp', rest.map((grey) => [ref, grey, thumbWidth, thumbHeight]));
+  lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
+  const [reference, checked] = await Promise.all([lineUps.reference, Promise.all(lineUps.checks)]);
 
   const estimates = new Map<number, Promise<Estimate>>();
-  const toMatch = rest.flatMap((grey, k) => (linesUp(lineUps[k]!, scale) ? [] : [{ index: k + 1, grey }]));
+  const toMatch = rest.flatMap((grey, k) => (linesUp(checked[k]!, scale) ? [] : [{ index: k + 1, grey }]));
   if (toMatch.length > 0) {
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features.
@@ -139,14 +160,14 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
       const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
       const estimate = Promise.all([refFeatures, features])
         .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
-        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, ref, grey, thumbWidth, thumbHeight]));
+        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, reference.smoothed, grey, thumbWidth, thumbHeight]));
       estimates.set(index, estimate);
     }
     await Promise.allSettled(estimates.values());
   }
 
   const reports: FrameReport[] = [{ index: 0, method: 'reference', inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY }];
-  for (const [k, lineUp] of lineUps.entries()) reports.push(decide(k + 1, lineUp, await estimates.get(k + 1), scale));
+  for (const [k, lineUp] of checked.entries()) reports.push(decide(k + 1, lineUp, await estimates.get(k + 1), scale));
   return reports;
 }
 
@@ -167,10 +188,11 @@ export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: 
 
 /**
  * Aligns every frame to frame 0 (all frames have its size; pixels in shared memory, image.ts).
- * `greys` are the frames' grey thumbnails when the caller already has them.
+ * `greys` are the frames' grey thumbnails when the caller already has them, `lineUps` their
+ * line-up checks when the caller started them (checkLineUps).
  */
-export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[]): Promise<AlignResult> {
+export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[], lineUps?: LineUps): Promise<AlignResult> {
   greys ??= (await makeThumbnails(pool, frames, true)).map((t) => t.grey!);
-  const frameReports = await estimateAlignment(pool, frames, greys);
+  const frameReports = await estimateAlignment(pool, frames, greys, lineUps);
   return { frames: await warpFrames(pool, frames, frameReports), frameReports };
 }

@@ -144,11 +144,12 @@ export interface Estimate extends FeatureMatch {
 /**
  * A feature homography (align-cv.ts) refined on the thumbnails' pixels, with the correlation it
  * brings; the refinement is kept only where it helps, so a refinement gone astray never costs a frame.
+ * `refSmoothed` is the reference's thumbnail already smoothed (made once per job, align-lineup.ts).
  */
-export function refineEstimate(match: FeatureMatch, refGrey: Uint8Array, frameGrey: Uint8Array, width: number, height: number): Estimate {
+export function refineEstimate(match: FeatureMatch, refSmoothed: Float32Array, frameGrey: Uint8Array, width: number, height: number): Estimate {
   const ransac = match.homography;
   if (!ransac) return { ...match, correlation: 0 };
-  const a = smooth(refGrey, width, height);
+  const a = refSmoothed;
   const b = smooth(frameGrey, width, height);
   const refined = refineHomography(a, b, width, height, ransac);
   const before = correlationAfterWarp(a, b, width, height, ransac);

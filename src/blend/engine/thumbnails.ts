@@ -21,20 +21,23 @@ export function thumbnailFactor(width: number, height: number): number {
   return Math.max(1, Math.round(Math.max(width, height) / THUMBNAIL_SIDE));
 }
 
-/** Thumbnails of same-sized frames, made in the pool's threads by row ranges; `withGrey` adds alignment's grey copies. */
-export async function makeThumbnails(pool: WorkerPool, frames: RgbImage[], withGrey: boolean): Promise<Thumbnail[]> {
-  if (frames.length === 0) return [];
-  const { width, height } = frames[0]!;
+/** A frame's thumbnail, made in the pool's threads by row ranges; `withGrey` adds alignment's grey copy. */
+export async function makeThumbnail(pool: WorkerPool, frame: RgbImage, withGrey: boolean): Promise<Thumbnail> {
+  const { width, height } = frame;
   const factor = thumbnailFactor(width, height);
   const [greyWidth, greyHeight] = thumbnailSize(width, height, factor);
-  const thumbnails: Thumbnail[] = frames.map(() => ({
+  const thumbnail: Thumbnail = {
     rgb: sharedImage(Math.ceil(width / factor), Math.ceil(height / factor)),
     grey: withGrey ? new Uint8Array(new SharedArrayBuffer(greyWidth * greyHeight)) : null,
-  }));
-  const rows = rowRanges(thumbnails[0]!.rgb.height, pool.size);
-  const args = frames.flatMap((f, i) =>
-    rows.map(([start, end]): Parameters<typeof thumbnailRows> => [f.data, width, height, factor, thumbnails[i]!.rgb.data, start, end, thumbnails[i]!.grey]),
+  };
+  const args = rowRanges(thumbnail.rgb.height, pool.size).map(
+    ([start, end]): Parameters<typeof thumbnailRows> => [frame.data, width, height, factor, thumbnail.rgb.data, start, end, thumbnail.grey],
   );
   await pool.all(engineModule('analysis'), 'thumbnailRows', args);
-  return thumbnails;
+  return thumbnail;
+}
+
+/** Thumbnails of frames (makeThumbnail), all at once. */
+export function makeThumbnails(pool: WorkerPool, frames: RgbImage[], withGrey: boolean): Promise<Thumbnail[]> {
+  return Promise.all(frames.map((f) => makeThumbnail(pool, f, withGrey)));
 }

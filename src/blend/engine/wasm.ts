@@ -8,7 +8,8 @@
 export const I32 = 0x7f;
 export const F32 = 0x7d;
 export const V128 = 0x7b;
-type ValueType = typeof I32 | typeof F32 | typeof V128;
+export const F64 = 0x7c;
+type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
 
 /** Instructions without immediates, one byte. */
 const PLAIN = {
@@ -18,6 +19,11 @@ const PLAIN = {
   'i32.ge_u': 0x4f,
   'i32.lt_u': 0x49,
   select: 0x1b,
+  'f64.add': 0xa0,
+  'f64.mul': 0xa2,
+  'f64.div': 0xa3,
+  'i32.trunc_f64_u': 0xab,
+  'f64.convert_i32_u': 0xb8,
 } as const;
 
 /** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
@@ -39,6 +45,24 @@ const SIMD = {
   'f32x4.convert_i32x4_u': 0xfb,
   'i32x4.splat': 0x11,
   'f32x4.splat': 0x13,
+  'i8x16.splat': 0x0f,
+  'i8x16.eq': 0x23,
+  'v128.and': 0x4e,
+  'f32x4.floor': 0x68,
+  'f32x4.nearest': 0x6a,
+  'i16x8.extend_low_i8x16_s': 0x87,
+  'i16x8.extend_high_i8x16_s': 0x88,
+  'i16x8.shl': 0x8b,
+  'i16x8.mul': 0x95,
+  'i32x4.extend_low_i16x8_s': 0xa7,
+  'i32x4.extend_high_i16x8_s': 0xa8,
+  'i32x4.shl': 0xab,
+  'f32x4.abs': 0xe0,
+  'f32x4.sqrt': 0xe3,
+  'f32x4.sub': 0xe5,
+  'f32x4.mul': 0xe6,
+  'f32x4.max': 0xe9,
+  'i32x4.trunc_sat_f32x4_s': 0xf8,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
@@ -108,6 +132,23 @@ export class Code {
     return this;
   }
 
+  f64(value: number): this {
+    this.bytes.push(0x44, ...new Uint8Array(Float64Array.of(value).buffer));
+    return this;
+  }
+
+  /** i32.load at the address on the stack plus `offset`. */
+  load32(offset: number): this {
+    this.bytes.push(0x28, 2, ...unsigned(offset));
+    return this;
+  }
+
+  /** i32.store8 (the low byte) at the address under the value on the stack, plus `offset`. */
+  store8(offset: number): this {
+    this.bytes.push(0x3a, 0, ...unsigned(offset));
+    return this;
+  }
+
   /** v128.load at the address on the stack plus `offset` (16-byte aligned hint). */
   load(offset: number): this {
     this.bytes.push(0xfd, 0x00, 4, ...unsigned(offset));
@@ -116,6 +157,12 @@ export class Code {
 
   store(offset: number): this {
     this.bytes.push(0xfd, 0x0b, 4, ...unsigned(offset));
+    return this;
+  }
+
+  /** i8x16.shuffle of the two vectors on the stack: lane i of the result is lane `lanes[i]` of their 32 bytes. */
+  shuffle(lanes: number[]): this {
+    this.bytes.push(0xfd, 0x0d, ...lanes);
     return this;
   }
 
