@@ -1,20 +1,8 @@
-import type { exposureWeightRows } from './exposure.js';
-import type { selectionWeightRows, sharpestFrameRows } from './focus.js';
+import type { sharpestFrameRows } from './focus.js';
 import { type RgbImage, rowRanges, sharedImage, toShared } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
-import type {
-  accumulateFixedRows,
-  accumulateRows,
-  collapseLevelZeroRows,
-  expandIntoRows,
-  LevelZeroWeights,
-  Plane,
-  reduceFixedRows,
-  reduceRgbRows,
-  reduceRows,
-  FixedPlane,
-} from './pyramid.js';
-import { LEVEL_ONE_STEPS, levelSizes, sharedFixedPlane, sharedPlane, WEIGHT_ONE } from './pyramid.js';
+import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, LevelZeroWeights, levelOneRows, Plane, reduceRows } from './pyramid.js';
+import { levelSizes, sharedFixedPlane, sharedPlane } from './pyramid.js';
 import type { PointKernel } from './stack.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
@@ -66,21 +54,9 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   return out;
 }
 
-/** Mertens exposure fusion: normalised weights for all frames, then the pyramid blend. */
-async function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
-  const { width, height } = frames[0]!;
-  const data = frames.map((f) => f.data);
-  const weights = frames.map(() => sharedFixedPlane(width, height));
-  const planes = weights.map((w) => w.data);
-  await overRows<typeof exposureWeightRows>(pool, 'exposure', 'exposureWeightRows', height, (y0, y1) => [
-    data,
-    width,
-    height,
-    planes,
-    y0,
-    y1,
-  ]);
-  return pyramidBlend(pool, frames, { planes }, async (k) => weights[k]!);
+/** Mertens exposure fusion: the pyramid blend of the normalised weights (exposure.ts), made where they are needed. */
+function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
+  return pyramidBlend(pool, frames, 'exposure');
 }
 
 /** Focus stacking: the sharpest frame per pixel, then the pyramid blend of one-hot weights. */
@@ -89,43 +65,27 @@ async function stackFocus(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImag
   const data = frames.map((f) => f.data);
   const choice = new Uint8Array(new SharedArrayBuffer(width * height));
   await overRows<typeof sharpestFrameRows>(pool, 'focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
-  const weight = sharedFixedPlane(width, height);
-  return pyramidBlend(pool, frames, { choice }, async (k) => {
-    await overRows<typeof selectionWeightRows>(pool, 'focus', 'selectionWeightRows', height, (y0, y1) => [
-      choice,
-      k,
-      width,
-      weight.data,
-      y0,
-      y1,
-    ]);
-    return weight;
-  });
+  return pyramidBlend(pool, frames, { choice });
 }
 
 /**
  * out = collapse(Σ_k Gaussian(weight_k) · Laplacian(frame_k)) per channel, clipped to 0..255.
- * Frames stream one at a time through scratch pyramids into one accumulator pyramid per channel
- * for levels ≥ 1; only each frame's level 1 is kept, so that level 0, where most of the memory
- * traffic would be, is computed once at the end straight into `out` and never stored.
- * `weightOf(k)` is frame k's level-0 weight plane (untouched until frame k's pass is over);
- * `levelZero` gives all of them to the last pass.
- * Memory: a frame's level 1 exists only in fixed point (`firsts`, exact); the scratch that is dead
- * by the last pass (levels ≥ 2 of the accumulators and of the frame's R, G, B, levels ≥ 1 of its
- * weight) is carved out of one buffer, which the last pass then reuses for `out`, so the result
- * adds no memory of its own at the peak.
+ * Level 0 is only read, never stored: one pass over the frames makes every frame's level 1 of
+ * R, G, B and weight (`firsts`, `weights`, 16-bit fixed point), computing the level-0 weights a
+ * few rows at a time; frames then stream one at a time through scratch pyramids into one
+ * accumulator pyramid per channel for levels ≥ 1; the last pass computes the level-0 weights
+ * again, row by row, and writes level 0 of the blend straight into `out`. Recomputing the weights
+ * costs less than storing them (2 bytes a pixel and frame: 120 MB for five 12 MP frames).
+ * Memory: the scratch that is dead by the last pass (levels ≥ 2 of the accumulators and of the
+ * frame's R, G, B and weight) is carved out of one buffer, which the last pass then reuses for
+ * `out`, so the result adds no memory of its own at the peak.
  */
-async function pyramidBlend(
-  pool: WorkerPool,
-  frames: RgbImage[],
-  levelZero: LevelZeroWeights,
-  weightOf: (k: number) => Promise<FixedPlane>,
-): Promise<RgbImage> {
+async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: LevelZeroWeights): Promise<RgbImage> {
   const { width, height } = frames[0]!;
   const sizes = levelSizes(width, height);
   const top = sizes.length - 1;
   const area = ([w, h]: [number, number]) => w * h;
-  const scratchFloats = sizes.reduce((n, size, l) => n + (l >= 2 ? 6 * area(size) : 0) + (l >= 1 ? area(size) : 0), 0);
+  const scratchFloats = sizes.reduce((n, size, l) => n + (l >= 2 ? 7 * area(size) : 0), 0);
   const arena = new SharedArrayBuffer(Math.max(scratchFloats * 4, width * height * 3));
   let used = 0;
   const scratchPlane = ([w, h]: [number, number]): Plane => {
@@ -135,29 +95,24 @@ async function pyramidBlend(
   };
   const scratchRgb = (size: [number, number]): Plane[] => [scratchPlane(size), scratchPlane(size), scratchPlane(size)];
   // levels ≥ 1: the accumulators (level 1 outlives the scratch: the last pass reads it), and the
-  // current frame's R, G, B (levels ≥ 2) and weight (scratch, reused by every frame); level 1 of R,
-  // G, B per frame, kept in fixed point (exact) for the pass over levels ≥ 1 and the last pass
+  // current frame's R, G, B and weight at levels ≥ 2 (scratch, reused by every frame)
   const acc = sizes.map((size, l) => (l === 0 ? [] : l === 1 ? [sharedPlane(...size), sharedPlane(...size), sharedPlane(...size)] : scratchRgb(size)));
-  // gauss[l] for levels ≥ 2 (level 1 is the frame's `firsts`, level 0 the frame itself)
   const gauss = sizes.map((size, l) => (l < 2 ? [] : scratchRgb(size)));
-  // w[l] for levels ≥ 1 (level 0 is `weightOf(k)`, in fixed point)
-  const w = sizes.map((size, l) => (l === 0 ? null : scratchPlane(size)));
+  const w = sizes.map((size, l) => (l < 2 ? null : scratchPlane(size)));
   const out: RgbImage = { width, height, data: new Uint8Array(arena, 0, width * height * 3) };
+  const data = frames.map((f) => f.data);
   const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
+  const weights = top > 0 ? frames.map(() => sharedFixedPlane(...sizes[1]!)) : null;
+  if (firsts && weights) {
+    await overRows<typeof levelOneRows>(pool, 'pyramid', 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
+  }
   for (const [k, kept] of (firsts ?? []).entries()) {
-    const frame = frames[k]!.data;
-    const weight = await weightOf(k);
-    for (let l = 0; l < top; l++) {
+    const weight = weights![k]!;
+    for (let l = 1; l < top; l++) {
       const next = sizes[l + 1]![1];
       await Promise.all([
-        l === 0
-          ? overRows<typeof reduceRgbRows>(pool, 'pyramid', 'reduceRgbRows', next, (y0, y1) => [frame, width, height, kept, y0, y1])
-          : l === 1
-            ? overRows<typeof reduceFixedRows>(pool, 'pyramid', 'reduceFixedRows', next, (y0, y1) => [kept, 1 / LEVEL_ONE_STEPS, gauss[2]!, y0, y1])
-            : overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [gauss[l]!, gauss[l + 1]!, y0, y1]),
-        l === 0
-          ? overRows<typeof reduceFixedRows>(pool, 'pyramid', 'reduceFixedRows', next, (y0, y1) => [[weight], 1 / WEIGHT_ONE, [w[1]!], y0, y1])
-          : overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[w[l]!], [w[l + 1]!], y0, y1]),
+        overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
+        overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
       ]);
     }
     // the levels' contributions are independent of each other: one batch for the whole pyramid
@@ -165,9 +120,14 @@ async function pyramidBlend(
       sizes.slice(1).map(([, h], i) => {
         const l = i + 1;
         const coarser = l < top ? gauss[l + 1]! : null;
-        return l === 1
-          ? overRows<typeof accumulateFixedRows>(pool, 'pyramid', 'accumulateFixedRows', h, (y0, y1) => [acc[1]!, kept, coarser, w[1]!, y0, y1])
-          : overRows<typeof accumulateRows>(pool, 'pyramid', 'accumulateRows', h, (y0, y1) => [acc[l]!, gauss[l]!, coarser, w[l]!, y0, y1]);
+        return overRows<typeof accumulateRows>(pool, 'pyramid', 'accumulateRows', h, (y0, y1) => [
+          acc[l]!,
+          l === 1 ? kept : gauss[l]!,
+          coarser,
+          l === 1 ? weight : w[l]!,
+          y0,
+          y1,
+        ]);
       }),
     );
   }
@@ -175,7 +135,6 @@ async function pyramidBlend(
     await overRows<typeof expandIntoRows>(pool, 'pyramid', 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
   }
   // from here on the scratch is dead and `out` overwrites it
-  const data = frames.map((f) => f.data);
   await overRows<typeof collapseLevelZeroRows>(pool, 'pyramid', 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
     firsts,
@@ -183,6 +142,7 @@ async function pyramidBlend(
     acc[1] ?? null,
     out.data,
     width,
+    height,
     y0,
     y1,
   ]);

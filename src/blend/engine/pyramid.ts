@@ -1,10 +1,13 @@
+import { EPSILON } from './exposure.js';
 import { sharedFloats } from './image.js';
+import { type Row, type RowMemory, rowMemory } from './pyramid-simd.js';
 
 /**
- * Gaussian and Laplacian pyramids on Float32 planes (Burt & Adelson): the 5-tap binomial
- * 1-4-6-4-1 kernel, separable, edges replicated; level l+1 is level l blurred and decimated,
- * ceil(width / 2) × ceil(height / 2). Kernels work on row ranges of one level so the caller can
- * split a level across pool threads, and take several planes (channels) per call.
+ * Gaussian and Laplacian pyramids (Burt & Adelson): the 5-tap binomial 1-4-6-4-1 kernel,
+ * separable, edges replicated; level l+1 is level l blurred and decimated, ceil(width / 2) ×
+ * ceil(height / 2). Kernels work on row ranges of one level so the caller can split a level across
+ * pool threads, and take several planes (channels) per call. The arithmetic is WebAssembly SIMD in
+ * 32-bit floats (pyramid-simd.ts); JavaScript picks the rows.
  */
 export interface Plane {
   data: Float32Array;
@@ -18,8 +21,8 @@ export function sharedPlane(width: number, height: number): Plane {
 }
 
 /**
- * The largest planes a blend keeps are stored in 16-bit fixed point, at half the memory of Float32:
- * level-0 weights (0..WEIGHT_ONE for 0..1) and every frame's level 1 (LEVEL_ONE_STEPS per unit).
+ * Level 1, the largest level a blend keeps, is stored in 16-bit fixed point, at half the memory of
+ * Float32: every frame's R, G, B (LEVEL_ONE_STEPS per unit, exact) and weight (WEIGHT_ONE for 1).
  */
 export interface FixedPlane {
   data: Uint16Array;
@@ -54,132 +57,62 @@ export function levelSizes(width: number, height: number): Array<[number, number
   return sizes;
 }
 
-/** Level l + 1 from level l: rows [y0, y1) of every `dst[i]` from `src[i]`. */
-export function reduceRows(src: Plane[], dst: Plane[], y0: number, y1: number): void {
-  for (let i = 0; i < src.length; i++) {
-    const s = src[i]!, d = dst[i]!;
-    const sw = s.width, dw = d.width, last = s.height - 1, data = s.data;
-    const t = new Float64Array(sw + 4);
-    for (let y = y0; y < y1; y++) {
-      const r2 = clamp(2 * y, last) * sw;
-      const r0 = clamp(2 * y - 2, last) * sw, r1 = clamp(2 * y - 1, last) * sw;
-      const r3 = clamp(2 * y + 1, last) * sw, r4 = clamp(2 * y + 2, last) * sw;
-      for (let x = 0; x < sw; x++) {
-        t[x + 2] = data[r0 + x]! + data[r4 + x]! + 4 * (data[r1 + x]! + data[r3 + x]!) + 6 * data[r2 + x]!;
-      }
-      decimate(t, sw, d.data, y * dw, dw);
-    }
-  }
-}
+/**
+ * Every frame's level-0 weights, never stored: Mertens' exposure weights (exposure.ts), computed
+ * from the frames row by row where they are needed, or one-hot weights from the index of the frame
+ * chosen per pixel.
+ */
+export type LevelZeroWeights = 'exposure' | { choice: Uint8Array };
+
+/** The value of one step of a fixed-point plane that holds `kind`. */
+const unitOf = { level: 1 / LEVEL_ONE_STEPS, weight: 1 / WEIGHT_ONE } as const;
+
+const clamp = (i: number, last: number): number => (i < 0 ? 0 : i > last ? last : i);
 
 /**
- * Level l + 1 from a fixed-point level l (`unit` is the value of one step: 1 / WEIGHT_ONE for level-0
- * weights, 1 / LEVEL_ONE_STEPS for a frame's level 1): rows [y0, y1) of every `dst[i]` from `src[i]`.
- * A copy of reduceRows rather than a parameter of it: one loop reading both array types runs slower.
+ * Level 1 of every frame from the frames (level 0), rows [y0, y1): R, G, B into `firsts[k]`
+ * (LEVEL_ONE_STEPS, exact) and the weight into `weights[k]` (WEIGHT_ONE). The level-0 weights
+ * are made here, a few rows at a time, and dropped once reduced.
  */
-export function reduceFixedRows(src: FixedPlane[], unit: number, dst: Plane[], y0: number, y1: number): void {
-  for (let i = 0; i < src.length; i++) {
-    const s = src[i]!, d = dst[i]!;
-    const sw = s.width, dw = d.width, last = s.height - 1, data = s.data;
-    const t = new Float64Array(sw + 4);
-    for (let y = y0; y < y1; y++) {
-      const r2 = clamp(2 * y, last) * sw;
-      const r0 = clamp(2 * y - 2, last) * sw, r1 = clamp(2 * y - 1, last) * sw;
-      const r3 = clamp(2 * y + 1, last) * sw, r4 = clamp(2 * y + 2, last) * sw;
-      for (let x = 0; x < sw; x++) {
-        t[x + 2] = (data[r0 + x]! + data[r4 + x]! + 4 * (data[r1 + x]! + data[r3 + x]!) + 6 * data[r2 + x]!) * unit;
-      }
-      decimate(t, sw, d.data, y * dw, dw);
-    }
-  }
-}
-
-/**
- * Level 1 of the R, G and B pyramids straight from the interleaved 8-bit frame (level 0), in fixed
- * point (LEVEL_ONE_STEPS) into `kept`: the only copy of the frame's level 1.
- */
-export function reduceRgbRows(frame: Uint8Array, width: number, height: number, kept: FixedPlane[], y0: number, y1: number): void {
-  const last = height - 1, stride = width * 3, dw = kept[0]!.width;
-  const t = new Float64Array(width + 4);
-  const row = new Float32Array(dw);
+export function levelOneRows(
+  frames: Uint8Array[],
+  width: number,
+  height: number,
+  levelZero: LevelZeroWeights,
+  firsts: FixedPlane[][],
+  weights: FixedPlane[],
+  y0: number,
+  y1: number,
+): void {
+  const mem = rowMemory();
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 8);
+  const dw = weights[0]!.width;
+  const sum16 = mem.row(width + 4, 2), sum32 = mem.row(width + 4, 4);
+  const even = mem.row(dw + 16, 4), odd = mem.row(dw + 16, 4);
+  const out16 = mem.row(dw, 2), out32 = mem.row(dw, 4);
+  mem.ready();
+  const { run } = mem, last = height - 1;
+  zero.start(clamp(2 * y0 - 2, last));
   for (let y = y0; y < y1; y++) {
-    const r2 = clamp(2 * y, last) * stride;
-    const r0 = clamp(2 * y - 2, last) * stride, r1 = clamp(2 * y - 1, last) * stride;
-    const r3 = clamp(2 * y + 1, last) * stride, r4 = clamp(2 * y + 2, last) * stride;
-    for (let c = 0; c < 3; c++) {
-      for (let x = 0, q = c; x < width; x++, q += 3) {
-        t[x + 2] = frame[r0 + q]! + frame[r4 + q]! + 4 * (frame[r1 + q]! + frame[r3 + q]!) + 6 * frame[r2 + q]!;
+    zero.weightsUpTo(clamp(2 * y + 2, last));
+    const rows = [-2, -1, 0, 1, 2].map((d) => clamp(2 * y + d, last)) as [number, number, number, number, number];
+    for (let k = 0; k < frames.length; k++) {
+      for (let c = 0; c < 3; c++) {
+        const [a, b, m, d, e] = rows.map((r) => zero.planar(k, r)[c]!.at) as [number, number, number, number, number];
+        run.sumBytes5(a, b, m, d, e, sum16.at + 4, width);
+        mem.replicateShorts(sum16.at + 4, width, 2, 2);
+        run.decimateShorts(sum16.at, dw, even.at, odd.at, out16.at);
+        mem.take(out16, firsts[k]![c]!.data, y * dw, dw);
       }
-      const o = y * dw, fixed = kept[c]!.data;
-      decimate(t, width, row, 0, dw);
-      for (let x = 0; x < dw; x++) fixed[o + x] = row[x]! * LEVEL_ONE_STEPS;
+      const [a, b, m, d, e] = rows.map((r) => zero.weight(k, r).at) as [number, number, number, number, number];
+      run.sumFloats5(a, b, m, d, e, sum32.at + 8, width);
+      mem.replicateFloats(sum32.at + 8, width, 2, 2);
+      run.decimateFloats(sum32.at, dw, even.at, odd.at, out32.at, WEIGHT_ONE / 256);
+      run.floatsToShorts(out32.at, out16.at, dw, 1);
+      mem.take(out16, weights[k]!.data, y * dw, dw);
     }
   }
 }
-
-/**
- * One level (≥ 1) of a weighted Laplacian blend: acc[i] += weight · (level[i] − expand(coarser[i])),
- * or acc[i] += weight · level[i] at the coarsest level (`coarser` null).
- */
-export function accumulateRows(
-  acc: Plane[],
-  level: Plane[],
-  coarser: Plane[] | null,
-  weight: Plane,
-  y0: number,
-  y1: number,
-): void {
-  const w = weight.width, wd = weight.data;
-  const e = new Float64Array(2 * w + 2);
-  for (let i = 0; i < acc.length; i++) {
-    const a = acc[i]!.data, g = level[i]!.data, c = coarser?.[i];
-    const t = c ? new Float64Array(c.width + 2) : null;
-    for (let y = y0; y < y1; y++) {
-      const o = y * w;
-      // a row where the frame has no weight adds nothing (most rows of a focus stack's frame)
-      if (!anyWeight(wd, o, w)) continue;
-      if (c && t) {
-        expandRow(c, y, t, e);
-        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! - e[x]!);
-      } else {
-        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * g[o + x]!;
-      }
-    }
-  }
-}
-
-/**
- * accumulateRows at level 1, whose frame level is kept in fixed point (LEVEL_ONE_STEPS; scaling back
- * is exact). A copy rather than a parameter, as for reduceFixedRows.
- */
-export function accumulateFixedRows(
-  acc: Plane[],
-  level: FixedPlane[],
-  coarser: Plane[] | null,
-  weight: Plane,
-  y0: number,
-  y1: number,
-): void {
-  const w = weight.width, wd = weight.data, unit = 1 / LEVEL_ONE_STEPS;
-  const e = new Float64Array(2 * w + 2);
-  for (let i = 0; i < acc.length; i++) {
-    const a = acc[i]!.data, g = level[i]!.data, c = coarser?.[i];
-    const t = c ? new Float64Array(c.width + 2) : null;
-    for (let y = y0; y < y1; y++) {
-      const o = y * w;
-      if (!anyWeight(wd, o, w)) continue;
-      if (c && t) {
-        expandRow(c, y, t, e);
-        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! * unit - e[x]!);
-      } else {
-        for (let x = 0; x < w; x++) a[o + x]! += wd[o + x]! * (g[o + x]! * unit);
-      }
-    }
-  }
-}
-
-/** Every frame's level-0 weights: one fixed-point plane per frame (WEIGHT_ONE is 1), or the index of the one frame chosen per pixel. */
-export type LevelZeroWeights = { planes: Uint16Array[] } | { choice: Uint8Array };
 
 /**
  * The finest level of the blend, straight into the 8-bit result, so level 0 is never stored:
@@ -190,60 +123,115 @@ export type LevelZeroWeights = { planes: Uint16Array[] } | { choice: Uint8Array 
 export function collapseLevelZeroRows(
   frames: Uint8Array[],
   firsts: FixedPlane[][] | null,
-  weights: LevelZeroWeights,
+  levelZero: LevelZeroWeights,
   coarser: Plane[] | null,
   out: Uint8Array,
   width: number,
+  height: number,
   y0: number,
   y1: number,
 ): void {
-  const t = new Float64Array(width + 2);
-  const w = new Float64Array(width);
-  const [er, eg, eb] = [0, 1, 2].map(() => new Float64Array(2 * width + 2)) as [Float64Array, Float64Array, Float64Array];
-  const [sr, sg, sb] = [0, 1, 2].map(() => new Float64Array(width)) as [Float64Array, Float64Array, Float64Array];
+  const mem = rowMemory();
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 2);
+  const expandWidth = 2 * Math.ceil(width / 2);
+  const sums = [0, 1, 2].map(() => mem.row(expandWidth, 4));
+  const expanded = mem.row(expandWidth, 4), values = mem.row(width, 4);
+  const bytes = [0, 1, 2].map(() => mem.row(width, 1)), rgb = mem.row(3 * width, 1);
+  const expander = new Expander(mem, Math.ceil(width / 2));
+  mem.ready();
+  const { run } = mem, last = height - 1;
+  zero.start(y0);
   for (let y = y0; y < y1; y++) {
-    const o = y * width;
-    if (coarser) {
-      expandRow(coarser[0]!, y, t, er);
-      expandRow(coarser[1]!, y, t, eg);
-      expandRow(coarser[2]!, y, t, eb);
+    const present = zero.weightsUpTo(y);
+    for (let c = 0; c < 3; c++) {
+      if (coarser) expander.expand(coarser[c]!, 1, y, sums[c]!);
+      else run.fill(sums[c]!.at, width, 0);
     }
-    for (let x = 0; x < width; x++) {
-      sr[x] = er[x]!;
-      sg[x] = eg[x]!;
-      sb[x] = eb[x]!;
-    }
+    if (!firsts) run.fill(expanded.at, width, 0);
     for (let k = 0; k < frames.length; k++) {
-      if (!weightRow(weights, k, o, width, w)) continue;
-      const frame = frames[k]!;
-      if (firsts) {
-        expandFixedRow(firsts[k]![0]!, y, t, er);
-        expandFixedRow(firsts[k]![1]!, y, t, eg);
-        expandFixedRow(firsts[k]![2]!, y, t, eb);
-      }
-      for (let x = 0, q = o * 3; x < width; x++, q += 3) {
-        const wx = w[x]!;
-        sr[x]! += wx * (frame[q]! - er[x]!);
-        sg[x]! += wx * (frame[q + 1]! - eg[x]!);
-        sb[x]! += wx * (frame[q + 2]! - eb[x]!);
+      if (!present[k]) continue;
+      const planar = zero.planar(k, clamp(y, last)), weight = zero.weight(k, y);
+      for (let c = 0; c < 3; c++) {
+        if (firsts) expander.expand(firsts[k]![c]!, unitOf.level, y, expanded);
+        run.bytesToFloats(planar[c]!.at, values.at, width);
+        run.accumulate(sums[c]!.at, weight.at, values.at, expanded.at, width);
       }
     }
-    for (let x = 0, q = o * 3; x < width; x++, q += 3) {
-      out[q] = toByte(sr[x]!);
-      out[q + 1] = toByte(sg[x]!);
-      out[q + 2] = toByte(sb[x]!);
+    for (let c = 0; c < 3; c++) run.floatsToBytes(sums[c]!.at, bytes[c]!.at, width);
+    run.merge(bytes[0]!.at, bytes[1]!.at, bytes[2]!.at, rgb.at, width);
+    mem.take(rgb, out, y * width * 3, width * 3);
+  }
+}
+
+/** Level l + 1 from level l: rows [y0, y1) of every `dst[i]` from `src[i]` (fixed-point planes hold `kind`). */
+export function reduceRows(src: Array<Plane | FixedPlane>, kind: keyof typeof unitOf, dst: Plane[], y0: number, y1: number): void {
+  const mem = rowMemory();
+  const sw = src[0]!.width, dw = dst[0]!.width;
+  const loader = new Loader(mem, sw);
+  const rows = [0, 1, 2, 3, 4].map(() => mem.row(sw, 4));
+  const sum = mem.row(sw + 4, 4), even = mem.row(dw + 16, 4), odd = mem.row(dw + 16, 4), out = mem.row(dw, 4);
+  mem.ready();
+  const { run } = mem;
+  for (let i = 0; i < src.length; i++) {
+    const s = src[i]!, last = s.height - 1;
+    for (let y = y0; y < y1; y++) {
+      for (let d = 0; d < 5; d++) loader.load(s, unitOf[kind], clamp(2 * y + d - 2, last), rows[d]!);
+      run.sumFloats5(rows[0]!.at, rows[1]!.at, rows[2]!.at, rows[3]!.at, rows[4]!.at, sum.at + 8, sw);
+      mem.replicateFloats(sum.at + 8, sw, 2, 2);
+      run.decimateFloats(sum.at, dw, even.at, odd.at, out.at, 1 / 256);
+      mem.take(out, dst[i]!.data, y * dw, dw);
+    }
+  }
+}
+
+/**
+ * One level (≥ 1) of a weighted Laplacian blend: acc[i] += weight · (level[i] − expand(coarser[i])),
+ * or acc[i] += weight · level[i] at the coarsest level (`coarser` null). Fixed-point planes are
+ * level 1's: a frame's R, G, B (LEVEL_ONE_STEPS) and weight (WEIGHT_ONE).
+ */
+export function accumulateRows(
+  acc: Plane[],
+  level: Array<Plane | FixedPlane>,
+  coarser: Plane[] | null,
+  weight: Plane | FixedPlane,
+  y0: number,
+  y1: number,
+): void {
+  const mem = rowMemory();
+  const w = weight.width;
+  const loader = new Loader(mem, w);
+  const sum = mem.row(w, 4), values = mem.row(w, 4), weights = mem.row(w, 4), expanded = mem.row(2 * Math.ceil(w / 2) + 2, 4);
+  const expander = coarser ? new Expander(mem, coarser[0]!.width) : null;
+  mem.ready();
+  const { run } = mem;
+  if (!coarser) run.fill(expanded.at, w, 0);
+  for (let y = y0; y < y1; y++) {
+    // a row where the frame has no weight adds nothing (most rows of a focus stack's frame)
+    if (!anyWeight(weight.data, y * w, w)) continue;
+    loader.load(weight, unitOf.weight, y, weights);
+    for (let i = 0; i < acc.length; i++) {
+      mem.put(sum, acc[i]!.data, y * w, w);
+      loader.load(level[i]!, unitOf.level, y, values);
+      if (expander) expander.expand(coarser![i]!, 1, y, expanded);
+      run.accumulate(sum.at, weights.at, values.at, expanded.at, w);
+      mem.take(sum, acc[i]!.data, y * w, w);
     }
   }
 }
 
 /** fine[i] += sign · expand(coarser[i]) on rows [y0, y1): collapses (+1) or makes a Laplacian level (−1). */
 export function expandIntoRows(fine: Plane[], coarser: Plane[], sign: 1 | -1, y0: number, y1: number): void {
+  const mem = rowMemory();
+  const w = fine[0]!.width;
+  const sum = mem.row(w, 4), expanded = mem.row(2 * coarser[0]!.width, 4);
+  const expander = new Expander(mem, coarser[0]!.width);
+  mem.ready();
   for (let i = 0; i < fine.length; i++) {
-    const f = fine[i]!, c = coarser[i]!, w = f.width, d = f.data;
-    const t = new Float64Array(c.width + 2), e = new Float64Array(2 * w + 2);
     for (let y = y0; y < y1; y++) {
-      expandRow(c, y, t, e);
-      for (let x = 0, o = y * w; x < w; x++) d[o + x]! += sign * e[x]!;
+      mem.put(sum, fine[i]!.data, y * w, w);
+      expander.expand(coarser[i]!, 1, y, expanded);
+      mem.run.addScaled(sum.at, expanded.at, w, sign);
+      mem.take(sum, fine[i]!.data, y * w, w);
     }
   }
 }
@@ -253,7 +241,7 @@ export function gaussianPyramid(plane: Plane): Plane[] {
   const levels = [plane];
   for (const [w, h] of levelSizes(plane.width, plane.height).slice(1)) {
     const next = sharedPlane(w, h);
-    reduceRows([levels[levels.length - 1]!], [next], 0, h);
+    reduceRows([levels[levels.length - 1]!], 'level', [next], 0, h);
     levels.push(next);
   }
   return levels;
@@ -274,80 +262,161 @@ export function collapsePyramid(levels: Plane[]): Plane {
   return levels[0]!;
 }
 
-const clamp = (i: number, last: number): number => (i < 0 ? 0 : i > last ? last : i);
-
-const toByte = (v: number): number => (v <= 0 ? 0 : v >= 255 ? 255 : (v + 0.5) | 0);
-
 function anyWeight(weight: Float32Array | Uint16Array, o: number, width: number): boolean {
   for (let x = o; x < o + width; x++) if (weight[x] !== 0) return true;
   return false;
 }
 
-// Frame k's level-0 weights on the row starting at pixel o, into w; false when they are all 0.
-function weightRow(weights: LevelZeroWeights, k: number, o: number, width: number, w: Float64Array): boolean {
-  if ('planes' in weights) {
-    const plane = weights.planes[k]!;
-    for (let x = 0; x < width; x++) w[x] = plane[o + x]! * (1 / WEIGHT_ONE);
-    return anyWeight(plane, o, width);
-  }
-  const choice = weights.choice;
-  let any = false;
-  for (let x = 0; x < width; x++) {
-    const chosen = choice[o + x] === k;
-    w[x] = chosen ? 1 : 0;
-    any ||= chosen;
-  }
-  return any;
-}
+/** Copies rows of a plane into float rows of the kernels' memory, scaling fixed-point ones by their unit. */
+class Loader {
+  private readonly staging: Row;
 
-// Horizontal 1-4-6-4-1 at even columns of a vertically filtered row t (values at t[2..sw+1], edges
-// replicated into t[0..1] and t[sw+2..sw+3]); both passes' 1/16 folded into one 1/256.
-function decimate(t: Float64Array, sw: number, out: Float32Array, o: number, dw: number): void {
-  t[0] = t[1] = t[2]!;
-  t[sw + 2] = t[sw + 3] = t[sw + 1]!;
-  for (let x = 0, s = 0; x < dw; x++, s += 2) {
-    out[o + x] = (t[s]! + t[s + 4]! + 4 * (t[s + 1]! + t[s + 3]!) + 6 * t[s + 2]!) * (1 / 256);
+  constructor(
+    private readonly mem: RowMemory,
+    width: number,
+  ) {
+    this.staging = mem.row(width, 2);
+  }
+
+  load(plane: Plane | FixedPlane, unit: number, y: number, into: Row): void {
+    const w = plane.width;
+    if (plane.data instanceof Float32Array) {
+      this.mem.put(into, plane.data, y * w, w);
+    } else {
+      this.mem.put(this.staging, plane.data, y * w, w);
+      this.mem.run.shortsToFloats(this.staging.at, into.at, w, unit);
+    }
   }
 }
 
-// Row y of expand(c) (c upsampled ×2 with zeros and blurred by 2 · 1-4-6-4-1 each way) into e[0..2·c.width):
-// even positions take (1, 6, 1) / 8 of their neighbourhood, odd ones (1, 1) / 2. t is scratch of c.width + 2.
-function expandRow(c: Plane, y: number, t: Float64Array, e: Float64Array): void {
-  const sw = c.width, last = c.height - 1, d = c.data, j = y >> 1;
-  const r1 = clamp(j, last) * sw;
-  if (y & 1) {
-    const r2 = clamp(j + 1, last) * sw;
-    for (let x = 0; x < sw; x++) t[x + 1] = (d[r1 + x]! + d[r2 + x]!) * 0.5;
-  } else {
-    const r0 = clamp(j - 1, last) * sw, r2 = clamp(j + 1, last) * sw;
-    for (let x = 0; x < sw; x++) t[x + 1] = (d[r0 + x]! + d[r2 + x]! + 6 * d[r1 + x]!) * 0.125;
+/**
+ * Row y of expand(c) (c upsampled ×2 with zeros and blurred by 2 · 1-4-6-4-1 each way): even rows
+ * take (1, 6, 1) / 8 of their neighbourhood, odd ones (1, 1) / 2, then the same across.
+ */
+class Expander {
+  private readonly rows: [Row, Row, Row];
+  private readonly across: Row;
+  private readonly loader: Loader;
+
+  constructor(
+    private readonly mem: RowMemory,
+    width: number,
+  ) {
+    this.loader = new Loader(mem, width);
+    this.rows = [mem.row(width, 4), mem.row(width, 4), mem.row(width, 4)];
+    this.across = mem.row(width + 2, 4);
   }
-  expandAcross(t, sw, e);
+
+  /** 2 · c.width elements into `into`. */
+  expand(c: Plane | FixedPlane, unit: number, y: number, into: Row): void {
+    const { mem, rows, loader, across } = this;
+    const sw = c.width, last = c.height - 1, j = y >> 1;
+    const [a, b, d] = rows;
+    if (y & 1) {
+      loader.load(c, unit, clamp(j, last), a);
+      loader.load(c, unit, clamp(j + 1, last), d);
+      mem.run.combine3(a.at, a.at, d.at, across.at + 4, sw, 0.5, 0);
+    } else {
+      loader.load(c, unit, clamp(j - 1, last), a);
+      loader.load(c, unit, clamp(j, last), b);
+      loader.load(c, unit, clamp(j + 1, last), d);
+      mem.run.combine3(a.at, b.at, d.at, across.at + 4, sw, 0.125, 0.75);
+    }
+    mem.replicateFloats(across.at + 4, sw, 1, 1);
+    mem.run.expandAcross(across.at, sw, into.at);
+  }
 }
 
-// expandRow of a level-1 plane kept in fixed point (LEVEL_ONE_STEPS, a power of two: scaling back is
-// exact). A copy rather than a parameter: one function reading both array types runs slower for both.
-function expandFixedRow(c: FixedPlane, y: number, t: Float64Array, e: Float64Array): void {
-  const unit = 1 / LEVEL_ONE_STEPS;
-  const sw = c.width, last = c.height - 1, d = c.data, j = y >> 1;
-  const r1 = clamp(j, last) * sw;
-  if (y & 1) {
-    const r2 = clamp(j + 1, last) * sw, half = 0.5 * unit;
-    for (let x = 0; x < sw; x++) t[x + 1] = (d[r1 + x]! + d[r2 + x]!) * half;
-  } else {
-    const r0 = clamp(j - 1, last) * sw, r2 = clamp(j + 1, last) * sw, eighth = 0.125 * unit;
-    for (let x = 0; x < sw; x++) t[x + 1] = (d[r0 + x]! + d[r2 + x]! + 6 * d[r1 + x]!) * eighth;
-  }
-  expandAcross(t, sw, e);
-}
+/**
+ * Level 0 of every frame, a row at a time in the kernels' memory: planar R, G, B bytes (a ring of
+ * `ring` rows per frame) and the frames' normalised level-0 weights (the same ring), computed
+ * in row order. Exposure weights also keep three grey rows per frame for the Laplacian.
+ */
+class LevelZeroRows {
+  private readonly planes: Row[][][];
+  private readonly weights: Row[][];
+  private readonly greys: Row[][];
+  private readonly source: Row;
+  private readonly sum: Row;
+  private readonly present: boolean[];
+  private planarDone = -1;
+  private weightsDone = -1;
 
-// The horizontal half of expandRow: t[1..sw] (edges replicated into t[0], t[sw + 1]) into e[0..2·sw).
-function expandAcross(t: Float64Array, sw: number, e: Float64Array): void {
-  t[0] = t[1]!;
-  t[sw + 1] = t[sw]!;
-  for (let x = 0; x < sw; x++) {
-    const a = t[x]!, b = t[x + 1]!, n = t[x + 2]!;
-    e[2 * x] = (a + 6 * b + n) * 0.125;
-    e[2 * x + 1] = (b + n) * 0.5;
+  constructor(
+    private readonly mem: RowMemory,
+    private readonly frames: Uint8Array[],
+    private readonly width: number,
+    private readonly height: number,
+    private readonly levelZero: LevelZeroWeights,
+    private readonly ring: number,
+  ) {
+    const n = frames.length;
+    this.planes = frames.map(() => Array.from({ length: ring }, () => [0, 1, 2].map(() => mem.row(width, 1))));
+    this.weights = frames.map(() => Array.from({ length: ring }, () => mem.row(width, 4)));
+    this.greys = levelZero === 'exposure' ? frames.map(() => [0, 1, 2].map(() => mem.row(width, 4))) : [];
+    this.source = mem.row(3 * width, 1);
+    this.sum = mem.row(width, 4);
+    this.present = new Array<boolean>(n).fill(true);
+  }
+
+  /** The first row whose weights will be asked for. */
+  start(row: number): void {
+    this.weightsDone = row - 1;
+    this.planarDone = Math.max(0, row - 1) - 1;
+  }
+
+  planar(k: number, row: number): Row[] {
+    return this.planes[k]![row % this.ring]!;
+  }
+
+  weight(k: number, row: number): Row {
+    return this.weights[k]![row % this.ring]!;
+  }
+
+  /** Computes the weights of the rows up to `row`; returns which frames have any weight in that row. */
+  weightsUpTo(row: number): boolean[] {
+    while (this.weightsDone < row) this.computeWeights(++this.weightsDone);
+    return this.present;
+  }
+
+  private computeWeights(row: number): void {
+    const { mem, frames, width, height } = this;
+    const { run } = mem;
+    const last = height - 1;
+    if (this.levelZero === 'exposure') {
+      this.planarUpTo(Math.min(row + 1, last));
+      run.fill(this.sum.at, width, EPSILON * frames.length);
+      for (let k = 0; k < frames.length; k++) {
+        const greys = this.greys[k]!, [r, g, b] = this.planar(k, row) as [Row, Row, Row];
+        const up = greys[Math.max(row - 1, 0) % 3]!, mid = greys[row % 3]!, down = greys[Math.min(row + 1, last) % 3]!;
+        run.exposureWeight(up.at, mid.at, down.at, r.at, g.at, b.at, this.weight(k, row).at, width);
+        run.addScaled(this.sum.at, this.weight(k, row).at, width, 1);
+      }
+      for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, this.sum.at, width, EPSILON);
+    } else {
+      this.planarUpTo(row);
+      const choice = this.levelZero.choice;
+      mem.put(this.source, choice, row * width, width);
+      this.present.fill(false);
+      for (let x = row * width, end = x + width; x < end; x++) this.present[choice[x]!] = true;
+      for (let k = 0; k < frames.length; k++) run.oneHot(this.source.at, k, this.weight(k, row).at, width);
+    }
+  }
+
+  private planarUpTo(row: number): void {
+    const { mem, frames, width } = this;
+    while (this.planarDone < row) {
+      const r = ++this.planarDone;
+      for (let k = 0; k < frames.length; k++) {
+        mem.put(this.source, frames[k]!, r * width * 3, width * 3);
+        const [red, green, blue] = this.planar(k, r) as [Row, Row, Row];
+        mem.run.split(this.source.at, red.at, green.at, blue.at, width);
+        if (this.levelZero === 'exposure') {
+          const grey = this.greys[k]![r % 3]!;
+          mem.run.grey(red.at, green.at, blue.at, grey.at, width);
+          mem.replicateFloats(grey.at, width, 1, 1);
+        }
+      }
+    }
   }
 }
