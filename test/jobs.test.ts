@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { claimJobs, CompletionBatcher, enqueueJobs } from '../src/jobs/queue.js';
+import { claimJobs, CompletionBatcher, enqueueJobs, jobsQueued } from '../src/jobs/queue.js';
 import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
@@ -48,6 +48,23 @@ for (const engine of ENGINES) {
       assert.equal(new Set(seen).size, 300);
       const left = await a.db.selectFrom('jobs').select('status').where('status', '!=', 'done').execute();
       assert.deepEqual(left, []);
+    });
+
+    test('a job this process queues is claimed at once, not at the next poll', async (t) => {
+      const connect = await open(t, engine);
+      const { db } = await connect();
+      let workedAt = 0;
+      const handler: JobHandler = { concurrency: 1, work: async () => ((workedAt = Date.now()), { status: 'done' }) };
+      // A poll far longer than the test: only the wake can find the job.
+      const runner = new JobRunner(db, engine, { soon: handler }, { leaseMs: 30_000, pollMs: 600_000, log: silent });
+      runner.start();
+      onCleanup(t, () => runner.stop(1000));
+      await new Promise((r) => setTimeout(r, 50)); // the runner's first claim found nothing; it sleeps
+      const queuedAt = Date.now();
+      await db.transaction().execute((tx) => enqueueJobs(tx, [{ kind: 'soon', payload: {}, maxAttempts: 1 }]));
+      jobsQueued();
+      await until(() => workedAt > 0, 5000, 'the job worked');
+      assert.ok(workedAt - queuedAt < 2000, `worked ${workedAt - queuedAt} ms after it was queued`);
     });
 
     test('completions written together mark every job of the lease holder done, and no job taken over by another', async (t) => {

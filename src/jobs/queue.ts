@@ -16,6 +16,25 @@ export interface NewJob {
 
 const BATCH = 200;
 
+/** Runners of this process, told when a job was queued here and committed (see jobsQueued). */
+const queuedListeners = new Set<() => void>();
+
+/** Calls `listener` whenever this process says it queued jobs; returns the unsubscribe. */
+export function onJobsQueued(listener: () => void): () => void {
+  queuedListeners.add(listener);
+  return () => queuedListeners.delete(listener);
+}
+
+/**
+ * Says that jobs queued by this process have committed: a runner of the same process (`serve`
+ * with workers, the default) looks for them now instead of at its next poll. Call it after the
+ * transaction, never inside it (before COMMIT the jobs are not there to claim). Workers in other
+ * processes find them at their next poll.
+ */
+export function jobsQueued(): void {
+  for (const listener of queuedListeners) listener();
+}
+
 /** Adds jobs; call it inside the transaction whose commit should make them visible. */
 export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now()): Promise<void> {
   const rows = jobs.map((job) => ({

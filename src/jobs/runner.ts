@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { Db, Engine } from '../db/database.js';
 import { newId } from '../ids.js';
-import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
+import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, onJobsQueued, releaseJob, retryJob } from './queue.js';
 
 export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number; error: string } | { status: 'failed'; error: string };
 
@@ -31,7 +31,10 @@ export class JobRunner {
   private readonly perKind = new Map<string, number>();
   private running = false;
   private wakeUp: (() => void) | null = null;
+  /** A wake that came while the loop was claiming: the loop claims again instead of sleeping. */
+  private wakePending = false;
   private loop: Promise<void> | null = null;
+  private stopListening: (() => void) | null = null;
   private readonly completions: CompletionBatcher;
 
   constructor(
@@ -46,17 +49,21 @@ export class JobRunner {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // Jobs this process queues are claimed at once; others' at the next poll.
+    this.stopListening = onJobsQueued(() => this.wake());
     this.loop = this.run();
   }
 
   /** Looks for work now instead of at the next poll. */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.wakePending = true;
   }
 
   private async run(): Promise<void> {
     const pollMs = this.options.pollMs ?? 100;
     while (this.running) {
+      this.wakePending = false;
       let claimed = 0;
       try {
         claimed = await this.claim();
@@ -64,7 +71,8 @@ export class JobRunner {
         this.options.log.warn({ err }, 'could not claim jobs');
       }
       if (!this.running) break;
-      if (claimed === 0) {
+      // Nothing to do, and nobody said otherwise while the claim ran: sleep until the poll or a wake.
+      if (claimed === 0 && !this.wakePending) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pollMs);
           this.wakeUp = () => {
@@ -142,6 +150,8 @@ export class JobRunner {
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.stopListening?.();
+    this.stopListening = null;
     this.wake();
     await this.loop;
     const inFlight = [...this.active.values()];
