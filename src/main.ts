@@ -7,6 +7,7 @@ import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from '
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
+import { notifyOtherProcesses } from './jobs/signal.js';
 import { startWorkers, type WorkerLog } from './jobs/workers.js';
 
 const USAGE = `Usage: montage <command>
@@ -114,9 +115,12 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
     throw new AppError('unavailable', code === 'EADDRINUSE' ? `${config.host}:${config.port} is in use; set PORT to another port.` : `cannot listen on ${config.host}:${config.port}: ${String(err)}`);
   }
   const workers = withWorker ? startWorkers(handle, config, app.log) : null;
+  // Without workers of its own, the jobs this process queues are announced to theirs (jobs/signal.ts).
+  const stopNotifying = workers ? null : notifyOtherProcesses(handle, app.log);
   // Stop listening and finish the requests in flight while the workers finish or hand back their jobs.
   onShutdown(config, app.log, async (graceMs) => {
     await Promise.all([app.close(), workers?.stop(graceMs)]);
+    stopNotifying?.();
     await handle.close();
   });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

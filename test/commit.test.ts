@@ -5,8 +5,9 @@ import { test, type TestContext } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
-import { ensureSchema, openDatabase } from '../src/db/database.js';
+import { type Db, ensureSchema, openDatabase } from '../src/db/database.js';
 import { prepared } from '../src/db/prepared.js';
+import { afterCommit, transaction } from '../src/db/transaction.js';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
 // Transactions that run at the same time commit or fail each on its own, on both engines; on
@@ -181,5 +182,32 @@ for (const engine of ENGINES) {
     setTimeout(resume, 50);
     await assert.rejects(failing, /gives up/);
     assert.deepEqual(await reads, [[{ id: 1, body: 'kept' }], []]);
+  });
+}
+
+for (const engine of ENGINES) {
+  test(`[${engine}] afterCommit runs after COMMIT, once per function, and never after a rollback`, async (t) => {
+    const { db: notes } = await scratchDatabase(t, engine);
+    const db = notes as unknown as Db;
+    type Notes = Kysely<{ notes: { id: number; body: string } }>;
+    const calls: string[] = [];
+    const seen = () => calls.push('committed');
+    await transaction(db, async (tx) => {
+      await (tx as unknown as Notes).insertInto('notes').values({ id: 1, body: 'one' }).execute();
+      afterCommit(tx, seen);
+      afterCommit(tx, seen);
+      afterCommit(tx, () => calls.push('second'));
+      assert.deepEqual(calls, [], 'nothing runs before COMMIT');
+    });
+    assert.deepEqual(calls, ['committed', 'second']);
+    await assert.rejects(
+      transaction(db, async (tx) => {
+        afterCommit(tx, () => calls.push('rolled back'));
+        throw new Error('gives up');
+      }),
+      /gives up/,
+    );
+    afterCommit(db, () => calls.push('outside'));
+    assert.deepEqual(calls, ['committed', 'second', 'outside']);
   });
 }

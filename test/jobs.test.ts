@@ -3,8 +3,11 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { claimJobs, CompletionBatcher, enqueueJobs, jobsQueued } from '../src/jobs/queue.js';
+import { claimJobs, CompletionBatcher, enqueueJobs } from '../src/jobs/queue.js';
+import { transaction } from '../src/db/transaction.js';
 import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
+import { JOBS_CHANNEL, jobsQueued, listenForQueuedJobs, notifyOtherProcesses } from '../src/jobs/signal.js';
+import { sql } from 'kysely';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
 const silent = { warn() {}, error() {} };
@@ -61,8 +64,8 @@ for (const engine of ENGINES) {
       onCleanup(t, () => runner.stop(1000));
       await new Promise((r) => setTimeout(r, 50)); // the runner's first claim found nothing; it sleeps
       const queuedAt = Date.now();
-      await db.transaction().execute((tx) => enqueueJobs(tx, [{ kind: 'soon', payload: {}, maxAttempts: 1 }]));
-      jobsQueued();
+      // No call of our own: the transaction's commit says it (queue.ts registers jobsQueued with afterCommit).
+      await transaction(db, (tx) => enqueueJobs(tx, [{ kind: 'soon', payload: {}, maxAttempts: 1 }]));
       await until(() => workedAt > 0, 5000, 'the job worked');
       assert.ok(workedAt - queuedAt < 2000, `worked ${workedAt - queuedAt} ms after it was queued`);
     });
@@ -152,3 +155,32 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+test('[postgres] a commit that queued jobs in one process wakes the workers of another (LISTEN/NOTIFY), of its own deployment only', { skip: !ENGINES.includes('postgres') && 'PostgreSQL only' }, async (t) => {
+  const storage = await freshStorage(t, 'postgres');
+  const config = loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' });
+  const [worker, api] = [openDatabase(config), openDatabase(config)];
+  onCleanup(t, async () => {
+    await worker.close();
+    await api.close();
+  });
+  let wakes = 0;
+  const stopListening = listenForQueuedJobs(config, worker, () => wakes++, silent);
+  onCleanup(t, stopListening);
+  // Connected and listening: it wakes once on its own, for what was queued while nobody listened.
+  await until(() => wakes === 1, 5000, 'the listener ready');
+  const stopNotifying = notifyOtherProcesses(api, silent);
+  onCleanup(t, stopNotifying);
+  jobsQueued();
+  await until(() => wakes === 2, 5000, 'a wake from the other connection');
+  // Commits close together share one NOTIFY (one every 20 ms at most), and none is lost.
+  for (let i = 0; i < 10; i++) jobsQueued();
+  await until(() => wakes >= 3, 5000, 'the trailing NOTIFY');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(wakes <= 4, `${wakes} wakes for 11 commits`);
+  // Another deployment on the same database (another ?schema=) wakes nobody here.
+  const before = wakes;
+  await sql`select pg_notify(${JOBS_CHANNEL}, ${'another_schema'})`.execute(api.db);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(wakes, before);
+});

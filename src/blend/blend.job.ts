@@ -1,6 +1,7 @@
 import type { Updateable } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/transaction.js';
 import type { JobRow } from '../jobs/queue.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
 import { addressPolicy } from '../net/safe-http.js';
@@ -29,7 +30,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
   const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork)));
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
-    return db.transaction().execute(async (tx) => {
+    return transaction(db, async (tx) => {
       const started = await tx
         .updateTable('blendJobs')
         .set({ status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now })
@@ -46,7 +47,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
   /** Records how the job ended and its webhook message, in one transaction. */
   async function settle(row: BlendJobRow, changes: Updateable<BlendJobTable>, message: (settled: BlendJobRow, now: number) => OutboxMessage): Promise<void> {
     const now = Date.now();
-    await db.transaction().execute(async (tx) => {
+    await transaction(db, async (tx) => {
       const settled = await tx
         .updateTable('blendJobs')
         .set({ ...changes, completedAt: now, updatedAt: now })

@@ -6,7 +6,7 @@ import type { Db } from '../db/database.js';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import { enqueueJobs, jobsQueued } from '../jobs/queue.js';
+import { enqueueJobs } from '../jobs/queue.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
 import { iso } from '../time.js';
@@ -85,7 +85,6 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     await tx.db.insertInto('blendJobs').values(row).execute();
     await enqueueJobs(tx.db, [{ kind: BLEND_KIND, payload: { jobId: row.id }, maxAttempts: config.blend.maxAttempts }], now);
   });
-  jobsQueued();
   return presentJob(row, config);
 }
 

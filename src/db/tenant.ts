@@ -1,5 +1,6 @@
 import type { DeleteQueryBuilder, DeleteResult, SelectQueryBuilder, UpdateQueryBuilder, UpdateResult } from 'kysely';
 import type { Database, Db, Tx } from './database.js';
+import { transaction } from './transaction.js';
 
 /** Tables whose rows belong to one account. */
 export type TenantTable = {
@@ -31,6 +32,6 @@ export class TenantScope {
   /** Runs `work` in one transaction, with a scope bound to it. */
   transaction<R>(work: (scope: TenantScope) => Promise<R>): Promise<R> {
     if (this.db.isTransaction) return work(this);
-    return (this.db as Db).transaction().execute((tx) => work(new TenantScope(tx, this.accountId)));
+    return transaction(this.db as Db, (tx) => work(new TenantScope(tx, this.accountId)));
   }
 }

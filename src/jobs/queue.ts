@@ -2,8 +2,10 @@ import type { Selectable } from 'kysely';
 import { WriteBatcher } from '../db/batcher.js';
 import type { Db, Engine, Tx } from '../db/database.js';
 import { prepared } from '../db/prepared.js';
+import { afterCommit } from '../db/transaction.js';
 import { newId } from '../ids.js';
 import type { JobTable } from './jobs.table.js';
+import { jobsQueued } from './signal.js';
 
 export type JobRow = Selectable<JobTable>;
 
@@ -15,25 +17,6 @@ export interface NewJob {
 }
 
 const BATCH = 200;
-
-/** Runners of this process, told when a job was queued here and committed (see jobsQueued). */
-const queuedListeners = new Set<() => void>();
-
-/** Calls `listener` whenever this process says it queued jobs; returns the unsubscribe. */
-export function onJobsQueued(listener: () => void): () => void {
-  queuedListeners.add(listener);
-  return () => queuedListeners.delete(listener);
-}
-
-/**
- * Says that jobs queued by this process have committed: a runner of the same process (`serve`
- * with workers, the default) looks for them now instead of at its next poll. Call it after the
- * transaction, never inside it (before COMMIT the jobs are not there to claim). Workers in other
- * processes find them at their next poll.
- */
-export function jobsQueued(): void {
-  for (const listener of queuedListeners) listener();
-}
 
 /** Adds jobs; call it inside the transaction whose commit should make them visible. */
 export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now()): Promise<void> {
@@ -53,6 +36,8 @@ export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now())
     finishedAt: null,
   }));
   for (let i = 0; i < rows.length; i += BATCH) await db.insertInto('jobs').values(rows.slice(i, i + BATCH)).execute();
+  // Workers look for them as soon as they can be claimed (signal.ts), not at their next poll.
+  if (rows.length > 0) afterCommit(db, jobsQueued);
 }
 
 /**

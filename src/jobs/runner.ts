@@ -1,7 +1,8 @@
 import os from 'node:os';
 import type { Db, Engine } from '../db/database.js';
 import { newId } from '../ids.js';
-import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, onJobsQueued, releaseJob, retryJob } from './queue.js';
+import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
+import { onJobsQueued } from './signal.js';
 
 export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number; error: string } | { status: 'failed'; error: string };
 
