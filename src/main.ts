@@ -115,12 +115,13 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
     throw new AppError('unavailable', code === 'EADDRINUSE' ? `${config.host}:${config.port} is in use; set PORT to another port.` : `cannot listen on ${config.host}:${config.port}: ${String(err)}`);
   }
   const workers = withWorker ? startWorkers(handle, config, app.log) : null;
-  // Without workers of its own, the jobs this process queues are announced to theirs (jobs/signal.ts).
-  const stopNotifying = workers ? null : notifyOtherProcesses(handle, app.log);
-  // Stop listening and finish the requests in flight while the workers finish or hand back their jobs.
+  // Jobs this process queues are announced to the workers of the others (jobs/signal.ts).
+  const stopNotifying = notifyOtherProcesses(handle, app.log);
+  // Stop listening and finish the requests in flight while the workers finish or hand back their
+  // jobs; what those last requests and hand-backs queued is announced before the pool closes.
   onShutdown(config, app.log, async (graceMs) => {
     await Promise.all([app.close(), workers?.stop(graceMs)]);
-    stopNotifying?.();
+    await stopNotifying();
     await handle.close();
   });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -145,9 +146,11 @@ async function worker(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
   const handle = await openForService(config, (line) => log.warn(line));
   const workers = startWorkers(handle, config, log);
+  const stopNotifying = notifyOtherProcesses(handle, log);
   log.info({ workerId: workers.runner.workerId, database: `${handle.engine}: ${handle.location}` }, 'Montage worker running');
   onShutdown(config, log, async (graceMs) => {
     await workers.stop(graceMs);
+    await stopNotifying();
     await handle.close();
   });
   // Keep the process alive until a signal stops it.

@@ -3,10 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import SQLite from 'better-sqlite3';
+import pg from 'pg';
 import { type Kysely, sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
-import { type Db, ensureSchema, openDatabase } from '../src/db/database.js';
+import { type Db, type DatabaseHandle, ensureSchema, openDatabase } from '../src/db/database.js';
 import { prepared } from '../src/db/prepared.js';
+import { CachedSqliteAdapter } from '../src/db/sqlite-dialect.js';
 import { afterCommit, transaction } from '../src/db/transaction.js';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
@@ -23,6 +25,19 @@ async function scratchDatabase(t: TestContext, engine: (typeof ENGINES)[number])
   const db = handle.db as unknown as Kysely<{ notes: { id: number; body: string } }>;
   await sql`create table notes (id integer primary key, body text not null unique)`.execute(db);
   return { handle, db, dataDir: storage.env.DATA_DIR! };
+}
+
+/** A second connection to the scratch database: `query(sql)` resolves to the first column of the first row. */
+async function otherConnection(t: TestContext, handle: DatabaseHandle, dataDir: string): Promise<(query: string) => Promise<number>> {
+  if (handle.engine === 'sqlite') {
+    const file = new SQLite(path.join(dataDir, 'montage.db'), { readonly: true });
+    onCleanup(t, () => file.close());
+    return async (query) => Number(Object.values(file.prepare(query).get() as object)[0]);
+  }
+  const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${handle.schema}` });
+  await client.connect();
+  onCleanup(t, () => client.end());
+  return async (query) => Number(Object.values((await client.query(query)).rows[0] as object)[0]);
 }
 
 for (const engine of ENGINES) {
@@ -187,19 +202,26 @@ for (const engine of ENGINES) {
 
 for (const engine of ENGINES) {
   test(`[${engine}] afterCommit runs after COMMIT, once per function, and never after a rollback`, async (t) => {
-    const { db: notes } = await scratchDatabase(t, engine);
+    const { db: notes, dataDir, handle } = await scratchDatabase(t, engine);
     const db = notes as unknown as Db;
     type Notes = Kysely<{ notes: { id: number; body: string } }>;
     const calls: string[] = [];
     const seen = () => calls.push('committed');
+    // What another connection sees when the hook runs: the row, committed.
+    const other = await otherConnection(t, handle, dataDir);
+    let seenByOther: Promise<number> | null = null;
     await transaction(db, async (tx) => {
       await (tx as unknown as Notes).insertInto('notes').values({ id: 1, body: 'one' }).execute();
       afterCommit(tx, seen);
       afterCommit(tx, seen);
-      afterCommit(tx, () => calls.push('second'));
+      afterCommit(tx, () => {
+        calls.push('second');
+        seenByOther = other('select count(*) as n from notes');
+      });
       assert.deepEqual(calls, [], 'nothing runs before COMMIT');
     });
     assert.deepEqual(calls, ['committed', 'second']);
+    assert.equal(await seenByOther!, 1);
     await assert.rejects(
       transaction(db, async (tx) => {
         afterCommit(tx, () => calls.push('rolled back'));
@@ -211,3 +233,31 @@ for (const engine of ENGINES) {
     assert.deepEqual(calls, ['committed', 'second', 'outside']);
   });
 }
+
+test('[sqlite] prepared reads on an idle connection skip the executor; a write with RETURNING still waits for its group\'s COMMIT', { skip: !ENGINES.includes('sqlite') && 'SQLite only' }, async (t) => {
+  const { db, handle, dataDir } = await scratchDatabase(t, 'sqlite');
+  type Notes = Kysely<{ notes: { id: number; body: string } }>;
+  const adapter = db.getExecutor().adapter as CachedSqliteAdapter;
+  assert.ok(adapter instanceof CachedSqliteAdapter);
+  const direct: unknown[] = [];
+  const readNow = adapter.readNow.bind(adapter);
+  adapter.readNow = ((sqlText: string, parameters: readonly unknown[]) => {
+    const rows = readNow(sqlText, parameters);
+    direct.push(rows);
+    return rows;
+  }) as typeof adapter.readNow;
+  const note = prepared((q: Notes, id: number) => q.selectFrom('notes').select(['id', 'body']).where('id', '=', id));
+  const rename = prepared((q: Notes, id: number, body: string) => q.updateTable('notes').set({ body }).where('id', '=', id).returning(['id', 'body']));
+  await db.insertInto('notes').values({ id: 1, body: 'one' }).execute();
+  assert.deepEqual(await note(db, 1), [{ id: 1, body: 'one' }]);
+  assert.deepEqual(direct, [[{ id: 1, body: 'one' }]], 'the read was answered directly');
+  // A transaction opens a group; the write lands in it and must answer only after its COMMIT.
+  const other = await otherConnection(t, handle, dataDir);
+  const opened = db.transaction().execute((tx) => tx.insertInto('notes').values({ id: 2, body: 'two' }).execute());
+  await new Promise((r) => setImmediate(r));
+  const renamed = await rename(db, 1, 'uno');
+  assert.deepEqual(renamed, [{ id: 1, body: 'uno' }]);
+  assert.equal(direct.at(-1), undefined, 'the write went through the driver');
+  assert.equal(await other("select count(*) from notes where body = 'uno'"), 1, 'committed when it answered');
+  await opened;
+});

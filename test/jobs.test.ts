@@ -6,7 +6,8 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { claimJobs, CompletionBatcher, enqueueJobs } from '../src/jobs/queue.js';
 import { transaction } from '../src/db/transaction.js';
 import { type JobHandler, JobRunner } from '../src/jobs/runner.js';
-import { JOBS_CHANNEL, jobsQueued, listenForQueuedJobs, notifyOtherProcesses } from '../src/jobs/signal.js';
+import { JOBS_CHANNEL, jobsQueued, listenerName, listenForQueuedJobs, notificationPayload, notifyOtherProcesses } from '../src/jobs/signal.js';
+import pg from 'pg';
 import { sql } from 'kysely';
 import { ENGINES, freshStorage, onCleanup, until } from './helpers.js';
 
@@ -156,31 +157,63 @@ for (const engine of ENGINES) {
   });
 }
 
-test('[postgres] a commit that queued jobs in one process wakes the workers of another (LISTEN/NOTIFY), of its own deployment only', { skip: !ENGINES.includes('postgres') && 'PostgreSQL only' }, async (t) => {
+test('[postgres] after commits that queued jobs a process NOTIFYs the others, at most once per 20 ms, and never loses the last', { skip: !ENGINES.includes('postgres') && 'PostgreSQL only' }, async (t) => {
   const storage = await freshStorage(t, 'postgres');
   const config = loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' });
-  const [worker, api] = [openDatabase(config), openDatabase(config)];
+  const api = openDatabase(config);
+  const listener = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+  await listener.connect();
   onCleanup(t, async () => {
-    await worker.close();
+    await listener.end();
     await api.close();
   });
+  const payloads: string[] = [];
+  listener.on('notification', (m) => m.channel === JOBS_CHANNEL && m.payload?.startsWith(`${api.schema}/`) && payloads.push(m.payload));
+  await listener.query(`listen ${JOBS_CHANNEL}`);
+  const stopNotifying = notifyOtherProcesses(api, silent);
+  jobsQueued(); // sent at once
+  jobsQueued(); // within 20 ms of it: one more, at the end of the gap, for both of these
+  jobsQueued();
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(payloads.length, 2);
+  assert.deepEqual(new Set(payloads), new Set([notificationPayload(api.schema)]));
+  jobsQueued();
+  jobsQueued(); // pending when the process stops: sent by the stop
+  await stopNotifying();
+  await until(() => payloads.length === 4, 5000, 'the pending notification sent at stop');
+  jobsQueued();
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(payloads.length, 4, 'nothing after the stop');
+});
+
+test('[postgres] a worker process wakes on another process\'s notification of its own deployment only', { skip: !ENGINES.includes('postgres') && 'PostgreSQL only' }, async (t) => {
+  const storage = await freshStorage(t, 'postgres');
+  const config = loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' });
+  const worker = openDatabase(config);
+  onCleanup(t, () => worker.close());
   let wakes = 0;
   const stopListening = listenForQueuedJobs(config, worker, () => wakes++, silent);
   onCleanup(t, stopListening);
   // Connected and listening: it wakes once on its own, for what was queued while nobody listened.
   await until(() => wakes === 1, 5000, 'the listener ready');
-  const stopNotifying = notifyOtherProcesses(api, silent);
-  onCleanup(t, stopNotifying);
-  jobsQueued();
-  await until(() => wakes === 2, 5000, 'a wake from the other connection');
-  // Commits close together share one NOTIFY (one every 20 ms at most), and none is lost.
-  for (let i = 0; i < 10; i++) jobsQueued();
-  await until(() => wakes >= 3, 5000, 'the trailing NOTIFY');
-  await new Promise((r) => setTimeout(r, 200));
-  assert.ok(wakes <= 4, `${wakes} wakes for 11 commits`);
-  // Another deployment on the same database (another ?schema=) wakes nobody here.
-  const before = wakes;
-  await sql`select pg_notify(${JOBS_CHANNEL}, ${'another_schema'})`.execute(api.db);
+  const notify = (payload: string) => sql`select pg_notify(${JOBS_CHANNEL}, ${payload})`.execute(worker.db);
+  await new Promise((r) => setTimeout(r, 50));
+  await notify(`${worker.schema}/another-process`);
+  await until(() => wakes === 2, 5000, 'a wake from another process');
+  // Its own process's notification (its runner was told directly), another deployment's: no wake.
+  await new Promise((r) => setTimeout(r, 50));
+  await notify(notificationPayload(worker.schema));
+  await notify('another_schema/another-process');
   await new Promise((r) => setTimeout(r, 300));
-  assert.equal(wakes, before);
+  assert.equal(wakes, 2);
+  // The listening backend is terminated: the connection is made again and listens again.
+  const name = listenerName(worker.schema);
+  const listeners = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where application_name = ${name}`.execute(worker.db)).rows[0]!.n;
+  assert.equal(await listeners(), 1);
+  await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`.execute(worker.db);
+  await until(async () => wakes >= 3 && (await listeners()) === 1, 10_000, 'listening again');
+  await notify(`${worker.schema}/another-process`);
+  await until(() => wakes >= 4, 5000, 'a wake after the reconnection');
+  await stopListening();
+  await until(async () => (await listeners()) === 0, 5000, 'no listener left after the stop');
 });

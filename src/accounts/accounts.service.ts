@@ -151,12 +151,13 @@ export async function revokeApiKeyById(db: Db, id: string): Promise<PresentedKey
   return revokeApiKey(new TenantScope(db, owner.accountId), id);
 }
 
+/** Who is calling. Shared by every request of a cached key (frozen): never change one. */
 export interface Principal {
-  accountId: string;
-  plan: Plan;
-  keyId: string;
-  scopes: Scope[];
-  key: { id: string; name: string; prefix: string; scopes: Scope[]; expiresAt: string | null };
+  readonly accountId: string;
+  readonly plan: Plan;
+  readonly keyId: string;
+  readonly scopes: readonly Scope[];
+  readonly key: { readonly id: string; readonly name: string; readonly prefix: string; readonly scopes: readonly Scope[]; readonly expiresAt: string | null };
 }
 
 type KeyRecord = NonNullable<Awaited<ReturnType<typeof repo.findKeyByHash>>>;
@@ -200,7 +201,7 @@ export async function authenticate(db: Db, cache: AuthCache, authorization: stri
       accountId: key.accountId,
       plan: key.plan as Plan,
       keyId: key.id,
-      scopes: Object.freeze(scopes) as Scope[],
+      scopes: Object.freeze(scopes),
       key: Object.freeze({ id: key.id, name: key.name, prefix: key.prefix, scopes, expiresAt: iso(key.expiresAt) }),
     });
     principals.set(key, principal);

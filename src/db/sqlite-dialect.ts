@@ -274,7 +274,8 @@ class CachedSqliteConnection implements DatabaseConnection {
     let read = this.rawReads.get(sql);
     if (read === undefined) {
       const statement = this.database.prepare(sql);
-      read = statement.reader ? { statement: statement.raw(true), names: statement.columns().map((c) => this.columnName(c.name)) } : null;
+      // `reader` alone is also true of INSERT/UPDATE ... RETURNING: a write must take its turn (group commit).
+      read = statement.reader && statement.readonly ? { statement: statement.raw(true), names: statement.columns().map((c) => this.columnName(c.name)) } : null;
       if (this.rawReads.size >= STATEMENT_CACHE_SIZE) this.rawReads.delete(this.rawReads.keys().next().value!);
       this.rawReads.set(sql, read);
     }
@@ -312,7 +313,12 @@ class CachedSqliteConnection implements DatabaseConnection {
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const statement = this.prepare(compiled.sql);
     const parameters = compiled.parameters as unknown[];
-    if (statement.reader) return { rows: statement.all(parameters) as R[] };
+    if (statement.reader) {
+      const rows = statement.all(parameters) as R[];
+      // INSERT/UPDATE/DELETE ... RETURNING is a reader too, and a write (Lease waits for its group):
+      // each changed row is returned.
+      return statement.readonly ? { rows } : { rows, numAffectedRows: BigInt(rows.length) };
+    }
     const { changes } = statement.run(parameters);
     return { numAffectedRows: BigInt(changes), rows: [] };
   }

@@ -25,7 +25,14 @@ export async function transaction<R>(db: Db, work: (tx: Tx) => Promise<R>): Prom
   const list = opened ? hooks.get(opened) : undefined;
   if (list) {
     hooks.delete(opened!);
-    for (const fn of list) fn();
+    for (const fn of list) {
+      // The work is committed: a hook's failure must not make the caller think otherwise.
+      try {
+        fn();
+      } catch (err) {
+        process.emitWarning(`an after-commit hook failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
   }
   return result;
 }

@@ -7,7 +7,7 @@ import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
 import { DELIVER_KIND, purgeOldWebhookMessages, webhookDeliveryHandler } from '../webhooks/delivery.js';
 import { purgeFinishedJobs } from './queue.js';
 import { JobRunner } from './runner.js';
-import { listenForQueuedJobs, notifyOtherProcesses } from './signal.js';
+import { jobsQueued, listenForQueuedJobs } from './signal.js';
 
 export interface WorkerLog {
   info(obj: object, msg: string): void;
@@ -30,9 +30,8 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
   const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config), [BLEND_KIND]: blend };
   const runner = new JobRunner(handle.db, handle.engine, handlers, { leaseMs: config.jobLeaseMs, log });
   runner.start();
-  // On PostgreSQL, jobs queued by other processes wake this one, and this one's wake them.
+  // On PostgreSQL, jobs queued by other processes wake this one (main.ts announces this one's).
   const stopListening = listenForQueuedJobs(config, handle, () => runner.wake(), log);
-  const stopNotifying = notifyOtherProcesses(handle, log);
   const sweep = async () => {
     try {
       const keys = await purgeExpiredIdempotencyKeys(handle.db);
@@ -53,7 +52,8 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
       clearInterval(timer);
       await stopListening();
       await runner.stop(graceMs);
-      stopNotifying();
+      // What it handed back is for the workers of other processes.
+      jobsQueued();
       await blend.close();
     },
   };
