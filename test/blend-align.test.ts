@@ -4,6 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import sharp from 'sharp';
 import { AlignmentFailed, alignFrames } from '../src/blend/engine/align.js';
+import { checkLineUp, lineUpReference } from '../src/blend/engine/align-lineup.js';
 import { apply } from '../src/blend/engine/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image.js';
 import { WorkerPool } from '../src/blend/engine/pool.js';
@@ -115,6 +116,38 @@ test('frame alignment', async (t) => {
       assert.deepEqual(frameReports.map((r) => r.method), ['reference', ...images.slice(1).map(() => 'identity')]);
     });
   }
+
+  await t.test('measures another exposure in the reference\'s tones: a 4 EV brighter frame lines up, shifted it does not', async () => {
+    // A grainy 2000 × 1500 scene (factor 2) at −2 and +2 EV (4 × darker and brighter in linear light), clipped per channel as a camera does.
+    const scene = await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2000, 1500);
+    let seed = 1;
+    for (let i = 0; i < scene.data.length; i++) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      scene.data[i] = Math.max(0, Math.min(255, scene.data[i]! + ((seed >>> 16) % 21) - 10));
+    }
+    const gain = 4 ** (1 / 2.2);
+    const bright = sharedImage(scene.width, scene.height);
+    for (let i = 0; i < bright.data.length; i++) bright.data[i] = Math.min(255, Math.round(scene.data[i]! * gain));
+    const dark = sharedImage(scene.width, scene.height);
+    for (let i = 0; i < dark.data.length; i++) dark.data[i] = Math.round(scene.data[i]! / gain);
+    // The grey thumbnails alignment decides on: 2 × 2 block means of BT.601 luma.
+    const [w, h] = [scene.width / 2, scene.height / 2];
+    const thumbnail = (image: RgbImage, dx: number): Uint8Array =>
+      Uint8Array.from({ length: w * h }, (_, p) => {
+        const [x, y] = [p % w, Math.floor(p / w)];
+        let sum = 0;
+        for (const [u, v] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+          const q = (((2 * y + v) * image.width + Math.min(image.width - 1, Math.max(0, 2 * x + u + dx))) * 3);
+          sum += 0.299 * image.data[q]! + 0.587 * image.data[q + 1]! + 0.114 * image.data[q + 2]!;
+        }
+        return Math.round(sum / 4);
+      });
+    const ref = lineUpReference(thumbnail(dark, 0), w, h);
+    const still = checkLineUp(ref, thumbnail(bright, 0), w, h);
+    assert.ok(still.drift * 2 <= 0.5, `drift ${still.drift * 2} px`);
+    const moved = checkLineUp(ref, thumbnail(bright, 3), w, h);
+    assert.ok(moved.drift * 2 > 2, `drift ${moved.drift * 2} px`);
+  });
 
   await t.test('names the frame that cannot be aligned', async () => {
     const [first, second] = await Promise.all(manifest.images.slice(0, 2).map((f) => load(path.join(dir, f))));

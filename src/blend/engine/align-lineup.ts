@@ -31,14 +31,30 @@ const REACH = 1;
 /** A block's centre (x, y) and the shift (dx, dy) of the frame there: frame(p) ≈ gain · ref(p + shift) + offset. */
 type BlockShift = [number, number, number, number];
 
+/** Counts of clipped pixels of a thumbnail (width × height) over each rectangle from its top left corner: (width + 1) × (height + 1), the first row and column 0. */
+interface ClippedSums {
+  sums: Int32Array;
+  width: number;
+  height: number;
+}
+
 /**
  * One Lucas–Kanade step per block, taken at integer positions (no interpolation, which would
  * bias a noisy frame towards half-pixel shifts): least squares of
  * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
- * ones that decide whether a frame already lines up.
+ * ones that decide whether a frame already lines up. `ref` and `frame` are the smoothed
+ * thumbnails, or those halved `scale` − 1 times; a sample is skipped where its value or its
+ * gradient draws on a pixel `clipped` flags.
  */
-function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number): BlockShift[] {
+function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number): BlockShift[] {
   const shifts: BlockShift[] = [];
+  const sums = clipped?.sums ?? null;
+  const fullWidth = clipped?.width ?? 0;
+  const fullHeight = clipped?.height ?? 0;
+  const stride = fullWidth + 1;
+  // Thumbnail pixels a sample reaches beyond its own: the blur's one, then the gradient's one at this scale.
+  const before = scale + 1;
+  const after = 2 * scale;
   for (let by = 0; by < BLOCKS; by++) {
     for (let bx = 0; bx < BLOCKS; bx++) {
       const x0 = Math.max(1, Math.floor((bx * width) / BLOCKS));
@@ -51,6 +67,11 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
       const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
       for (let y = y0; y < y1; y += step) {
         for (let x = x0; x < x1; x += step) {
+          if (sums) {
+            const xa = Math.max(0, scale * x - before), xb = Math.min(fullWidth, scale * x + after + 1);
+            const ya = Math.max(0, scale * y - before) * stride, yb = Math.min(fullHeight, scale * y + after + 1) * stride;
+            if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
+          }
           const i = y * width + x;
           const r = ref[i]!;
           const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
@@ -185,10 +206,51 @@ function halve(image: Float32Array, width: number, height: number): Float32Array
   return out;
 }
 
-/** The reference's half of every line-up check, made once per job: its smoothed thumbnail and that halved. */
+/** Grey levels (thumbnail means) from which a pixel may hold clipped shadows or highlights. */
+const DARKEST = 4;
+const BRIGHTEST = 247;
+/** 1 for the grey levels that may be clipped, by level. */
+const CLIPPED_LEVEL = Uint8Array.from({ length: 256 }, (_, v) => (v < DARKEST || v > BRIGHTEST ? 1 : 0));
+
+/** Counts of each grey level. */
+function histogram(grey: Uint8Array): Float64Array {
+  const counts = new Int32Array(256);
+  for (let i = 0; i < grey.length; i++) counts[grey[i]!]!++;
+  return Float64Array.from(counts);
+}
+
+/**
+ * The grey levels of the frame mapped onto the reference's by their ranks (histogram
+ * specification): each frame level goes to the reference level at the same middle quantile.
+ * Another exposure of the same scene is a monotone tone curve of it, not a gain and offset (a
+ * colour channel saturates long before the grey does), and the shift fit reads the difference as
+ * motion wherever the curve bends; ranks need no correspondence, so moving objects barely move it.
+ */
+function toneMap(frameCounts: Float64Array, refCounts: Float64Array): Uint8Array {
+  const lut = new Uint8Array(256);
+  const total = frameCounts.reduce((a, b) => a + b, 0);
+  const refTotal = refCounts.reduce((a, b) => a + b, 0);
+  let below = 0;
+  let u = 0;
+  let refBelow = 0;
+  for (let v = 0; v < 256; v++) {
+    const middle = ((below + frameCounts[v]! / 2) / total) * refTotal;
+    below += frameCounts[v]!;
+    while (u < 255 && refBelow + refCounts[u]! < middle) refBelow += refCounts[u++]!;
+    // Within reference level u, interpolate between u − ½ and u + ½ by how far into its count the quantile falls.
+    const inside = refCounts[u]! > 0 ? (middle - refBelow) / refCounts[u]! : 0.5;
+    lut[v] = Math.max(0, Math.min(255, Math.round(u - 0.5 + inside)));
+  }
+  return lut;
+}
+
+/** The reference's half of every line-up check, made once per job: its smoothed thumbnail, that halved, and its tones. */
 export interface LineUpReference {
   smoothed: Float32Array;
   halved: Float32Array;
+  /** The grey thumbnail itself (where it is clipped) and its histogram. */
+  grey: Uint8Array;
+  counts: Float64Array;
 }
 
 /** The reference's smoothed and halved thumbnails, in shared memory for the checks in every thread. */
@@ -200,18 +262,61 @@ export function lineUpReference(grey: Uint8Array, width: number, height: number)
     copy.set(a);
     return copy;
   };
-  return { smoothed: shared(smoothed), halved: shared(halved) };
+  return { smoothed: shared(smoothed), halved: shared(halved), grey, counts: histogram(grey) };
+}
+
+/** Mean distance (grey levels) of the frame's tones from the reference's beyond which it is taken as another exposure. */
+const OTHER_EXPOSURE = 10;
+
+/** Mean |lut(v) − v| over the frame's pixels: how far its tones lie from the reference's. */
+function toneDistance(lut: Uint8Array, frameCounts: Float64Array): number {
+  let sum = 0;
+  let total = 0;
+  for (let v = 0; v < 256; v++) {
+    sum += Math.abs(lut[v]! - v) * frameCounts[v]!;
+    total += frameCounts[v]!;
+  }
+  return total > 0 ? sum / total : 0;
+}
+
+/**
+ * The frame's grey, smoothed, in the reference's tones, with its clipped pixels (ClippedSums);
+ * null when it is the same exposure (its tones within OTHER_EXPOSURE of the reference's), for
+ * which the gain and offset of the shift fit suffice: frames of one exposure are measured as they are.
+ */
+function inReferenceTones(ref: LineUpReference, frame: Uint8Array, width: number, height: number): { mapped: Float32Array; clipped: ClippedSums } | null {
+  const counts = histogram(frame);
+  const lut = toneMap(counts, ref.counts);
+  if (toneDistance(lut, counts) <= OTHER_EXPOSURE) return null;
+  const tones = new Uint8Array(frame.length);
+  // Pixels clipped in either frame, summed over the rectangle above and left of each corner.
+  const refGrey = ref.grey;
+  const stride = width + 1;
+  const sums = new Int32Array(stride * (height + 1));
+  for (let y = 0, i = 0; y < height; y++) {
+    let row = 0;
+    for (let x = 0, o = (y + 1) * stride + 1; x < width; x++, i++, o++) {
+      const v = frame[i]!;
+      tones[i] = lut[v]!;
+      row += CLIPPED_LEVEL[v]! | CLIPPED_LEVEL[refGrey[i]!]!;
+      sums[o] = sums[o - stride]! + row;
+    }
+  }
+  return { mapped: smooth(tones, width, height), clipped: { sums, width, height } };
 }
 
 /**
  * How well `frame` lines up with the reference as it is. Correlation alone is fooled both ways (a
  * shifted sky still correlates at 0.99; sensor noise, a passer-by or another exposure pull an
- * aligned frame well below), so the residual motion is measured too, robust to all three.
+ * aligned frame well below), so the residual motion is measured too, robust to all three (another
+ * exposure: on the frame's tones mapped onto the reference's, away from pixels clipped in either).
  */
 export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: number, height: number): LineUp {
   const b = smooth(frame, width, height);
+  const other = inReferenceTones(ref, frame, width, height);
+  const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
   const [w, h] = [width >> 1, height >> 1];
-  const coarse = 2 * cornerDrift(blockShifts(ref.halved, halve(b, width, height), w, h), w, h);
-  const drift = coarse <= REACH ? cornerDrift(blockShifts(ref.smoothed, b, width, height), width, height) : Infinity;
+  const coarse = 2 * cornerDrift(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2), w, h);
+  const drift = coarse <= REACH ? cornerDrift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity;
   return { correlation: correlation(ref.smoothed, b), drift };
 }

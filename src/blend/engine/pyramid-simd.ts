@@ -73,7 +73,7 @@ const at = (code: Code, addr: number, i: number): Code => code.get(addr).get(i).
 const floatLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]);
 const shortLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [2 * l, 2 * l + 1]);
 
-function split(): Code {
+export function split(): Code {
   const code = new Code([I32, I32, I32, I32, I32]);
   const [src, r, g, b, n] = [0, 1, 2, 3, 4];
   const [i, p] = [code.local(I32), code.local(I32)];

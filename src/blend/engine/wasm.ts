@@ -63,6 +63,13 @@ const SIMD = {
   'f32x4.mul': 0xe6,
   'f32x4.max': 0xe9,
   'i32x4.trunc_sat_f32x4_s': 0xf8,
+  'i8x16.narrow_i16x8_s': 0x65,
+  'i16x8.narrow_i32x4_s': 0x85,
+  'i32x4.gt_s': 0x3b,
+  'i32x4.abs': 0xa0,
+  'i32x4.sub': 0xb1,
+  'i32x4.mul': 0xb5,
+  'v128.bitselect': 0x52,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
