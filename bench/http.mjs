@@ -18,6 +18,7 @@ import {
   montageEnv,
   packageVersion,
   postgresAdminUrl,
+  processCpuSeconds,
   profiling as profiler,
   seconds,
   startProcess,
@@ -68,13 +69,21 @@ const int = (n) => Math.round(n).toLocaleString('en-US');
 
 // ---------------------------------------------------------------------------------------------
 
-/** Warm-up (discarded), then the measured run; both must be all 2xx. */
-async function measure(s, title, url, headers = {}) {
+/**
+ * Warm-up (discarded), then the measured run; both must be all 2xx. `pid`: the server process,
+ * whose CPU time per request (user + system, from /proc) is recorded: unlike req/s it hardly
+ * moves when something else shares the machine.
+ */
+async function measure(s, title, url, headers = {}, pid = null) {
   const warm = s.warmup > 0 ? await autocannon(url, { connections: s.connections, duration: s.warmup, headers, title: `${title} (warm-up)` }) : null;
+  const cpuBefore = pid ? processCpuSeconds(pid) : null;
   const result = await autocannon(url, { connections: s.connections, duration: s.duration, headers, title });
+  const cpuAfter = pid ? processCpuSeconds(pid) : null;
+  const serverUs = cpuBefore !== null && cpuAfter !== null ? ((cpuAfter - cpuBefore) * 1e6) / result.requests : null;
   const cpu = result.cpu ? `, machine CPU ${result.cpu.busyPct.toFixed(0)}% busy, ${result.cpu.stealPct.toFixed(0)}% steal` : '';
-  log(`    ${title.padEnd(37)} ${int(result.rps).padStart(8)} req/s   p99 ${ms(result.p99).padStart(6)} ms   (${int(result.requests)} requests, all 2xx${cpu})`);
-  return { ...result, served: result.requests + (warm?.requests ?? 0) };
+  const server = serverUs !== null ? `, server CPU ${int(serverUs)} us/request` : '';
+  log(`    ${title.padEnd(37)} ${int(result.rps).padStart(8)} req/s   p99 ${ms(result.p99).padStart(6)} ms   (${int(result.requests)} requests, all 2xx${server}${cpu})`);
+  return { ...result, serverUs, served: result.requests + (warm?.requests ?? 0) };
 }
 
 /** With BENCH_PROFILE=1: node flags writing a .cpuprofile of a server into bench/profiles/. */
@@ -161,10 +170,10 @@ async function engineRun(s, engine) {
   for (let round = 1; round <= s.rounds; round++) {
     if (s.rounds > 1) log(`  round ${round} of ${s.rounds}`);
     const f = floorServer.target;
-    rounds.floor.push(await measure(s, `${engine} floor GET /items/:id`, f.url, f.headers));
+    rounds.floor.push(await measure(s, `${engine} floor GET /items/:id`, f.url, f.headers, floorServer.server.child.pid));
     for (const route of s.routes) {
       const t = montageServer.targets[route.id];
-      rounds[route.id].push(await measure(s, `${engine} Montage ${route.label}`, t.url, t.headers));
+      rounds[route.id].push(await measure(s, `${engine} Montage ${route.label}`, t.url, t.headers, montageServer.server.child.pid));
     }
   }
   const served = (list) => list.reduce((n, r) => n + r.served, 0);
@@ -190,14 +199,15 @@ function summariseRounds(list, floorList) {
     maxRps: Math.max(...rps),
     p99: median(list.map((r) => r.p99)),
     avgLatency: median(list.map((r) => r.avgLatency)),
+    serverUs: list.every((r) => r.serverUs !== null) ? median(list.map((r) => r.serverUs)) : null,
     ratio: median(list.map((r, i) => r.rps / floorList[i].rps)),
   };
 }
 
 function report(s, runs) {
   const multi = s.rounds > 1;
-  const header = ['Engine', 'Server', 'Route', multi ? 'req/s (median)' : 'req/s', ...(multi ? ['req/s range'] : []), 'p99 ms', 'mean ms', 'vs floor'];
-  const align = ['left', 'left', 'left', 'right', ...(multi ? ['right'] : []), 'right', 'right', 'right'];
+  const header = ['Engine', 'Server', 'Route', multi ? 'req/s (median)' : 'req/s', ...(multi ? ['req/s range'] : []), 'p99 ms', 'mean ms', 'server CPU us/req', 'vs floor'];
+  const align = ['left', 'left', 'left', 'right', ...(multi ? ['right'] : []), 'right', 'right', 'right', 'right'];
   const rows = [];
   const verdicts = [];
   const row = (engine, server, label, r) => [
@@ -208,6 +218,7 @@ function report(s, runs) {
     ...(multi ? [`${int(r.minRps)}-${int(r.maxRps)}`] : []),
     ms(r.p99),
     ms(r.avgLatency),
+    r.serverUs === null ? '–' : int(r.serverUs),
     `${(r.ratio * 100).toFixed(0)}%`,
   ];
   for (const run of runs) {
@@ -273,7 +284,9 @@ Targets (single-resource GET against its own engine's floor: >= ${TARGET_RATIO *
 
 ${verdicts.map((v) => `- ${v.pass ? 'PASS' : '**FAIL**'}: ${v.text}`).join('\n')}
 
-Notes: "vs floor" is Montage's req/s over the same engine's floor req/s. The load generator,
+Notes: "vs floor" is Montage's req/s over the same engine's floor req/s. "server CPU" is the
+server process's user + system time (from /proc) over the measured requests: the work of one
+request, kernel socket writes included, and the steadiest figure when the machine is shared. The load generator,
 the servers and PostgreSQL share the machine's ${m.nproc} CPUs, so absolute figures are lower
 than on a dedicated load-test setup (the SQLite floor in particular is partly bounded by
 autocannon itself); compare ratios rather than raw numbers across machines. With a closed loop of
