@@ -1,7 +1,7 @@
 import type { BlendLimits } from '../config.js';
 import type { AddressPolicy } from '../net/safe-http.js';
 import { chooseBlendType } from './choose.js';
-import { alignFrames, checkLineUps } from './engine/align.js';
+import { alignFrames, checkLineUps, type LineUps } from './engine/align.js';
 import type { FrameStats } from './engine/analysis.js';
 import { collectGarbage } from './engine/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
@@ -44,6 +44,14 @@ export interface BlendResult {
 const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
 /** Blends whose scratch (pyramids, weights) is worth a collection before scoring. */
 const LARGE_SCRATCH = new Set<EngineBlendType>(['exposure', 'focus', 'composite']);
+
+/**
+ * A frame whose line-up check finds it related to frame 0 (align.ts's correlation for that) and
+ * off by at most a thumbnail pixel is almost always left unwarped: its mask is made before
+ * alignment has decided. A wrong guess costs one segmentation more, not a different result.
+ */
+const RELATED_CORRELATION = 0.5;
+const LIKELY_UNWARPED_DRIFT = 1;
 
 /** What was measured on the frames before alignment: their thumbnails, statistics and block correlations with frame 0 (frames 1..; none without alignment). */
 interface Measured {
@@ -124,6 +132,12 @@ export class BlendEngine {
           ),
         )
       : [];
+    // A composite (or preserveBackground) needs every frame's person mask, and most frames keep
+    // their pixels through alignment: each frame's mask is made as soon as the frame is decoded
+    // (without alignment) or its line-up check finds it (nearly) lined up, while the others are
+    // still decoded and aligned. A frame alignment then warps is segmented again below; one
+    // thought to move but left as it is, once alignment has said so.
+    const early = spec.blendType === 'composite' || spec.preserveBackground ? this.earlyMasks(framing, lineUps) : null;
     const decoded = await firstFailureInOrder(decoding);
     const { width, height } = decoded[0]!;
     const frames = await Promise.all(framing);
@@ -146,8 +160,7 @@ export class BlendEngine {
 
     const withMasks = blendTypeUsed === 'composite' || spec.preserveBackground;
     // Frame 0 is alignment's reference and never moves: its mask is made while the others are aligned.
-    const firstMask = withMasks ? segmentPeople(this.pool, frames.slice(0, 1)) : null;
-    firstMask?.catch(() => {}); // awaited below, unless alignment fails first
+    const firstMask = withMasks ? (early?.first ?? handled(this.mask(frames[0]!))) : null;
 
     let aligned = frames;
     if (spec.align) {
@@ -163,7 +176,8 @@ export class BlendEngine {
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
     if (firstMask) {
-      masks = [...(await firstMask), ...(await segmentPeople(this.pool, aligned.slice(1)))];
+      const others = aligned.slice(1).map(async (frame, k) => (frame === frames[k + 1] ? await early?.others[k] : null) ?? this.mask(frame));
+      masks = await Promise.all([firstMask, ...others]);
       stage('segment');
     }
     if (blendTypeUsed === 'composite') {
@@ -182,6 +196,33 @@ export class BlendEngine {
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, stages };
+  }
+
+  private mask(frame: RgbImage): Promise<Uint8Array> {
+    return segmentPeople(this.pool, [frame]).then(([mask]) => mask!);
+  }
+
+  /**
+   * Each frame's person mask, started while the job is still decoding and aligning: frame 0's and,
+   * without alignment, every frame's as soon as it is decoded; with alignment, a frame's once its
+   * line-up check expects alignment to leave it as it is (LIKELY_UNWARPED_DRIFT). Null for a
+   * frame the check expects to move: its mask waits for its aligned pixels.
+   */
+  private earlyMasks(framing: Array<Promise<RgbImage>>, lineUps: LineUps | null): { first: Promise<Uint8Array>; others: Array<Promise<Uint8Array | null>> } {
+    const [first, ...others] = framing;
+    return {
+      first: handled(first!.then((f) => this.mask(f))),
+      others: others.map((frame, k) =>
+        handled(
+          lineUps
+            ? Promise.all([frame, lineUps.checks[k]!]).then(([f, check]) => {
+                const stays = check.correlation >= RELATED_CORRELATION && check.drift <= LIKELY_UNWARPED_DRIFT;
+                return stays ? this.mask(f) : null;
+              })
+            : frame.then((f) => this.mask(f)),
+        ),
+      ),
+    };
   }
 
   private stats(frame: RgbImage): Promise<FrameStats> {

@@ -4,6 +4,7 @@
  * of its pyramid), the result, and `preserveBackground`'s restriction of a blend to the people.
  */
 import type { Plane } from './composite-pyramid.js';
+import { medianRows as stackMedianRows } from './stack.js';
 
 /** The coarse grid a halo is kept on: one cell per `factor` × `factor` pixels. */
 export interface HaloGrid {
@@ -22,19 +23,12 @@ export interface Layer {
 /** `winner` value of a pixel that no frame claims. */
 const NOBODY = 255;
 
-/** Per-byte median of the frames over rows [r0, r1) (mean of the middle two for an even count). */
+/**
+ * Per-byte median of the frames over rows [r0, r1) (mean of the middle two for an even count,
+ * halves up): the median blend's own kernel (stack.ts), a SIMD sorting network up to 32 frames.
+ */
 export function medianRows(frames: Uint8Array[], out: Uint8Array, width: number, r0: number, r1: number): void {
-  const n = frames.length;
-  const v = new Int32Array(n);
-  for (let i = r0 * width * 3, end = r1 * width * 3; i < end; i++) {
-    for (let k = 0; k < n; k++) {
-      const x = frames[k]![i]!;
-      let j = k;
-      for (; j > 0 && v[j - 1]! > x; j--) v[j] = v[j - 1]!;
-      v[j] = x;
-    }
-    out[i] = n & 1 ? v[n >> 1]! : (v[n / 2 - 1]! + v[n / 2]! + 1) >> 1;
-  }
+  stackMedianRows(frames, width, out, r0, r1);
 }
 
 /** Three passes of a radius-2 box blur along one axis (close to a Gaussian of sigma 2.45 cells). */
@@ -109,7 +103,7 @@ export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: Halo
   const { left, right, fx } = columnTaps(width, gw, factor);
   const haloRows = halos.map(() => new Float32Array(gw));
   const cellOwner = new Uint8Array(gw);
-  const owns = masks.map(() => false);
+  const owned = new Uint8Array(masks.length);
   for (let y = r0; y < r1; y++) {
     const row = y * width;
     const rowWinner = winner.subarray(row, row + width);
@@ -135,23 +129,60 @@ export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: Halo
         if (r[u]! > haloRows[cellOwner[u]!]![u]!) cellOwner[u] = k;
       }
     }
-    for (let x = 0; x < width; x++) {
-      const person = rowWinner[x]!;
-      const owner = person === NOBODY ? cellOwner[Math.min(gw - 1, Math.floor(x / factor))]! : person;
-      const r = haloRows[owner]!;
-      const halo = r[left[x]!]! + (r[right[x]!]! - r[left[x]!]!) * fx[x]! + 0.5;
-      if (halo >= rowWeight[x]! + 1) {
-        rowWeight[x] = halo;
-        rowWinner[x] = owner;
+    // cell by cell: the pixels of cell u are [u × factor, (u + 1) × factor)
+    for (let u = 0, x = 0; u < gw; u++) {
+      const cell = cellOwner[u]!;
+      const cellHalo = haloRows[cell]!;
+      for (const end = Math.min(width, x + factor); x < end; x++) {
+        const person = rowWinner[x]!;
+        const owner = person === NOBODY ? cell : person;
+        const r = person === NOBODY ? cellHalo : haloRows[person]!;
+        const a = r[left[x]!]!;
+        const halo = a + (r[right[x]!]! - a) * fx[x]! + 0.5;
+        if (halo >= rowWeight[x]! + 1) {
+          rowWeight[x] = halo;
+          rowWinner[x] = owner;
+        }
+        if (rowWeight[x]! > 0) owned[rowWinner[x]!] = 1;
       }
-      if (rowWeight[x]! > 0) owns[rowWinner[x]!] = true;
     }
   }
-  return owns;
+  return masks.map((_, k) => owned[k] === 1);
 }
 
-/** Rows [r0, r1) of a frame's base level: its difference to the background and its weight, averaged over `factor` × `factor` cells. */
-export function baseRows(frame: Uint8Array, background: Uint8Array, winner: Uint8Array, weight: Uint8Array, index: number, width: number, height: number, factor: number, base: Plane, r0: number, r1: number): void {
+/** Rows [r0, r1) of the background's sums (r, g, b) over `factor` × `factor` cells, on the base level's grid. */
+export function cellSumRows(background: Uint8Array, width: number, height: number, factor: number, cw: number, sums: Float32Array, r0: number, r1: number): void {
+  for (let cy = r0; cy < r1; cy++) {
+    const y0 = cy * factor;
+    const y1 = Math.min(height, y0 + factor);
+    for (let cx = 0; cx < cw; cx++) {
+      const x0 = cx * factor;
+      const x1 = Math.min(width, x0 + factor);
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let y = y0; y < y1; y++) {
+        for (let q = (y * width + x0) * 3, end = (y * width + x1) * 3; q < end; q += 3) {
+          r += background[q]!;
+          g += background[q + 1]!;
+          b += background[q + 2]!;
+        }
+      }
+      const o = (cy * cw + cx) * 3;
+      sums[o] = r;
+      sums[o + 1] = g;
+      sums[o + 2] = b;
+    }
+  }
+}
+
+/**
+ * Rows [r0, r1) of a frame's base level: its difference to the background and its weight, averaged
+ * over `factor` × `factor` cells. The sums are of whole numbers (the background's from
+ * cellSumRows, at most 255 × factor² each), so the frame's sum minus the background's is exactly
+ * the sum of the differences.
+ */
+export function baseRows(frame: Uint8Array, backgroundSums: Float32Array, winner: Uint8Array, weight: Uint8Array, index: number, width: number, height: number, factor: number, base: Plane, r0: number, r1: number): void {
   const { width: cw, data } = base;
   for (let cy = r0; cy < r1; cy++) {
     const y0 = cy * factor;
@@ -166,17 +197,18 @@ export function baseRows(frame: Uint8Array, background: Uint8Array, winner: Uint
       for (let y = y0; y < y1; y++) {
         for (let p = y * width + x0, end = y * width + x1; p < end; p++) {
           const q = p * 3;
-          r += frame[q]! - background[q]!;
-          g += frame[q + 1]! - background[q + 1]!;
-          b += frame[q + 2]! - background[q + 2]!;
+          r += frame[q]!;
+          g += frame[q + 1]!;
+          b += frame[q + 2]!;
           if (winner[p] === index) w += weight[p]!;
         }
       }
+      const s = (cy * cw + cx) * 3;
       const scale = 1 / ((y1 - y0) * (x1 - x0));
       const o = (cy * cw + cx) * 4;
-      data[o] = r * scale;
-      data[o + 1] = g * scale;
-      data[o + 2] = b * scale;
+      data[o] = (r - backgroundSums[s]!) * scale;
+      data[o + 1] = (g - backgroundSums[s + 1]!) * scale;
+      data[o + 2] = (b - backgroundSums[s + 2]!) * scale;
       data[o + 3] = (w * scale) / 255;
     }
   }
@@ -185,38 +217,92 @@ export function baseRows(frame: Uint8Array, background: Uint8Array, winner: Uint
 /**
  * Rows [r0, r1) of the result: the background, plus every layer's collapsed bands (upsampled),
  * plus the owner's detail above the coarse grid (its difference minus its upsampled base level),
- * weighted by the owner's full-size weight.
+ * weighted by the owner's full-size weight. The layers' bands are summed once on the coarse grid
+ * (the rows this range reads), so each pixel row interpolates one grid row pair, not one per
+ * layer; a layer's base level is interpolated only on rows its frame owns pixels of, between
+ * the first and last of them. A row that nothing reaches is the background's.
  */
 export function finishRows(background: Uint8Array, frames: Uint8Array[], winner: Uint8Array, weight: Uint8Array, layers: Layer[], factor: number, out: Uint8Array, width: number, r0: number, r1: number): void {
   const { width: cw, height: ch } = layers[0]?.base ?? { width: 1, height: 1 };
   const { left, right, fx } = columnTaps(width, cw, factor);
-  const bands = new Float32Array(cw * 3);
-  // Per frame index: its layer's base level, interpolated to the current row (null: no layer).
-  const bases: Array<Float32Array | null> = frames.map((_, i) => (layers.some((l) => l.index === i) ? new Float32Array(cw * 3) : null));
-  for (let y = r0; y < r1; y++) {
-    const [top, bottom, fy] = rowTaps(y, ch, factor);
-    bands.fill(0);
-    for (const layer of layers) {
-      const b = layer.bands.data;
-      for (let i = 0, t = top * cw * 3, s = bottom * cw * 3; i < cw * 3; i++) bands[i]! += b[t + i]! + (b[s + i]! - b[t + i]!) * fy;
-      const g = layer.base.data;
-      const row = bases[layer.index]!;
-      for (let i = 0, j = 0, t = top * cw * 4, s = bottom * cw * 4; i < cw * 3; i += 3, j += 4) {
-        for (let k = 0; k < 3; k++) row[i + k] = g[t + j + k]! + (g[s + j + k]! - g[t + j + k]!) * fy;
+  const g0 = rowTaps(r0, ch, factor)[0];
+  const g1 = rowTaps(r1 - 1, ch, factor)[1];
+  const stride = cw * 3;
+  const summed = new Float32Array((g1 - g0 + 1) * stride);
+  for (const layer of layers) {
+    const b = layer.bands.data;
+    for (let i = 0, j = g0 * stride; i < summed.length; i++, j++) summed[i]! += b[j]!;
+  }
+  const reached = new Uint8Array(g1 - g0 + 1);
+  for (let gy = 0; gy < reached.length; gy++) {
+    for (let i = gy * stride, end = i + stride; i < end; i++) {
+      if (summed[i] !== 0) {
+        reached[gy] = 1;
+        break;
       }
     }
-    for (let x = 0, p = y * width, q = p * 3; x < width; x++, p++, q += 3) {
+  }
+  const bands = new Float32Array(stride);
+  // Per frame index: its layer's base level, interpolated to the current row (empty: no layer).
+  const none = new Float32Array(0);
+  const bases = frames.map((_, i) => (layers.some((l) => l.index === i) ? new Float32Array(stride) : none));
+  // Per frame index: the first and last pixel of the row it owns (first > last: none).
+  const first = new Int32Array(frames.length);
+  const last = new Int32Array(frames.length);
+  for (let y = r0; y < r1; y++) {
+    const [top, bottom, fy] = rowTaps(y, ch, factor);
+    const row0 = y * width;
+    first.fill(width);
+    last.fill(-1);
+    for (let x = 0, p = row0; x < width; x++, p++) {
+      if (weight[p] === 0) continue;
+      const k = winner[p]!;
+      if (x < first[k]!) first[k] = x;
+      last[k] = x;
+    }
+    let owners = false;
+    for (const layer of layers) {
+      const k = layer.index;
+      if (first[k]! > last[k]!) continue;
+      owners = true;
+      const g = layer.base.data;
+      const row = bases[k]!;
+      for (let c = left[first[k]!]!, end = right[last[k]!]!, t = top * cw * 4, s = bottom * cw * 4; c <= end; c++) {
+        const i = c * 3;
+        const j = c * 4;
+        row[i] = g[t + j]! + (g[s + j]! - g[t + j]!) * fy;
+        row[i + 1] = g[t + j + 1]! + (g[s + j + 1]! - g[t + j + 1]!) * fy;
+        row[i + 2] = g[t + j + 2]! + (g[s + j + 2]! - g[t + j + 2]!) * fy;
+      }
+    }
+    if (!owners && !reached[top - g0] && !reached[bottom - g0]) {
+      // background + 0 + 0 × f, rounded: the background itself
+      out.set(background.subarray(row0 * 3, (row0 + width) * 3), row0 * 3);
+      continue;
+    }
+    for (let i = 0, t = (top - g0) * stride, s = (bottom - g0) * stride; i < stride; i++) bands[i] = summed[t + i]! + (summed[s + i]! - summed[t + i]!) * fy;
+    for (let x = 0, p = row0, q = p * 3; x < width; x++, p++, q += 3) {
       const l = left[x]! * 3;
       const r = right[x]! * 3;
       const f = fx[x]!;
-      const owner = weight[p]! > 0 ? bases[winner[p]!] : null;
-      const frame = owner ? frames[winner[p]!]! : background;
-      const w = owner ? weight[p]! / 255 : 0;
-      for (let k = 0; k < 3; k++) {
-        let v = background[q + k]! + bands[l + k]! + (bands[r + k]! - bands[l + k]!) * f;
-        if (owner) v += w * (frame[q + k]! - background[q + k]! - (owner[l + k]! + (owner[r + k]! - owner[l + k]!) * f));
-        out[q + k] = v < 0 ? 0 : v > 255 ? 255 : v + 0.5;
+      const v0 = background[q]! + bands[l]! + (bands[r]! - bands[l]!) * f;
+      const v1 = background[q + 1]! + bands[l + 1]! + (bands[r + 1]! - bands[l + 1]!) * f;
+      const v2 = background[q + 2]! + bands[l + 2]! + (bands[r + 2]! - bands[l + 2]!) * f;
+      const owner = weight[p]! > 0 ? bases[winner[p]!]! : none;
+      if (owner.length === 0) {
+        out[q] = v0 < 0 ? 0 : v0 > 255 ? 255 : v0 + 0.5;
+        out[q + 1] = v1 < 0 ? 0 : v1 > 255 ? 255 : v1 + 0.5;
+        out[q + 2] = v2 < 0 ? 0 : v2 > 255 ? 255 : v2 + 0.5;
+        continue;
       }
+      const frame = frames[winner[p]!]!;
+      const w = weight[p]! / 255;
+      const d0 = v0 + w * (frame[q]! - background[q]! - (owner[l]! + (owner[r]! - owner[l]!) * f));
+      const d1 = v1 + w * (frame[q + 1]! - background[q + 1]! - (owner[l + 1]! + (owner[r + 1]! - owner[l + 1]!) * f));
+      const d2 = v2 + w * (frame[q + 2]! - background[q + 2]! - (owner[l + 2]! + (owner[r + 2]! - owner[l + 2]!) * f));
+      out[q] = d0 < 0 ? 0 : d0 > 255 ? 255 : d0 + 0.5;
+      out[q + 1] = d1 < 0 ? 0 : d1 > 255 ? 255 : d1 + 0.5;
+      out[q + 2] = d2 < 0 ? 0 : d2 > 255 ? 255 : d2 + 0.5;
     }
   }
 }

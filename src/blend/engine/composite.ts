@@ -24,9 +24,15 @@ function plane(width: number, height: number, channels: number): Plane {
   return { width, height, channels, data: sharedFloats(width * height * channels) };
 }
 
+/**
+ * Bands of rows per thread a row kernel is split into: the people, and so most of the work, lie in
+ * a few bands of the frame, and with one band per thread one thread would wait for the other.
+ */
+const BANDS_PER_THREAD = 4;
+
 /** Runs a row kernel over `rows` rows, split among the pool's threads. */
 function overRows<T>(pool: WorkerPool, module: string, fn: string, rows: number, args: (r0: number, r1: number) => unknown[]): Promise<T[]> {
-  return pool.all<T>(module, fn, rowRanges(rows, pool.size).map(([r0, r1]) => args(r0, r1)));
+  return pool.all<T>(module, fn, rowRanges(rows, pool.size * BANDS_PER_THREAD).map(([r0, r1]) => args(r0, r1)));
 }
 
 /** A frame's pyramid of (difference, weight) on the coarse grid, its bands blended and collapsed back to the base level. */
@@ -72,16 +78,22 @@ export async function compositePeople(pool: WorkerPool, frames: RgbImage[], mask
   ]);
   const winner = sharedBytes(width * height);
   const weight = sharedBytes(width * height);
-  const owns = await overRows<boolean[]>(pool, KERNELS, 'ownerRows', height, (r0, r1) => [masks, halos, grid, winner, weight, width, r0, r1]);
   // The coarse grid: 1/4 of full size (1/2 for small images), with the remaining pyramid levels below it.
   const detailLevels = Math.min(2, levels - 1);
   const factor = 1 << detailLevels;
+  const [cw, ch] = [Math.ceil(width / factor), Math.ceil(height / factor)];
+  // The background's cell sums serve every frame's base level (baseRows).
+  const plateSums = sharedFloats(cw * ch * 3);
+  const [owns] = await Promise.all([
+    overRows<boolean[]>(pool, KERNELS, 'ownerRows', height, (r0, r1) => [masks, halos, grid, winner, weight, width, r0, r1]),
+    overRows(pool, KERNELS, 'cellSumRows', ch, (r0, r1) => [plate.data, width, height, factor, cw, plateSums, r0, r1]),
+  ]);
   const layers = await Promise.all(
     frames.map(async (frame, index) => {
       // Frame 0 as the background adds nothing to itself; a frame that owns no pixel adds nothing.
       if (frame === plate || !owns.some((part) => part[index])) return null;
-      const base = plane(Math.ceil(width / factor), Math.ceil(height / factor), 4);
-      await overRows(pool, KERNELS, 'baseRows', base.height, (r0, r1) => [frame.data, plate.data, winner, weight, index, width, height, factor, base, r0, r1]);
+      const base = plane(cw, ch, 4);
+      await overRows(pool, KERNELS, 'baseRows', ch, (r0, r1) => [frame.data, plateSums, winner, weight, index, width, height, factor, base, r0, r1]);
       return buildLayer(pool, index, base, levels - detailLevels + 1);
     }),
   );
