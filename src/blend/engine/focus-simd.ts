@@ -100,24 +100,13 @@ function across(radius: number): Code {
   return code;
 }
 
-function add(): Code {
-  const code = new Code([I32, I32, I32]);
-  const [column, added, n] = [0, 1, 2];
-  const [i, p] = [code.local(I32), code.local(I32)];
-  code.forStep(i, n, 16, () => {
-    code.get(i).i32(4).op('i32.mul').set(p);
-    for (let q = 0; q < 4; q++) {
-      at(code, column, p);
-      at(code, column, p).load(16 * q);
-      at(code, added, p).load(16 * q).op('i32x4.add').store(16 * q);
-    }
-  });
-  return code;
-}
-
-function slide(): Code {
-  const code = new Code([I32, I32, I32, I32]);
-  const [column, added, dropped, n] = [0, 1, 2, 3];
+/**
+ * `column += added` (`add`) or `column += added − dropped` (`slide`, the running window's step),
+ * 16 columns of i32 an iteration.
+ */
+function columnStep(withDropped: boolean): Code {
+  const code = new Code(withDropped ? [I32, I32, I32, I32] : [I32, I32, I32]);
+  const [column, added, dropped, n] = withDropped ? [0, 1, 2, 3] : [0, 1, -1, 2];
   const [i, p] = [code.local(I32), code.local(I32)];
   code.forStep(i, n, 16, () => {
     code.get(i).i32(4).op('i32.mul').set(p);
@@ -125,7 +114,8 @@ function slide(): Code {
       at(code, column, p);
       at(code, column, p).load(16 * q);
       at(code, added, p).load(16 * q).op('i32x4.add');
-      at(code, dropped, p).load(16 * q).op('i32x4.sub').store(16 * q);
+      if (withDropped) at(code, dropped, p).load(16 * q).op('i32x4.sub');
+      code.store(16 * q);
     }
   });
   return code;
@@ -161,7 +151,7 @@ const compiled = new Map<number, { run: FocusKernels; memory: WasmMemory }>();
 export function focusKernels(radius: number): { run: FocusKernels; memory: WasmMemory } {
   let kernels = compiled.get(radius);
   if (!kernels) {
-    const functions = { split: split(), grey: grey(), laplacian: laplacian(), across: across(radius), add: add(), slide: slide(), pick: pick() };
+    const functions = { split: split(), grey: grey(), laplacian: laplacian(), across: across(radius), add: columnStep(false), slide: columnStep(true), pick: pick() };
     const { exports, memory } = instantiate(functions, 1);
     kernels = { run: exports as unknown as FocusKernels, memory };
     compiled.set(radius, kernels);
