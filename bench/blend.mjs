@@ -75,7 +75,7 @@ async function writeJpeg(data, file) {
 }
 
 /** Five frames per kind of input: a static scene with passers-by, an exposure bracket, a focus bracket, a group shot. */
-async function makeInputs(dir) {
+export async function makeInputs(dir) {
   const started = Date.now();
   const coffee = await scene('median-crowd/gt.png');
   const rocket = await sharp(path.join(FIXTURES, 'noise-mean/gt.png')).resize(900, 700, { fit: 'cover' }).raw().toBuffer();
@@ -165,7 +165,8 @@ function fileServer(dir) {
 async function startMontage(dir, extra = {}) {
   const port = await freePort();
   const storage = { montageDir: makeTempDir('montage-bench-blend-').dir };
-  const env = montageEnv('sqlite', storage, port, { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', ...extra });
+  const logLevel = process.env.BENCH_STAGES === '1' ? { MONTAGE_LOG_LEVEL: 'info' } : {};
+  const env = montageEnv('sqlite', storage, port, { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', ...logLevel, ...extra });
   const apiKey = await createAccountAndKey(env);
   const proc = startProcess('montage serve', process.execPath, [MONTAGE_BIN, 'serve'], { env });
   const base = `http://127.0.0.1:${port}`;
@@ -200,6 +201,15 @@ async function runJob(montage, images, blendType, sampleMemory) {
   }
 }
 
+/** The stage timings of the last job the server logged (`blend completed`), as `name=ms` pairs. */
+function lastStages(output) {
+  const line = output.split('\n').findLast((l) => l.includes('"blend completed"'));
+  if (!line) return '(none logged)';
+  return Object.entries(JSON.parse(line).stages ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+}
+
 const INPUT_OF = { median: 'scene', mean: 'scene', lighten: 'scene', darken: 'scene', exposure: 'bracket', focus: 'focus', composite: 'group', multiply: 'scene', screen: 'scene', overlay: 'scene', 'soft-light': 'scene' };
 
 export async function run() {
@@ -231,6 +241,7 @@ export async function run() {
     for (let r = 0; r < rounds; r++) runs.push(await runJob(montage, urls[INPUT_OF[type]], type, true));
     results[type] = { ms: median(runs.map((x) => x.ms)), processingTime: median(runs.map((x) => x.processingTime)), qualityScore: runs[0].qualityScore, peak: Math.max(...runs.map((x) => x.peak)) };
     log(`    ${type}: ${s(results[type].ms)} s end to end (processing ${s(results[type].processingTime)} s), peak RSS ${(results[type].peak / 1e6).toFixed(0)} MB, score ${results[type].qualityScore}`);
+    if (process.env.BENCH_STAGES === '1') log(`      stages (ms): ${lastStages(montage.proc.output())}`);
   }
   await montage.proc.stop();
 
