@@ -77,6 +77,38 @@ function noise(width: number, height: number, seed: number): RgbImage {
   return out;
 }
 
+/** `image` with uniform grain of ±amplitude added to every channel (a linear congruential sequence from `seed`). */
+function grainy(image: RgbImage, seed: number, amplitude: number): RgbImage {
+  const out = sharedImage(image.width, image.height);
+  for (let i = 0; i < out.data.length; i++) {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    out.data[i] = Math.max(0, Math.min(255, image.data[i]! + ((seed >>> 16) % (2 * amplitude + 1)) - amplitude));
+  }
+  return out;
+}
+
+/**
+ * The grey thumbnail alignment decides on at factor 2 (2 × 2 block means of BT.601 luma) of
+ * `image` moved `dx` pixels to the left, linearly between pixels when `dx` is fractional.
+ */
+function greyThumbnail(image: RgbImage, dx = 0): Uint8Array {
+  const [w, h] = [image.width >> 1, image.height >> 1];
+  const luma = (x: number, y: number): number => {
+    const q = (y * image.width + Math.min(image.width - 1, Math.max(0, x))) * 3;
+    return 0.299 * image.data[q]! + 0.587 * image.data[q + 1]! + 0.114 * image.data[q + 2]!;
+  };
+  return Uint8Array.from({ length: w * h }, (_, p) => {
+    const [x, y] = [p % w, Math.floor(p / w)];
+    let sum = 0;
+    for (const [u, v] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+      const at = 2 * x + u + dx;
+      const left = Math.floor(at);
+      sum += luma(left, 2 * y + v) + (at - left) * (luma(left + 1, 2 * y + v) - luma(left, 2 * y + v));
+    }
+    return Math.round(sum / 4);
+  });
+}
+
 test('frame alignment', async (t) => {
   const pool = new WorkerPool(2);
   t.after(() => pool.close());
@@ -119,34 +151,41 @@ test('frame alignment', async (t) => {
 
   await t.test('measures another exposure in the reference\'s tones: a 4 EV brighter frame lines up, shifted it does not', async () => {
     // A grainy 2000 × 1500 scene (factor 2) at −2 and +2 EV (4 × darker and brighter in linear light), clipped per channel as a camera does.
-    const scene = await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2000, 1500);
-    let seed = 1;
-    for (let i = 0; i < scene.data.length; i++) {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      scene.data[i] = Math.max(0, Math.min(255, scene.data[i]! + ((seed >>> 16) % 21) - 10));
-    }
+    const scene = grainy(await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2000, 1500), 1, 10);
     const gain = 4 ** (1 / 2.2);
     const bright = sharedImage(scene.width, scene.height);
     for (let i = 0; i < bright.data.length; i++) bright.data[i] = Math.min(255, Math.round(scene.data[i]! * gain));
     const dark = sharedImage(scene.width, scene.height);
     for (let i = 0; i < dark.data.length; i++) dark.data[i] = Math.round(scene.data[i]! / gain);
-    // The grey thumbnails alignment decides on: 2 × 2 block means of BT.601 luma.
     const [w, h] = [scene.width / 2, scene.height / 2];
-    const thumbnail = (image: RgbImage, dx: number): Uint8Array =>
-      Uint8Array.from({ length: w * h }, (_, p) => {
-        const [x, y] = [p % w, Math.floor(p / w)];
-        let sum = 0;
-        for (const [u, v] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
-          const q = (((2 * y + v) * image.width + Math.min(image.width - 1, Math.max(0, 2 * x + u + dx))) * 3);
-          sum += 0.299 * image.data[q]! + 0.587 * image.data[q + 1]! + 0.114 * image.data[q + 2]!;
-        }
-        return Math.round(sum / 4);
-      });
-    const ref = lineUpReference(thumbnail(dark, 0), w, h);
-    const still = checkLineUp(ref, thumbnail(bright, 0), w, h);
+    const ref = lineUpReference(greyThumbnail(dark), w, h);
+    const still = checkLineUp(ref, greyThumbnail(bright), w, h);
     assert.ok(still.drift * 2 <= 0.5, `drift ${still.drift * 2} px`);
-    const moved = checkLineUp(ref, thumbnail(bright, 3), w, h);
+    const moved = checkLineUp(ref, greyThumbnail(bright, 3), w, h);
     assert.ok(moved.drift * 2 > 2, `drift ${moved.drift * 2} px`);
+  });
+
+  await t.test('measures a still frame with someone walking into a corner as still, and a frame moved by a fraction of a pixel as moved', async () => {
+    // A grainy 2000 × 1500 scene (factor 2), with sensor noise of its own in each frame; in the
+    // frame a 600 × 600 passer-by (a patch of another photo) covers the bottom right corner block
+    // and parts of its neighbours.
+    const scene = grainy(await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2000, 1500), 1, 10);
+    const passerBy = await load(path.join(FIXTURES, 'noise-mean', 'gt.png'), 600, 600);
+    const frame = grainy(scene, 2, 4);
+    for (let y = 0; y < passerBy.height; y++) {
+      const row = passerBy.data.subarray(y * passerBy.width * 3, (y + 1) * passerBy.width * 3);
+      frame.data.set(row, ((frame.height - passerBy.height + y) * frame.width + frame.width - passerBy.width) * 3);
+    }
+    const [w, h] = [scene.width / 2, scene.height / 2];
+    const ref = lineUpReference(greyThumbnail(grainy(scene, 3, 4)), w, h);
+    // Full-size pixels (factor 2), against the half pixel a frame may be off and stay unwarped (align.ts).
+    const drift = (dx: number) => 2 * checkLineUp(ref, greyThumbnail(frame, dx), w, h).drift;
+    const still = drift(0);
+    assert.ok(still <= 0.1, `still: drift ${still.toFixed(3)} px`);
+    for (const dx of [0.3, 0.6]) {
+      const moved = drift(dx);
+      assert.ok(Math.abs(moved - dx) <= 0.1 && moved > 0.5 === dx > 0.5, `moved ${dx} px: drift ${moved.toFixed(3)} px`);
+    }
   });
 
   await t.test('names the frame that cannot be aligned', async () => {

@@ -13,8 +13,9 @@ export interface LineUp {
   correlation: number;
   /**
    * How far (thumbnail pixels, at the worst corner) the frame's residual motion moves it, from
-   * shifts measured block by block; Infinity when too few blocks have texture to tell, or when
-   * the motion is beyond what that measure can see (checked at half the resolution first).
+   * shifts measured block by block, leaving out blocks whose content changed; Infinity when too
+   * few blocks have texture to tell, or when the motion is beyond what that measure can see
+   * (checked at half the resolution first).
    */
   drift: number;
 }
@@ -27,9 +28,27 @@ const MIN_BLOCKS = 6;
 const AGREEMENT = 0.25;
 /** Thumbnail pixels of motion (seen at half the resolution) within which one step measures it exactly. */
 const REACH = 1;
+/**
+ * How many times the residual of the quietest quarter of the blocks a block's fit may leave
+ * before its content is taken as changed (someone walked in or out), not moved.
+ */
+const CHANGED = 4;
+/** Mean square (grey levels²) that rounding both thumbnails to whole levels leaves after the blur: the least residual a fit can have. */
+const ROUNDING = 2 * (1 / 12) * (6 / 16) ** 2;
 
-/** A block's centre (x, y) and the shift (dx, dy) of the frame there: frame(p) ≈ gain · ref(p + shift) + offset. */
-type BlockShift = [number, number, number, number];
+/** What one block tells of the motion. */
+interface BlockShift {
+  /** The block's centre. */
+  x: number;
+  y: number;
+  /** The frame's shift there: frame(p) ≈ gain · ref(p + shift) + offset. */
+  dx: number;
+  dy: number;
+  /** Mean square the fit leaves per sample: the noise where the block's content stayed, far more where it changed. */
+  residual: number;
+  /** Inverse covariance of (dx, dy) as [xx, xy, yy]: how closely the block's texture, against that residual, pins its shift down. */
+  information: [number, number, number];
+}
 
 /** Counts of clipped pixels of a thumbnail (width × height) over each rectangle from its top left corner: (width + 1) × (height + 1), the first row and column 0. */
 interface ClippedSums {
@@ -62,8 +81,9 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
       const y0 = Math.max(1, Math.floor((by * height) / BLOCKS));
       const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
       // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame,
-      // in locals (the same sums in the same order as into m and t, without a memory round trip each).
-      let [rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+      // in locals (the same sums in the same order as into m and t, without a memory round trip
+      // each), and of the frame's squares for what the fit leaves.
+      let [rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf, ff] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
       const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
       for (let y = y0; y < y1; y += step) {
         for (let x = x0; x < x1; x += step) {
@@ -91,6 +111,7 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
           sf += f;
           gxf += gx * f;
           gyf += gy * f;
+          ff += f * f;
         }
       }
       const m = Float64Array.of(rr, r1, rgx, rgy, 0, count, sgx, sgy, 0, 0, gxx, gxy, 0, 0, 0, gyy);
@@ -101,16 +122,47 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
       const cxx = (m[10]! - (m[6]! * m[6]!) / n) / n;
       const cxy = (m[11]! - (m[6]! * m[7]!) / n) / n;
       const cyy = (m[15]! - (m[7]! * m[7]!) / n) / n;
-      if (!(n > 0) || (cxx + cyy) / 2 - Math.sqrt(((cxx - cyy) / 2) ** 2 + cxy * cxy) < 1) continue;
+      if (!(n > 4) || (cxx + cyy) / 2 - Math.sqrt(((cxx - cyy) / 2) ** 2 + cxy * cxy) < 1) continue;
       const p = solveSymmetric(m, t, 4);
       if (!p || !(p[0]! > 0.1)) continue;
-      shifts.push([(x0 + x1 - 1) / 2, (y0 + y1 - 1) / 2, p[2]! / p[0]!, p[3]! / p[0]!]);
+      const [gain, offset, c, d] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      const residual = Math.max(ROUNDING, (ff - gain * rf - offset * sf - c * gxf - d * gyf) / (n - 4));
+      // The shift's inverse covariance: the gradients' sums less what gain and offset explain of
+      // them (a Schur complement of m), times gain² (the shift is (c, d) / gain) over the residual.
+      const det = rr * n - r1 * r1;
+      const explained = (a1: number, a2: number, b1: number, b2: number) => (n * a1 * b1 - r1 * (a1 * b2 + a2 * b1) + rr * a2 * b2) / det;
+      const weight = (gain * gain) / residual;
+      shifts.push({
+        x: (x0 + x1 - 1) / 2,
+        y: (y0 + y1 - 1) / 2,
+        dx: c / gain,
+        dy: d / gain,
+        residual,
+        information: [
+          (gxx - explained(rgx, sgx, rgx, sgx)) * weight,
+          (gxy - explained(rgx, sgx, rgy, sgy)) * weight,
+          (gyy - explained(rgy, sgy, rgy, sgy)) * weight,
+        ],
+      });
     }
   }
   return shifts;
 }
 
-type Affine = [Float64Array, Float64Array];
+/** Affine motion, the x and then the y part of the shift: (x0, x1, x2) · (1, u, v), u and v centred and scaled by half the longest side. */
+type Affine = Float64Array;
+
+/**
+ * The blocks whose content stayed: those whose fit leaves at most CHANGED times the residual of
+ * the quietest quarter. Someone walking into a block leaves a residual hundreds of times the
+ * noise's, and drags its shift wherever their edges are, so those blocks would read as motion;
+ * the quarter (rather than the median) keeps the noise level even when most blocks changed.
+ */
+function unchangedBlocks(shifts: BlockShift[]): BlockShift[] {
+  const residuals = Float64Array.from(shifts, (b) => b.residual).sort();
+  const quiet = residuals[Math.floor(residuals.length / 4)] ?? 0;
+  return shifts.filter((b) => b.residual <= CHANGED * quiet);
+}
 
 /**
  * The affine motion most blocks agree with (each triple of blocks proposes one; with ≤ 36 blocks
@@ -120,33 +172,38 @@ type Affine = [Float64Array, Float64Array];
 function cornerDrift(shifts: BlockShift[], width: number, height: number): number {
   const half = Math.max(width, height) / 2;
   const unit = (x: number, y: number): [number, number] => [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
+  // Weighted by each block's information, so blocks that pin their shift down (texture, low
+  // noise) count for more, and in the direction they pin it (an edge tells nothing along itself).
   const fit = (kept: BlockShift[]): Affine | null => {
-    const m = new Float64Array(9);
-    const tx = new Float64Array(3);
-    const ty = new Float64Array(3);
-    for (const [x, y, dx, dy] of kept) {
+    const m = new Float64Array(36);
+    const t = new Float64Array(6);
+    for (const { x, y, dx, dy, information: [ixx, ixy, iyy] } of kept) {
       const row = [1, ...unit(x, y)];
       for (let j = 0; j < 3; j++) {
-        for (let k = 0; k < 3; k++) m[j * 3 + k]! += row[j]! * row[k]!;
-        tx[j]! += row[j]! * dx;
-        ty[j]! += row[j]! * dy;
+        for (let k = 0; k < 3; k++) {
+          const uv = row[j]! * row[k]!;
+          m[j * 6 + k]! += ixx * uv;
+          m[j * 6 + k + 3]! += ixy * uv;
+          m[(j + 3) * 6 + k]! += ixy * uv;
+          m[(j + 3) * 6 + k + 3]! += iyy * uv;
+        }
+        t[j]! += row[j]! * (ixx * dx + ixy * dy);
+        t[j + 3]! += row[j]! * (ixy * dx + iyy * dy);
       }
     }
-    const px = solveSymmetric(m, tx, 3);
-    const py = solveSymmetric(m, ty, 3);
-    return px && py ? [px, py] : null;
+    return solveSymmetric(m, t, 6);
   };
-  const at = ([px, py]: Affine, x: number, y: number): [number, number] => {
+  const at = (a: Affine, x: number, y: number): [number, number] => {
     const [u, v] = unit(x, y);
-    return [px[0]! + px[1]! * u + px[2]! * v, py[0]! + py[1]! * u + py[2]! * v];
+    return [a[0]! + a[1]! * u + a[2]! * v, a[3]! + a[4]! * u + a[5]! * v];
   };
   const n = shifts.length;
   if (n < MIN_BLOCKS) return Infinity;
   const us = new Float64Array(n);
   const vs = new Float64Array(n);
-  shifts.forEach(([x, y], k) => ([us[k], vs[k]] = unit(x, y)));
-  const dxs = Float64Array.from(shifts, (b) => b[2]);
-  const dys = Float64Array.from(shifts, (b) => b[3]);
+  shifts.forEach(({ x, y }, k) => ([us[k], vs[k]] = unit(x, y)));
+  const dxs = Float64Array.from(shifts, (b) => b.dx);
+  const dys = Float64Array.from(shifts, (b) => b.dy);
   // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree
   // with it. Written out rather than with a helper for x and y: it runs for every triple.
   const votes = (i: number, j: number, k: number): number => {
@@ -180,7 +237,7 @@ function cornerDrift(shifts: BlockShift[], width: number, height: number): numbe
   }
   const seedModel = fit(seed.map((k) => shifts[k]!));
   const best = seedModel
-    ? shifts.filter(([x, y, dx, dy]) => {
+    ? shifts.filter(({ x, y, dx, dy }) => {
         const [fx, fy] = at(seedModel, x, y);
         return Math.hypot(dx - fx, dy - fy) <= AGREEMENT;
       })
@@ -316,7 +373,7 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const other = inReferenceTones(ref, frame, width, height);
   const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
   const [w, h] = [width >> 1, height >> 1];
-  const coarse = 2 * cornerDrift(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2), w, h);
-  const drift = coarse <= REACH ? cornerDrift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity;
+  const coarse = 2 * cornerDrift(unchangedBlocks(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2)), w, h);
+  const drift = coarse <= REACH ? cornerDrift(unchangedBlocks(blockShifts(ref.smoothed, measured, width, height, clipped, 1)), width, height) : Infinity;
   return { correlation: correlation(ref.smoothed, b), drift };
 }
