@@ -4,6 +4,7 @@
  * of its pyramid), the result, and `preserveBackground`'s restriction of a blend to the people.
  */
 import type { Plane } from './composite-pyramid.js';
+import { type KernelMemory, kernelMemory, quadEnd, TAP_BYTES, type Taps } from './composite-simd.js';
 import { medianRows as stackMedianRows } from './stack.js';
 
 /** The coarse grid a halo is kept on: one cell per `factor` × `factor` pixels. */
@@ -20,9 +21,6 @@ export interface Layer {
   bands: Plane;
 }
 
-/** `winner` value of a pixel that no frame claims. */
-const NOBODY = 255;
-
 /**
  * Per-byte median of the frames over rows [r0, r1) (mean of the middle two for an even count,
  * halves up): the median blend's own kernel (stack.ts), a SIMD sorting network up to 32 frames.
@@ -30,6 +28,31 @@ const NOBODY = 255;
 export function medianRows(frames: Uint8Array[], out: Uint8Array, width: number, r0: number, r1: number): void {
   stackMedianRows(frames, width, out, r0, r1);
 }
+
+/**
+ * In place, the sums of each run of `factor` pixels (the last cut short) of the 16-bit column
+ * sums at `columns` (`channels` interleaved, room for `factor` pixels past the row), left over
+ * the run's first pixel (16 bits hold 255 × 16 × 16). For a power of two a run's sum is built in
+ * SIMD by doubling: each lane plus the one half a run to its right, the row's tail zeroed.
+ */
+function runSums(memory: KernelMemory, columns: number, pixels: number, channels: number, factor: number): void {
+  if ((factor & (factor - 1)) !== 0) {
+    memory.run.blockSums(columns, pixels, channels, factor);
+    return;
+  }
+  const lanes = Math.ceil(pixels / factor) * factor * channels;
+  memory.u8.fill(0, columns + 2 * pixels * channels, columns + 2 * lanes + 16);
+  for (let step = 1; step < factor; step *= 2) memory.run.doubleSums(columns, lanes, 2 * step * channels);
+}
+
+/** runSums, then each run's sums as i32 at `dst` (`channels` a run). */
+function runTotals(memory: KernelMemory, columns: number, pixels: number, channels: number, factor: number, dst: number): void {
+  runSums(memory, columns, pixels, channels, factor);
+  memory.run.pickSums(columns, Math.ceil(pixels / factor), channels, 2 * factor * channels, dst);
+}
+
+/** Bytes for the column sums of a row of `pixels` pixels handed to runSums. */
+const columnBytes = (pixels: number, channels: number, factor: number) => 2 * (pixels + factor) * channels + 16;
 
 /** Three passes of a radius-2 box blur along one axis (close to a Gaussian of sigma 2.45 cells). */
 function blurAxis(values: Float32Array, count: number, stride: number, lines: number, lineStride: number): void {
@@ -54,18 +77,18 @@ function blurAxis(values: Float32Array, count: number, stride: number, lines: nu
  */
 export function haloPlane(mask: Uint8Array, width: number, height: number, grid: HaloGrid, halo: Float32Array): void {
   const { factor, width: gw, height: gh } = grid;
-  halo.fill(0);
-  for (let y = 0; y < height; y++) {
-    const cells = Math.floor(y / factor) * gw;
-    for (let cx = 0, i = y * width; cx < gw; cx++) {
-      let sum = 0;
-      for (const end = Math.min(i + factor, (y + 1) * width); i < end; i++) sum += mask[i]!;
-      halo[cells + cx]! += sum;
-    }
-  }
+  const memory = kernelMemory();
+  const rows = memory.alloc(factor * width);
+  const columns = memory.alloc(columnBytes(width, 1, factor));
+  const sums = memory.alloc(4 * gw);
+  const { run, u8, i32 } = memory.ready();
   for (let cy = 0; cy < gh; cy++) {
-    const rows = Math.min(factor, height - cy * factor);
-    for (let cx = 0; cx < gw; cx++) halo[cy * gw + cx]! /= 255 * rows * Math.min(factor, width - cx * factor);
+    // whole numbers below 2^24, as the f32 sums of sums of bytes were
+    const count = Math.min(factor, height - cy * factor);
+    u8.set(mask.subarray(cy * factor * width, (cy * factor + count) * width), rows);
+    run.columnSums(rows, width, count, width, columns);
+    runTotals(memory, columns, width, 1, factor, sums);
+    for (let cx = 0; cx < gw; cx++) halo[cy * gw + cx] = i32[(sums >> 2) + cx]! / (255 * count * Math.min(factor, width - cx * factor));
   }
   blurAxis(halo, gw, 1, gh, gw);
   blurAxis(halo, gh, gw, gw, 1);
@@ -73,7 +96,7 @@ export function haloPlane(mask: Uint8Array, width: number, height: number, grid:
 }
 
 /** Column lookups for bilinear sampling of a grid `gridWidth` cells wide, one cell per `factor` pixels. */
-function columnTaps(width: number, gridWidth: number, factor: number) {
+function columnTaps(width: number, gridWidth: number, factor: number): Taps {
   const left = new Int32Array(width);
   const right = new Int32Array(width);
   const fx = new Float32Array(width);
@@ -100,79 +123,46 @@ function rowTaps(y: number, gridHeight: number, factor: number): [number, number
  */
 export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: HaloGrid, winner: Uint8Array, weight: Uint8Array, width: number, r0: number, r1: number): boolean[] {
   const { factor, width: gw, height: gh } = grid;
-  const { left, right, fx } = columnTaps(width, gw, factor);
-  const haloRows = halos.map(() => new Float32Array(gw));
-  const cellOwner = new Uint8Array(gw);
-  const owned = new Uint8Array(masks.length);
+  const n = masks.length;
+  const memory = kernelMemory();
+  const maskStride = Math.ceil(width / 16) * 16;
+  const maskRows = memory.alloc(n * maskStride);
+  const [rowWinner, rowWeight, cellOwner, owned] = [memory.alloc(width), memory.alloc(width), memory.alloc(gw), memory.alloc(n)];
+  const planeStride = gw * gh * 4;
+  const planes = memory.alloc(n * planeStride);
+  const haloStride = Math.ceil(gw / 4) * 16;
+  const haloRows = memory.alloc(n * haloStride);
+  const taps = memory.alloc(width * TAP_BYTES);
+  const { run, u8, f32 } = memory.ready();
+  halos.forEach((h, k) => f32.set(h, (planes + k * planeStride) >> 2));
+  memory.putTaps(taps, columnTaps(width, gw, factor), width);
+  u8.fill(0, owned, owned + n);
   for (let y = r0; y < r1; y++) {
     const row = y * width;
-    const rowWinner = winner.subarray(row, row + width);
-    const rowWeight = weight.subarray(row, row + width);
-    rowWinner.fill(NOBODY);
-    rowWeight.fill(0);
-    for (let k = 0; k < masks.length; k++) {
-      const mask = masks[k]!.subarray(row, row + width);
-      for (let x = 0; x < width; x++) {
-        if (mask[x]! > rowWeight[x]!) {
-          rowWeight[x] = mask[x]!;
-          rowWinner[x] = k;
-        }
-      }
-    }
+    for (let k = 0; k < n; k++) u8.set(masks[k]!.subarray(row, row + width), maskRows + k * maskStride);
+    run.strongest(maskRows, n, maskStride, rowWinner, rowWeight, width);
     const [top, bottom, fy] = rowTaps(y, gh, factor);
-    cellOwner.fill(0);
-    for (let k = 0; k < halos.length; k++) {
-      const h = halos[k]!;
-      const r = haloRows[k]!;
-      for (let u = 0; u < gw; u++) {
-        r[u] = 255 * (h[top * gw + u]! + (h[bottom * gw + u]! - h[top * gw + u]!) * fy);
-        if (r[u]! > haloRows[cellOwner[u]!]![u]!) cellOwner[u] = k;
-      }
-    }
-    // cell by cell: the pixels of cell u are [u × factor, (u + 1) × factor)
-    for (let u = 0, x = 0; u < gw; u++) {
-      const cell = cellOwner[u]!;
-      const cellHalo = haloRows[cell]!;
-      for (const end = Math.min(width, x + factor); x < end; x++) {
-        const person = rowWinner[x]!;
-        const owner = person === NOBODY ? cell : person;
-        const r = person === NOBODY ? cellHalo : haloRows[person]!;
-        const a = r[left[x]!]!;
-        const halo = a + (r[right[x]!]! - a) * fx[x]! + 0.5;
-        if (halo >= rowWeight[x]! + 1) {
-          rowWeight[x] = halo;
-          rowWinner[x] = owner;
-        }
-        if (rowWeight[x]! > 0) owned[rowWinner[x]!] = 1;
-      }
-    }
+    run.haloRows(planes + top * gw * 4, planes + bottom * gw * 4, planeStride, n, gw, fy, haloRows, haloStride, cellOwner);
+    run.claim(rowWinner, rowWeight, haloRows, haloStride, cellOwner, factor, taps, width, owned, gw);
+    winner.set(u8.subarray(rowWinner, rowWinner + width), row);
+    weight.set(u8.subarray(rowWeight, rowWeight + width), row);
   }
-  return masks.map((_, k) => owned[k] === 1);
+  return masks.map((_, k) => u8[owned + k] === 1);
 }
 
 /** Rows [r0, r1) of the background's sums (r, g, b) over `factor` × `factor` cells, on the base level's grid. */
 export function cellSumRows(background: Uint8Array, width: number, height: number, factor: number, cw: number, sums: Float32Array, r0: number, r1: number): void {
+  const memory = kernelMemory();
+  const rows = memory.alloc(factor * width * 3);
+  const columns = memory.alloc(columnBytes(width, 3, factor));
+  const cells = memory.alloc(12 * cw);
+  const { run, u8, i32 } = memory.ready();
   for (let cy = r0; cy < r1; cy++) {
-    const y0 = cy * factor;
-    const y1 = Math.min(height, y0 + factor);
-    for (let cx = 0; cx < cw; cx++) {
-      const x0 = cx * factor;
-      const x1 = Math.min(width, x0 + factor);
-      let r = 0;
-      let g = 0;
-      let b = 0;
-      for (let y = y0; y < y1; y++) {
-        for (let q = (y * width + x0) * 3, end = (y * width + x1) * 3; q < end; q += 3) {
-          r += background[q]!;
-          g += background[q + 1]!;
-          b += background[q + 2]!;
-        }
-      }
-      const o = (cy * cw + cx) * 3;
-      sums[o] = r;
-      sums[o + 1] = g;
-      sums[o + 2] = b;
-    }
+    const count = Math.min(factor, height - cy * factor);
+    u8.set(background.subarray(cy * factor * width * 3, (cy * factor + count) * width * 3), rows);
+    run.columnSums(rows, width * 3, count, width * 3, columns);
+    runTotals(memory, columns, width, 3, factor, cells);
+    sums.set(i32.subarray(cells >> 2, (cells >> 2) + 3 * cw), cy * cw * 3);
   }
 }
 
@@ -184,33 +174,27 @@ export function cellSumRows(background: Uint8Array, width: number, height: numbe
  */
 export function baseRows(frame: Uint8Array, backgroundSums: Float32Array, winner: Uint8Array, weight: Uint8Array, index: number, width: number, height: number, factor: number, base: Plane, r0: number, r1: number): void {
   const { width: cw, data } = base;
+  const memory = kernelMemory();
+  const rows = memory.alloc(factor * width * 3);
+  const [winners, weights, mine] = [memory.alloc(factor * width), memory.alloc(factor * width), memory.alloc(factor * width)];
+  const [colours, owned] = [memory.alloc(columnBytes(width, 3, factor)), memory.alloc(columnBytes(width, 1, factor))];
+  const [sums, out] = [memory.alloc(12 * cw), memory.alloc(16 * cw)];
+  const { run, u8, f32 } = memory.ready();
   for (let cy = r0; cy < r1; cy++) {
     const y0 = cy * factor;
-    const y1 = Math.min(height, y0 + factor);
-    for (let cx = 0; cx < cw; cx++) {
-      const x0 = cx * factor;
-      const x1 = Math.min(width, x0 + factor);
-      let r = 0;
-      let g = 0;
-      let b = 0;
-      let w = 0;
-      for (let y = y0; y < y1; y++) {
-        for (let p = y * width + x0, end = y * width + x1; p < end; p++) {
-          const q = p * 3;
-          r += frame[q]!;
-          g += frame[q + 1]!;
-          b += frame[q + 2]!;
-          if (winner[p] === index) w += weight[p]!;
-        }
-      }
-      const s = (cy * cw + cx) * 3;
-      const scale = 1 / ((y1 - y0) * (x1 - x0));
-      const o = (cy * cw + cx) * 4;
-      data[o] = (r - backgroundSums[s]!) * scale;
-      data[o + 1] = (g - backgroundSums[s + 1]!) * scale;
-      data[o + 2] = (b - backgroundSums[s + 2]!) * scale;
-      data[o + 3] = (w * scale) / 255;
-    }
+    const count = Math.min(factor, height - y0);
+    u8.set(frame.subarray(y0 * width * 3, (y0 + count) * width * 3), rows);
+    run.columnSums(rows, width * 3, count, width * 3, colours);
+    runSums(memory, colours, width, 3, factor);
+    u8.set(winner.subarray(y0 * width, (y0 + count) * width), winners);
+    u8.set(weight.subarray(y0 * width, (y0 + count) * width), weights);
+    run.ownedBytes(winners, weights, index, mine, count * width);
+    run.columnSums(mine, width, count, width, owned);
+    runSums(memory, owned, width, 1, factor);
+    f32.set(backgroundSums.subarray(cy * cw * 3, (cy + 1) * cw * 3), sums >> 2);
+    // 1 / the cell's pixel count: the last cell of a row may be narrower
+    run.baseCells(colours, owned, factor, sums, cw, 1 / (count * factor), 1 / (count * (width - (cw - 1) * factor)), out);
+    data.set(f32.subarray(out >> 2, (out >> 2) + 4 * cw), cy * cw * 4);
   }
 }
 
@@ -224,86 +208,73 @@ export function baseRows(frame: Uint8Array, backgroundSums: Float32Array, winner
  */
 export function finishRows(background: Uint8Array, frames: Uint8Array[], winner: Uint8Array, weight: Uint8Array, layers: Layer[], factor: number, out: Uint8Array, width: number, r0: number, r1: number): void {
   const { width: cw, height: ch } = layers[0]?.base ?? { width: 1, height: 1 };
-  const { left, right, fx } = columnTaps(width, cw, factor);
   const g0 = rowTaps(r0, ch, factor)[0];
   const g1 = rowTaps(r1 - 1, ch, factor)[1];
+  const gridRows = g1 - g0 + 1;
   const stride = cw * 3;
-  const summed = new Float32Array((g1 - g0 + 1) * stride);
+  const n = frames.length;
+  const memory = kernelMemory();
+  const [summed, layerBands] = [memory.alloc(gridRows * stride * 4), memory.alloc(gridRows * stride * 4)];
+  // per layer its base level's rows [g0, g1] (4 channels), per frame index its interpolated row (3 channels)
+  const bases = layers.map(() => memory.alloc(gridRows * cw * 16));
+  const baseRowOf = frames.map(() => memory.alloc(stride * 4));
+  const [bands, still] = [memory.alloc(stride * 4), memory.alloc(cw)];
+  const [rowBackground, rowOut, rowWinner, rowWeight] = [memory.alloc(width * 3), memory.alloc(width * 3), memory.alloc(width), memory.alloc(width)];
+  const frameRowOf = frames.map(() => memory.alloc(width * 3));
+  const [first, last, ownerTable] = [memory.alloc(4 * n), memory.alloc(4 * n), memory.alloc(8 * n)];
+  const [taps, fractions] = [memory.alloc(width * TAP_BYTES), memory.alloc(256 * 8)];
+  const { run, u8, i32, f32, f64 } = memory.ready();
+  const tapsOf = columnTaps(width, cw, factor);
+  memory.putTaps(taps, tapsOf, width);
+  const quads = quadEnd(tapsOf, width, factor);
+  for (let w = 0; w < 256; w++) f64[(fractions >> 3) + w] = w / 255;
+  f32.fill(0, summed >> 2, (summed >> 2) + gridRows * stride);
   for (const layer of layers) {
-    const b = layer.bands.data;
-    for (let i = 0, j = g0 * stride; i < summed.length; i++, j++) summed[i]! += b[j]!;
+    f32.set(layer.bands.data.subarray(g0 * stride, (g1 + 1) * stride), layerBands >> 2);
+    run.addFloats(summed, layerBands, gridRows * stride);
   }
-  const reached = new Uint8Array(g1 - g0 + 1);
-  for (let gy = 0; gy < reached.length; gy++) {
-    for (let i = gy * stride, end = i + stride; i < end; i++) {
-      if (summed[i] !== 0) {
+  const reached = new Uint8Array(gridRows);
+  for (let gy = 0; gy < gridRows; gy++) {
+    for (let i = (summed >> 2) + gy * stride, end = i + stride; i < end; i++) {
+      if (f32[i] !== 0) {
         reached[gy] = 1;
         break;
       }
     }
   }
-  const bands = new Float32Array(stride);
-  // Per frame index: its layer's base level, interpolated to the current row (empty: no layer).
-  const none = new Float32Array(0);
-  const bases = frames.map((_, i) => (layers.some((l) => l.index === i) ? new Float32Array(stride) : none));
-  // Per frame index: the first and last pixel of the row it owns (first > last: none).
-  const first = new Int32Array(frames.length);
-  const last = new Int32Array(frames.length);
+  layers.forEach((layer, j) => f32.set(layer.base.data.subarray(g0 * cw * 4, (g1 + 1) * cw * 4), bases[j]! >> 2));
   for (let y = r0; y < r1; y++) {
     const [top, bottom, fy] = rowTaps(y, ch, factor);
     const row0 = y * width;
-    first.fill(width);
-    last.fill(-1);
-    for (let x = 0, p = row0; x < width; x++, p++) {
-      if (weight[p] === 0) continue;
-      const k = winner[p]!;
-      if (x < first[k]!) first[k] = x;
-      last[k] = x;
-    }
+    u8.set(winner.subarray(row0, row0 + width), rowWinner);
+    u8.set(weight.subarray(row0, row0 + width), rowWeight);
+    i32.fill(width, first >> 2, (first >> 2) + n);
+    i32.fill(-1, last >> 2, (last >> 2) + n);
+    run.spans(rowWinner, rowWeight, width, first, last);
+    i32.fill(0, ownerTable >> 2, (ownerTable >> 2) + 2 * n);
     let owners = false;
-    for (const layer of layers) {
+    layers.forEach((layer, j) => {
       const k = layer.index;
-      if (first[k]! > last[k]!) continue;
+      const [a, b] = [i32[(first >> 2) + k]!, i32[(last >> 2) + k]!];
+      if (a > b) return;
       owners = true;
-      const g = layer.base.data;
-      const row = bases[k]!;
-      for (let c = left[first[k]!]!, end = right[last[k]!]!, t = top * cw * 4, s = bottom * cw * 4; c <= end; c++) {
-        const i = c * 3;
-        const j = c * 4;
-        row[i] = g[t + j]! + (g[s + j]! - g[t + j]!) * fy;
-        row[i + 1] = g[t + j + 1]! + (g[s + j + 1]! - g[t + j + 1]!) * fy;
-        row[i + 2] = g[t + j + 2]! + (g[s + j + 2]! - g[t + j + 2]!) * fy;
-      }
-    }
+      const [c0, c1] = [tapsOf.left[a]!, tapsOf.right[b]!];
+      const plane = bases[j]!;
+      run.lerpRows(plane + ((top - g0) * cw + c0) * 16, plane + ((bottom - g0) * cw + c0) * 16, c1 - c0 + 1, 4, fy, baseRowOf[k]! + c0 * 12);
+      u8.set(frames[k]!.subarray(row0 * 3, (row0 + width) * 3), frameRowOf[k]!);
+      i32[(ownerTable >> 2) + 2 * k] = frameRowOf[k]!;
+      i32[(ownerTable >> 2) + 2 * k + 1] = baseRowOf[k]!;
+    });
     if (!owners && !reached[top - g0] && !reached[bottom - g0]) {
       // background + 0 + 0 × f, rounded: the background itself
       out.set(background.subarray(row0 * 3, (row0 + width) * 3), row0 * 3);
       continue;
     }
-    for (let i = 0, t = (top - g0) * stride, s = (bottom - g0) * stride; i < stride; i++) bands[i] = summed[t + i]! + (summed[s + i]! - summed[t + i]!) * fy;
-    for (let x = 0, p = row0, q = p * 3; x < width; x++, p++, q += 3) {
-      const l = left[x]! * 3;
-      const r = right[x]! * 3;
-      const f = fx[x]!;
-      const v0 = background[q]! + bands[l]! + (bands[r]! - bands[l]!) * f;
-      const v1 = background[q + 1]! + bands[l + 1]! + (bands[r + 1]! - bands[l + 1]!) * f;
-      const v2 = background[q + 2]! + bands[l + 2]! + (bands[r + 2]! - bands[l + 2]!) * f;
-      const owner = weight[p]! > 0 ? bases[winner[p]!]! : none;
-      if (owner.length === 0) {
-        out[q] = v0 < 0 ? 0 : v0 > 255 ? 255 : v0 + 0.5;
-        out[q + 1] = v1 < 0 ? 0 : v1 > 255 ? 255 : v1 + 0.5;
-        out[q + 2] = v2 < 0 ? 0 : v2 > 255 ? 255 : v2 + 0.5;
-        continue;
-      }
-      const frame = frames[winner[p]!]!;
-      const w = weight[p]! / 255;
-      const d0 = v0 + w * (frame[q]! - background[q]! - (owner[l]! + (owner[r]! - owner[l]!) * f));
-      const d1 = v1 + w * (frame[q + 1]! - background[q + 1]! - (owner[l + 1]! + (owner[r + 1]! - owner[l + 1]!) * f));
-      const d2 = v2 + w * (frame[q + 2]! - background[q + 2]! - (owner[l + 2]! + (owner[r + 2]! - owner[l + 2]!) * f));
-      out[q] = d0 < 0 ? 0 : d0 > 255 ? 255 : d0 + 0.5;
-      out[q + 1] = d1 < 0 ? 0 : d1 > 255 ? 255 : d1 + 0.5;
-      out[q + 2] = d2 < 0 ? 0 : d2 > 255 ? 255 : d2 + 0.5;
-    }
+    run.lerpRows(summed + (top - g0) * stride * 4, summed + (bottom - g0) * stride * 4, cw, 3, fy, bands);
+    u8.set(background.subarray(row0 * 3, (row0 + width) * 3), rowBackground);
+    run.stillColumns(bands, cw, still);
+    run.finishRow(rowBackground, bands, still, rowWinner, rowWeight, ownerTable, taps, width, rowOut, quads, fractions);
+    out.set(u8.subarray(rowOut, rowOut + width * 3), row0 * 3);
   }
 }
 

@@ -1,10 +1,11 @@
 /**
  * The `composite` blend: every frame's people placed onto one background with multi-band seams
  * (Burt & Adelson), and `preserveBackground`'s restriction of any blend to the people. The pixel
- * work runs in pool threads (composite-kernels.ts, composite-pyramid.ts); this file plans it.
+ * work runs in pool threads (composite-kernels.ts, composite-pyramid.ts, their WebAssembly in
+ * composite-simd.ts); this file plans it.
  */
 import type { HaloGrid, Layer } from './composite-kernels.js';
-import { type Plane, reducedSize } from './composite-pyramid.js';
+import type { Plane } from './composite-pyramid.js';
 import { type RgbImage, rowRanges, sharedFloats, sharedImage } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
 
@@ -35,25 +36,15 @@ function overRows<T>(pool: WorkerPool, module: string, fn: string, rows: number,
   return pool.all<T>(module, fn, rowRanges(rows, pool.size * BANDS_PER_THREAD).map(([r0, r1]) => args(r0, r1)));
 }
 
-/** A frame's pyramid of (difference, weight) on the coarse grid, its bands blended and collapsed back to the base level. */
+/**
+ * A frame's pyramid of (difference, weight) on the coarse grid, its bands blended and collapsed
+ * back to the base level: one task, the frames' side by side (the levels are small, and split
+ * into bands of rows they cost more in messages than they gain).
+ */
 async function buildLayer(pool: WorkerPool, index: number, base: Plane, levels: number): Promise<Layer> {
-  const pyramid = [base];
-  for (let l = 1; l < levels; l++) {
-    const src = pyramid[l - 1]!;
-    const dst = plane(reducedSize(src.width), reducedSize(src.height), 4);
-    await overRows(pool, PYRAMID, 'reduceRows', dst.height, (r0, r1) => [src, dst, r0, r1]);
-    pyramid.push(dst);
-  }
-  let sumNext: Plane | null = null;
-  for (let l = levels - 1; l >= 0; l--) {
-    const level = pyramid[l]!;
-    const next = pyramid[l + 1] ?? null;
-    const sum = plane(level.width, level.height, 3);
-    const above = sumNext;
-    await overRows(pool, PYRAMID, 'bandRows', level.height, (r0, r1) => [level, next, above, sum, r0, r1]);
-    sumNext = sum;
-  }
-  return { index, base, bands: sumNext! };
+  const bands = plane(base.width, base.height, 3);
+  await pool.run(PYRAMID, 'collapse', [base, levels, bands]);
+  return { index, base, bands };
 }
 
 /**

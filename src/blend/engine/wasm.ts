@@ -1,6 +1,6 @@
 /**
  * A minimal WebAssembly assembler: enough of the binary format to build, at run time, the small
- * SIMD kernels the engine generates for a given frame count (stack-simd.ts, blocks-simd.ts).
+ * SIMD kernels the engine generates (stack-simd.ts, blocks-simd.ts, pyramid-simd.ts, composite-simd.ts...).
  * Nothing is compiled ahead of time, so no toolchain is needed and nothing is downloaded.
  * Instruction names are those of the text format; opcodes from the core and SIMD specifications.
  */
@@ -24,6 +24,26 @@ const PLAIN = {
   'f64.div': 0xa3,
   'i32.trunc_f64_u': 0xab,
   'f64.convert_i32_u': 0xb8,
+  'i32.eqz': 0x45,
+  'i32.eq': 0x46,
+  'i32.ne': 0x47,
+  'i32.lt_s': 0x48,
+  'i32.gt_u': 0x4b,
+  'i32.le_s': 0x4c,
+  'i32.le_u': 0x4d,
+  'i32.ge_s': 0x4e,
+  'f32.eq': 0x5b,
+  'f32.gt': 0x5e,
+  'f64.ne': 0x62,
+  'i32.and': 0x71,
+  'i32.or': 0x72,
+  'i32.shl': 0x74,
+  'i32.shr_u': 0x76,
+  'f64.sub': 0xa1,
+  'f64.min': 0xa4,
+  'f64.max': 0xa5,
+  'f32.demote_f64': 0xb6,
+  'f64.promote_f32': 0xbb,
 } as const;
 
 /** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
@@ -70,6 +90,17 @@ const SIMD = {
   'i32x4.sub': 0xb1,
   'i32x4.mul': 0xb5,
   'v128.bitselect': 0x52,
+  'i8x16.gt_u': 0x28,
+  'f64x2.splat': 0x14,
+  'f32x4.demote_f64x2_zero': 0x5e,
+  'f64x2.promote_low_f32x4': 0x5f,
+  'f64x2.add': 0xf0,
+  'f64x2.sub': 0xf1,
+  'f64x2.mul': 0xf2,
+  'f64x2.min': 0xf4,
+  'f64x2.max': 0xf5,
+  'i32x4.trunc_sat_f64x2_u_zero': 0xfd,
+  'f64x2.convert_low_i32x4_u': 0xff,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
@@ -98,17 +129,33 @@ function signed(n: number): number[] {
 const vector = (items: number[][]): number[] => [...unsigned(items.length), ...items.flat()];
 const name = (s: string): number[] => vector([...Buffer.from(s, 'utf8')].map((b) => [b]));
 
+/** Lanes of a byte shuffle (`Code.shuffle`) that picks 4-byte lane `lanes[j]` (0..7 over both vectors) into lane j. */
+export const floatLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]);
+
+/** Local indices, as many as were asked for (destructured without checks up to 12). */
+export type Locals = number[] & Record<0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11, number>;
+
 /** One function's body, written instruction by instruction (each method returns `this`). */
 export class Code {
   readonly bytes: number[] = [];
-  private readonly locals: ValueType[] = [];
+  private readonly localTypes: ValueType[] = [];
 
   constructor(readonly params: ValueType[]) {}
 
   /** Declares a local of `type` and returns its index. */
   local(type: ValueType): number {
-    this.locals.push(type);
-    return this.params.length + this.locals.length - 1;
+    this.localTypes.push(type);
+    return this.params.length + this.localTypes.length - 1;
+  }
+
+  /** `count` new locals of `type`, their indices. */
+  locals(type: ValueType, count: number): Locals {
+    return Array.from({ length: count }, () => this.local(type)) as Locals;
+  }
+
+  /** Pushes local `base` + local `offset` (an address). */
+  address(base: number, offset: number): this {
+    return this.get(base).get(offset).op('i32.add');
   }
 
   op(...names: Op[]): this {
@@ -179,6 +226,54 @@ export class Code {
     return this;
   }
 
+  /** i32.load8_u at the address on the stack plus `offset`. */
+  load8(offset = 0): this {
+    this.bytes.push(0x2d, 0, ...unsigned(offset));
+    return this;
+  }
+
+  /** i32.store16 (the low half) at the address under the value on the stack, plus `offset`. */
+  store16(offset = 0): this {
+    this.bytes.push(0x3b, 1, ...unsigned(offset));
+    return this;
+  }
+
+  /** f32.load at the address on the stack plus `offset`. */
+  loadF32(offset = 0): this {
+    this.bytes.push(0x2a, 2, ...unsigned(offset));
+    return this;
+  }
+
+  /** f32.store at the address under the value on the stack, plus `offset`. */
+  storeF32(offset = 0): this {
+    this.bytes.push(0x38, 2, ...unsigned(offset));
+    return this;
+  }
+
+  /** f64.load at the address on the stack plus `offset`. */
+  loadF64(offset = 0): this {
+    this.bytes.push(0x2b, 3, ...unsigned(offset));
+    return this;
+  }
+
+  /** v128.load64_splat: the f64 (8 bytes) at the address on the stack plus `offset`, in both lanes. */
+  load64Splat(offset = 0): this {
+    this.bytes.push(0xfd, 0x0a, 3, ...unsigned(offset));
+    return this;
+  }
+
+  /** `if (the i32 on the stack) then()`, `else otherwise()` when given. */
+  when(then: () => void, otherwise?: () => void): this {
+    this.bytes.push(0x04, 0x40);
+    then();
+    if (otherwise) {
+      this.bytes.push(0x05);
+      otherwise();
+    }
+    this.bytes.push(0x0b);
+    return this;
+  }
+
   /** i32.store at the address under the value on the stack, plus `offset`. */
   store32(offset: number): this {
     this.bytes.push(0x36, 2, ...unsigned(offset));
@@ -207,10 +302,10 @@ export class Code {
   /** The code section entry: locals grouped by runs of one type, then the body and `end`. */
   encode(): number[] {
     const runs: number[][] = [];
-    for (let i = 0; i < this.locals.length; ) {
+    for (let i = 0; i < this.localTypes.length; ) {
       let j = i;
-      while (j < this.locals.length && this.locals[j] === this.locals[i]) j++;
-      runs.push([...unsigned(j - i), this.locals[i]!]);
+      while (j < this.localTypes.length && this.localTypes[j] === this.localTypes[i]) j++;
+      runs.push([...unsigned(j - i), this.localTypes[i]!]);
       i = j;
     }
     const body = [...vector(runs), ...this.bytes, 0x0b];

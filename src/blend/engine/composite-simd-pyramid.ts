@@ -1,0 +1,212 @@
+import { Code, F64, floatLanes, I32, V128 } from './wasm.js';
+
+/**
+ * The composite pyramid's row loops (composite-pyramid.ts) in WebAssembly: REDUCE, EXPAND and the
+ * band sums, four channels a pixel, in f64 two lanes at a time with the JavaScript's operations in
+ * its order, so every float is the one it stored. Assembled into one module with the other
+ * composite kernels (composite-simd.ts), which share its memory.
+ */
+
+/** The kernels' signatures: addresses are byte offsets into the memory. */
+export interface PyramidKernels {
+  /** dst = f32((a + e + 4·(b + d) + 6·c) · (1/16)) of n floats, in f64 (a REDUCE's vertical step). */
+  reduceColumn(a: number, b: number, c: number, d: number, e: number, dst: number, n: number): void;
+  /** The same across a row of 4-float pixels: output pixel x from the 5 pixels at column + taps[5x + k] (byte offsets). */
+  reduceAcross(column: number, taps: number, count: number, dst: number): void;
+  /** dst = f32((a + b) · 0.5) where `odd`, else f32((a + c) · 0.125 + b · 0.75), of n floats in f64 (an EXPAND's vertical step). */
+  expandColumns(a: number, b: number, c: number, n: number, odd: number, dst: number): void;
+  /**
+   * An EXPAND's horizontal step, pixels [x0, x1] of 3 channels (12 bytes a pixel from dst) from the
+   * columns at `column` (from source column s0, `channels` floats each) of a row `sw` columns wide.
+   */
+  expandAcross(column: number, channels: number, sw: number, s0: number, x0: number, x1: number, dst: number): void;
+  /**
+   * bandRows' sum of pixels [x0, x1]: f32((g − expanded level) · w + expanded sum) (the level's term 0
+   * unless `hasLevel`, the sum's 0 outside [ra, rb]); where w = 0, the expanded sum or 0.
+   */
+  bandCombine(g: number, expandedLevel: number, expandedSum: number, x0: number, x1: number, ra: number, rb: number, hasLevel: number, out: number): void;
+}
+
+/** The f64x2 constants and scratch a [1 4 6 4 1] / 16 step needs. */
+interface Binomial {
+  four: number;
+  six: number;
+  sixteenth: number;
+  wide: number[];
+}
+
+function binomialLocals(code: Code): Binomial {
+  const splat = (value: number) => {
+    const local = code.local(V128);
+    code.f64(value);
+    code.op('f64x2.splat').set(local);
+    return local;
+  };
+  return { four: splat(4), six: splat(6), sixteenth: splat(1 / 16), wide: [0, 1, 2, 3, 4].map(() => code.local(V128)) };
+}
+
+/**
+ * Pushes f32((A + E + 4·(B + D) + 6·C) · (1/16)) of the f32x4 locals `v` (A..E), computed in
+ * f64 two lanes at a time in the JavaScript's order, so every float is the one it stored.
+ */
+function binomial(code: Code, v: number[], { four, six, sixteenth, wide }: Binomial): Code {
+  const [a, b, c, d, e] = wide as [number, number, number, number, number];
+  for (const high of [false, true]) {
+    v.forEach((local, k) => {
+      code.get(local);
+      // the high two floats moved down for their promotion
+      if (high) code.get(local).shuffle(floatLanes([2, 3, 2, 3]));
+      code.op('f64x2.promote_low_f32x4').set(wide[k]!);
+    });
+    code.get(a).get(e);
+    code.op('f64x2.add').get(four).get(b).get(d);
+    code.op('f64x2.add', 'f64x2.mul', 'f64x2.add').get(six).get(c);
+    code.op('f64x2.mul', 'f64x2.add').get(sixteenth);
+    code.op('f64x2.mul', 'f32x4.demote_f64x2_zero');
+  }
+  return code.shuffle(floatLanes([0, 1, 4, 5]));
+}
+
+function reduceColumn(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32, I32]);
+  const rows = [0, 1, 2, 3, 4];
+  const [dst, n] = [5, 6];
+  const [i, end] = [code.local(I32), code.local(I32)];
+  const v = rows.map(() => code.local(V128));
+  const locals = binomialLocals(code);
+  code.get(n).i32(4).op('i32.mul').set(end);
+  code.forStep(i, end, 16, () => {
+    rows.forEach((r, k) => code.address(r, i).load(0).set(v[k]!));
+    code.address(dst, i);
+    binomial(code, v, locals).store(0);
+  });
+  return code;
+}
+
+function reduceAcross(): Code {
+  const code = new Code([I32, I32, I32, I32]);
+  const [column, taps, count, dst] = [0, 1, 2, 3];
+  const [x, t, o] = [code.local(I32), code.local(I32), code.local(I32)];
+  const v = [0, 1, 2, 3, 4].map(() => code.local(V128));
+  const locals = binomialLocals(code);
+  code.get(taps).set(t).get(dst).set(o);
+  code.forStep(x, count, 1, () => {
+    v.forEach((local, k) => code.get(column).get(t).load32(4 * k).op('i32.add').load(0).set(local));
+    code.get(o);
+    binomial(code, v, locals).store(0);
+    code.get(t).i32(20).op('i32.add').set(t);
+    code.get(o).i32(16).op('i32.add').set(o);
+  });
+  return code;
+}
+
+function expandColumns(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32]);
+  const [a, b, c, n, odd, dst] = [0, 1, 2, 3, 4, 5];
+  const [i, end] = [code.local(I32), code.local(I32)];
+  const vectors = [0, 1, 2].map(() => code.local(V128));
+  const wide = [0, 1, 2].map(() => code.local(V128));
+  const halves = [code.local(V128), code.local(V128)];
+  const [half, eighth, threeQuarters] = [0.5, 0.125, 0.75].map((value) => {
+    const local = code.local(V128);
+    code.f64(value).op('f64x2.splat').set(local);
+    return local;
+  }) as [number, number, number];
+  code.get(n).i32(4).op('i32.mul').set(end);
+  // f32((a + b) · 0.5) on odd rows, f32((a + c) · 0.125 + b · 0.75) on even ones, in f64 two lanes at a time
+  const loop = (isOdd: boolean) =>
+    code.forStep(i, end, 16, () => {
+      [a, b, c].forEach((row, k) => code.address(row, i).load(0).set(vectors[k]!));
+      halves.forEach((result, high) => {
+        vectors.forEach((vector, k) => {
+          code.get(vector);
+          if (high) code.get(vector).shuffle(floatLanes([2, 3, 2, 3]));
+          code.op('f64x2.promote_low_f32x4').set(wide[k]!);
+        });
+        const [wa, wb, wc] = wide as [number, number, number];
+        if (isOdd) code.get(wa).get(wb).op('f64x2.add').get(half);
+        else code.get(wa).get(wc).op('f64x2.add').get(eighth).op('f64x2.mul').get(wb).get(threeQuarters);
+        code.op(...(isOdd ? (['f64x2.mul'] as const) : (['f64x2.mul', 'f64x2.add'] as const)), 'f32x4.demote_f64x2_zero').set(result);
+      });
+      code.address(dst, i).get(halves[0]!).get(halves[1]!).shuffle(floatLanes([0, 1, 4, 5])).store(0);
+    });
+  code.get(odd).when(() => loop(true), () => loop(false));
+  return code;
+}
+
+function expandAcross(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32, I32]);
+  const [column, channels, sw, s0, x0, x1, dst] = [0, 1, 2, 3, 4, 5, 6];
+  const [x, h, l, r, step, firstLeft, lastRight] = code.locals(I32, 7);
+  const value = code.local(F64);
+  // channel k of source column `index` (columns from s0, `channels` floats each), as f64
+  const tap = (index: number, k: number) => code.get(index).get(s0).op('i32.sub').get(step).op('i32.mul').get(column).op('i32.add').loadF32(4 * k).op('f64.promote_f32');
+  code.get(channels).i32(4).op('i32.mul').set(step);
+  // the mirrored neighbours at the edges: column −1 is 1, column sw is sw − 2 (0 for a single column)
+  code.i32(1).i32(0).get(sw).i32(1);
+  code.op('i32.gt_u').op('select').set(firstLeft);
+  code.get(sw).i32(2).op('i32.sub').i32(0).get(sw).i32(1);
+  code.op('i32.gt_u').op('select').set(lastRight);
+  code.get(x0).set(x);
+  code.get(x1).i32(1).op('i32.add').set(x1);
+  code.whileBelow(x, x1, () => {
+    code.get(x).i32(1).op('i32.shr_u').set(h);
+    code.get(h).i32(1).op('i32.sub').get(firstLeft).get(h).op('select').set(l);
+    code.get(lastRight).get(h).i32(1).op('i32.add').get(h).i32(1).op('i32.add').get(sw);
+    code.op('i32.eq').op('select').set(r);
+    for (let k = 0; k < 3; k++) {
+      // odd pixels: (h + r) · 0.5; even ones: (l + r) · 0.125 + h · 0.75, as the JavaScript took them
+      code.get(x).i32(1).op('i32.and').when(() => {
+          tap(h, k);
+          tap(r, k);
+          code.op('f64.add').f64(0.5).op('f64.mul').set(value);
+        },
+        () => {
+          tap(l, k);
+          tap(r, k);
+          code.op('f64.add').f64(0.125).op('f64.mul');
+          tap(h, k);
+          code.f64(0.75).op('f64.mul', 'f64.add').set(value);
+        });
+      code.get(dst).get(x).i32(12).op('i32.mul', 'i32.add');
+      code.get(value).op('f32.demote_f64').storeF32(4 * k);
+    }
+    code.get(x).i32(1).op('i32.add').set(x);
+  });
+  return code;
+}
+
+function bandCombine(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32, I32, I32, I32]);
+  const [g, expandedLevel, expandedSum, x0, x1, ra, rb, hasLevel, out] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  const [x, reached] = [code.local(I32), code.local(I32)];
+  const w = code.local(F64);
+  const float = (row: number, size: number, k: number) => code.get(row).get(x).i32(size).op('i32.mul', 'i32.add').loadF32(4 * k).op('f64.promote_f32');
+  // the expanded sum where reached, else 0 (the value read elsewhere is never used)
+  const sumAbove = (k: number) => float(expandedSum, 12, k).f64(0).get(reached).op('select');
+  code.get(x0).set(x);
+  code.get(x1).i32(1).op('i32.add').set(x1);
+  code.whileBelow(x, x1, () => {
+    float(g, 16, 3).set(w);
+    code.get(x).get(ra).op('i32.ge_s');
+    code.get(x).get(rb).op('i32.le_s', 'i32.and').set(reached);
+    for (let k = 0; k < 3; k++) {
+      // w ≠ 0: (g − expanded level) · w + expanded sum, as the JavaScript took it; w = 0: the expanded sum
+      code.get(out).get(x).i32(12).op('i32.mul', 'i32.add');
+      float(g, 16, k);
+      float(expandedLevel, 12, k).f64(0).get(hasLevel).op('select');
+      code.op('f64.sub').get(w).op('f64.mul');
+      sumAbove(k).op('f64.add');
+      sumAbove(k);
+      code.get(w).f64(0).op('f64.ne').op('select');
+      code.op('f32.demote_f64').storeF32(4 * k);
+    }
+    code.get(x).i32(1).op('i32.add').set(x);
+  });
+  return code;
+}
+
+/** The pyramid kernels' code, for composite-simd.ts to assemble. */
+export function pyramidKernels(): Record<keyof PyramidKernels, Code> {
+  return { reduceColumn: reduceColumn(), reduceAcross: reduceAcross(), expandColumns: expandColumns(), expandAcross: expandAcross(), bandCombine: bandCombine() };
+}
