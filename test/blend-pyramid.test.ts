@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { greyRow, laplacianRow } from '../src/blend/engine/exposure.js';
 import {
+  accumulateRows,
   collapseLevelZeroRows,
   expandIntoRows,
   LEVEL_ONE_STEPS,
@@ -12,9 +13,11 @@ import {
   sharedPlane,
   WEIGHT_ONE,
 } from '../src/blend/engine/pyramid.js';
+import { rowMemory } from '../src/blend/engine/pyramid-simd.js';
 
 // The WebAssembly SIMD kernels (pyramid-simd.ts, exposure.ts) against the definitions, written
-// plainly in 64-bit floats, on odd sizes so that edges and vector tails are exercised.
+// plainly in 64-bit floats, and, where the blend's bytes depend on exact floats, against the
+// kernels' 32-bit operations (Math.fround), on odd sizes so that edges and vector tails are exercised.
 
 function random(seed: number): () => number {
   return () => {
@@ -78,6 +81,25 @@ function mertensReference(frames: Uint8Array[], width: number, height: number): 
   return raw;
 }
 
+/**
+ * expand(c) at (x, y) in the kernels' own 32-bit operations and order (down, then across; edges
+ * replicated): the kernels fuse and reorder their passes, and must still give these floats.
+ */
+function expandF32(c: Float32Array, cw: number, ch: number, x: number, y: number): number {
+  const f = Math.fround;
+  const j = y >> 1, at = (i: number, r: number): number => c[clamp(r, ch - 1) * cw + clamp(i, cw - 1)]!;
+  const down = (i: number): number => {
+    const [a, b, d] = y & 1 ? [at(i, j), at(i, j), at(i, j + 1)] : [at(i, j - 1), at(i, j), at(i, j + 1)];
+    const [p, q] = y & 1 ? [0.5, 0] : [0.125, 0.75];
+    return f(f(f(a + d) * p) + f(b * q));
+  };
+  const i = x >> 1;
+  return x & 1 ? f(f(down(i) + down(i + 1)) * 0.5) : f(f(f(down(i - 1) + down(i + 1)) + f(down(i) * 6)) * 0.125);
+}
+
+// Sizes that leave vector tails (widths not multiples of 4 or 16) and levels of one to three rows.
+const ODD_SIZES = [[1, 1], [2, 1], [3, 2], [5, 3], [17, 1], [33, 3], [37, 23]] as const;
+
 function randomFrames(n: number, width: number, height: number, seed: number): Uint8Array[] {
   const next = random(seed);
   // smooth gradients plus noise, each frame brighter than the last: every weight term matters
@@ -128,26 +150,119 @@ describe('pyramid kernels', () => {
     }
   });
 
-  it('level 1 of the frames is exact, and of the exposure weights within a step of the definition', () => {
-    const [w, h] = [45, 21];
-    const frames = randomFrames(3, w, h, 3);
-    const [dw, dh] = levelSizes(w, h)[1]!;
-    const firsts = frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(dw, dh)));
-    const weights = frames.map(() => sharedFixedPlane(dw, dh));
-    // two row ranges, as two pool threads would run them
-    levelOneRows(frames, w, h, 'exposure', firsts, weights, 0, 4);
-    levelOneRows(frames, w, h, 'exposure', firsts, weights, 4, dh);
-    const mertens = mertensReference(frames, w, h);
-    for (const [k, frame] of frames.entries()) {
-      for (let c = 0; c < 3; c++) {
-        const want = reduceReference((x, y) => frame[(y * w + x) * 3 + c]!, w, h);
-        assert.deepEqual(Array.from(firsts[k]![c]!.data), Array.from(want, (v) => v * LEVEL_ONE_STEPS), `frame ${k} channel ${c}`);
+  it('expand and accumulate through an expand in the kernels\' 32-bit operations, on any size', () => {
+    const next = random(5);
+    for (const [w, h] of ODD_SIZES) {
+      const [cw, ch] = [Math.ceil(w / 2), Math.ceil(h / 2)];
+      const coarse = sharedPlane(cw, ch);
+      for (let i = 0; i < coarse.data.length; i++) coarse.data[i] = 200 * next() - 100;
+      const fine = sharedPlane(w, h);
+      for (let i = 0; i < fine.data.length; i++) fine.data[i] = 100 * next();
+      const laplacian = sharedPlane(w, h);
+      laplacian.data.set(fine.data);
+      expandIntoRows([laplacian], [coarse], -1, 0, h);
+      // a frame's level: its R (fixed point) and weight (fixed point and float), into an accumulator
+      const level = sharedFixedPlane(w, h), weight = sharedFixedPlane(w, h), floatWeight = sharedPlane(w, h);
+      for (let i = 0; i < w * h; i++) {
+        level.data[i] = Math.floor(65536 * next());
+        weight.data[i] = Math.floor(WEIGHT_ONE * next());
+        floatWeight.data[i] = next();
       }
-      const want = reduceReference((x, y) => mertens[k]![y * w + x]!, w, h);
-      for (let i = 0; i < dw * dh; i++) {
-        assert.ok(Math.abs(weights[k]!.data[i]! - want[i]! * WEIGHT_ONE) <= 1.5, `frame ${k} weight ${i}: ${weights[k]!.data[i]} ≠ ${want[i]! * WEIGHT_ONE}`);
+      const [acc, accFloat] = [sharedPlane(w, h), sharedPlane(w, h)];
+      acc.data.set(fine.data);
+      accFloat.data.set(fine.data);
+      // split in two row ranges, as two pool threads would run them
+      for (const [y0, y1] of [[0, h >> 1], [h >> 1, h]] as const) {
+        accumulateRows([acc], [level], [coarse], weight, y0, y1);
+        accumulateRows([accFloat], [fine], [coarse], floatWeight, y0, y1);
+      }
+      const f = Math.fround;
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          const i = y * w + x, e = expandF32(coarse.data, cw, ch, x, y);
+          assert.equal(laplacian.data[i], f(fine.data[i]! + f(e * -1)), `${w}×${h} laplacian (${x}, ${y})`);
+          const g = level.data[i]! / LEVEL_ONE_STEPS, weightValue = weight.data[i]! / WEIGHT_ONE;
+          assert.equal(acc.data[i], f(fine.data[i]! + f(weightValue * f(g - e))), `${w}×${h} fixed-point accumulate (${x}, ${y})`);
+          assert.equal(accFloat.data[i], f(fine.data[i]! + f(floatWeight.data[i]! * f(fine.data[i]! - e))), `${w}×${h} float accumulate (${x}, ${y})`);
+        }
       }
     }
+  });
+
+  it('level 1 of the frames is exact, and of the exposure weights within a step of the definition', () => {
+    for (const [w, h] of [[45, 21], [19, 3], [6, 2], [3, 1]] as const) {
+      const frames = randomFrames(3, w, h, 3);
+      const [dw, dh] = levelSizes(w, h)[1] ?? [Math.ceil(w / 2), Math.ceil(h / 2)];
+      const firsts = frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(dw, dh)));
+      const weights = frames.map(() => sharedFixedPlane(dw, dh));
+      // two row ranges, as two pool threads would run them
+      levelOneRows(frames, w, h, 'exposure', firsts, weights, 0, dh >> 1);
+      levelOneRows(frames, w, h, 'exposure', firsts, weights, dh >> 1, dh);
+      const mertens = mertensReference(frames, w, h);
+      for (const [k, frame] of frames.entries()) {
+        for (let c = 0; c < 3; c++) {
+          const want = reduceReference((x, y) => frame[(y * w + x) * 3 + c]!, w, h);
+          assert.deepEqual(Array.from(firsts[k]![c]!.data), Array.from(want, (v) => v * LEVEL_ONE_STEPS), `${w}×${h} frame ${k} channel ${c}`);
+        }
+        const want = reduceReference((x, y) => mertens[k]![y * w + x]!, w, h);
+        for (let i = 0; i < dw * dh; i++) {
+          const got = weights[k]!.data[i]!;
+          assert.ok(Math.abs(got - want[i]! * WEIGHT_ONE) <= 1.5, `${w}×${h} frame ${k} weight ${i}: ${got} ≠ ${want[i]! * WEIGHT_ONE}`);
+        }
+      }
+    }
+  });
+
+  it('level 0 from level 1: the expands of the frames and of the blend, in the kernels\' 32-bit operations', () => {
+    const next = random(6);
+    for (const [w, h] of ODD_SIZES) {
+      const frames = randomFrames(3, w, h, 7);
+      const [cw, ch] = [Math.ceil(w / 2), Math.ceil(h / 2)];
+      const firsts = frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(cw, ch)));
+      for (const plane of firsts.flat()) for (let i = 0; i < cw * ch; i++) plane.data[i] = Math.floor(65280 * next());
+      const coarser = [0, 1, 2].map(() => sharedPlane(cw, ch));
+      for (const plane of coarser) for (let i = 0; i < cw * ch; i++) plane.data[i] = 60 * next() - 20;
+      // one-hot weights are exact, so every float of the result is known
+      const choice = Uint8Array.from({ length: w * h }, () => Math.floor(3 * next()));
+      const out = new Uint8Array(w * h * 3);
+      for (const [y0, y1] of [[0, h >> 1], [h >> 1, h]] as const) collapseLevelZeroRows(frames, firsts, { choice }, coarser, out, w, h, y0, y1);
+      const f = Math.fround;
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          for (let c = 0; c < 3; c++) {
+            let sum = expandF32(coarser[c]!.data, cw, ch, x, y);
+            for (const [k, frame] of frames.entries()) {
+              const unit = Float32Array.from(firsts[k]![c]!.data, (v) => v / LEVEL_ONE_STEPS);
+              const weight = choice[y * w + x] === k ? 1 : 0;
+              sum = f(sum + f(weight * f(frame[(y * w + x) * 3 + c]! - expandF32(unit, cw, ch, x, y))));
+            }
+            const want = Math.min(255, Math.max(0, Math.trunc(f(sum + 0.5))));
+            assert.equal(out[(y * w + x) * 3 + c], want, `${w}×${h} (${x}, ${y}) channel ${c}`);
+          }
+        }
+      }
+    }
+  });
+
+  it('rounds floats to RGB bytes as unsigned truncation and saturating narrowing do, for every float', () => {
+    // unsigned truncation, then narrowing that reads its lanes as signed: what the blend's bytes were made with
+    const byte = (v: number): number => {
+      const x = Math.fround(v + 0.5);
+      const u = Number.isNaN(x) || x < 0 ? 0 : x >= 2 ** 32 ? 2 ** 32 - 1 : Math.trunc(x);
+      const short = Math.min(65535, Math.max(0, u | 0));
+      return Math.min(255, Math.max(0, short >= 32768 ? short - 65536 : short));
+    };
+    const specials = [NaN, -Infinity, -1e10, -1, -0.5, -0.2, 0, 0.49, 127.5, 254.49, 254.5, 255, 300, 32767, 32767.5, 40000];
+    const values = [...specials, 65535, 65536, 1e6, 2 ** 31 - 128, 2 ** 31, 3e9, 2 ** 32, 1e20, Infinity, 17.5, 18.5];
+    const n = values.length;
+    const mem = rowMemory();
+    const planes = [0, 1, 2].map(() => mem.row(n, 4)), rgb = mem.row(3 * n, 1);
+    mem.ready();
+    // each channel gets the values rotated, so that every value meets every lane and channel
+    planes.forEach((row, c) => mem.f32.set(values.map((_, i) => values[(i + 7 * c) % n]!), row.at >> 2));
+    mem.run.floatsToRgb(planes[0]!.at, planes[1]!.at, planes[2]!.at, rgb.at, n);
+    const want = Array.from({ length: 3 * n }, (_, q) => byte(values[(Math.floor(q / 3) + 7 * (q % 3)) % n]!));
+    assert.deepEqual(Array.from(mem.u8.subarray(rgb.at, rgb.at + 3 * n)), want);
   });
 
   it('level 0 alone is the weighted mean, rounded: Mertens weights and one-hot choices', () => {

@@ -34,26 +34,28 @@ export function laplacianRow(up: Float64Array, mid: Float64Array, down: Float64A
   }
 }
 
-// addr + i on the stack.
-const at = (code: Code, addr: number, i: number): Code => code.get(addr).get(i).op('i32.add');
-
 /**
- * The kernels `grey(r, g, b, dst, n)` (planar bytes → grey floats) and
- * `exposureWeight(up, mid, down, r, g, b, dst, n)` (grey rows around the pixels' row, `mid` with
- * its edges replicated at mid[−1] and mid[n], and the row's planar bytes → Mertens' weight
- * before normalisation), 16 pixels a step.
+ * The 16 bytes of vector `bytes` as four float vectors `into` (exact); `half` is scratch. The
+ * signed conversion: one x86 instruction where the unsigned one takes eight, and the same floats
+ * for these non-negative integers.
  */
-export function exposureWeightCode(): { grey: Code; exposureWeight: Code } {
-  return { grey: grey(), exposureWeight: exposureWeight() };
-}
-
-// 16 bytes at `bytes` as four float vectors.
-function widen(code: Code, bytes: number, half: number, into: number[]): void {
+export function widen(code: Code, bytes: number, half: number, into: number[]): void {
   (['i16x8.extend_low_i8x16_u', 'i16x8.extend_high_i8x16_u'] as const).forEach((h, k) => {
     code.get(bytes).op(h).set(half);
-    code.get(half).op('i32x4.extend_low_i16x8_u', 'f32x4.convert_i32x4_u').set(into[2 * k]!);
-    code.get(half).op('i32x4.extend_high_i16x8_u', 'f32x4.convert_i32x4_u').set(into[2 * k + 1]!);
+    code.get(half).op('i32x4.extend_low_i16x8_u').op('f32x4.convert_i32x4_s').set(into[2 * k]!);
+    code.get(half).op('i32x4.extend_high_i16x8_u').op('f32x4.convert_i32x4_s').set(into[2 * k + 1]!);
   });
+}
+
+/**
+ * The kernels `exposurePixels(r, g, b, grey, saturation, exposedness, n)` (a row's planar bytes →
+ * its grey, saturation and well-exposedness, the bytes widened once for all three) and
+ * `exposureWeight(up, mid, down, saturation, exposedness, dst, sum, n)` (grey rows around the
+ * pixels' row, `mid` with its edges replicated at mid[−1] and mid[n] → Mertens' weight before
+ * normalisation into `dst`, also added to `sum`), 16 pixels a step.
+ */
+export function exposureWeightCode(): { exposurePixels: Code; exposureWeight: Code } {
+  return { exposurePixels: exposurePixels(), exposureWeight: exposureWeight() };
 }
 
 function constant(code: Code, value: number): number {
@@ -62,67 +64,44 @@ function constant(code: Code, value: number): number {
   return local;
 }
 
-function grey(): Code {
-  const code = new Code([I32, I32, I32, I32, I32]);
-  const [r, g, b, dst, n] = [0, 1, 2, 3, 4];
-  const [i, o] = [code.local(I32), code.local(I32)];
-  const [x, half] = [code.local(V128), code.local(V128)];
-  const channels = [0, 1, 2].map(() => [0, 1, 2, 3].map(() => code.local(V128)));
-  const coefficients = [GREY_R, GREY_G, GREY_B].map((c) => constant(code, c));
-  code.get(dst).set(o);
-  code.forStep(i, n, 16, () => {
-    [r, g, b].forEach((plane, c) => {
-      at(code, plane, i).load(0).set(x);
-      widen(code, x, half, channels[c]!);
-    });
-    for (let q = 0; q < 4; q++) {
-      code.get(o);
-      code.get(channels[0]![q]!).get(coefficients[0]!).op('f32x4.mul');
-      code.get(channels[1]![q]!).get(coefficients[1]!).op('f32x4.mul', 'f32x4.add');
-      code.get(channels[2]![q]!).get(coefficients[2]!).op('f32x4.mul', 'f32x4.add');
-      code.store(16 * q);
-    }
-    code.get(o).i32(64).op('i32.add').set(o);
-  });
-  return code;
-}
-
 type Six = [number, number, number, number, number, number];
 
-function exposureWeight(): Code {
-  const code = new Code([I32, I32, I32, I32, I32, I32, I32, I32]);
-  const [up, mid, down, r, g, b, dst, n] = [0, 1, 2, 3, 4, 5, 6, 7];
-  const [i, o, p, left] = [code.local(I32), code.local(I32), code.local(I32), code.local(I32)];
+function exposurePixels(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32, I32]);
+  const [r, g, b, grey, saturation, exposedness, n] = [0, 1, 2, 3, 4, 5, 6];
+  const [i, p] = [code.local(I32), code.local(I32)];
   const [x, half, sum, y, k, t] = Array.from({ length: 6 }, () => code.local(V128)) as Six;
   const channels = [0, 1, 2].map(() => [0, 1, 2, 3].map(() => code.local(V128)));
-  const [four, three, byteUnit, middle, toBase2, ln2, saturationUnit] = [4, 3, 1 / 255, 0.5, -Math.LOG2E / (2 * SIGMA * SIGMA), Math.LN2, 1 / 765].map((v) =>
+  const coefficients = [GREY_R, GREY_G, GREY_B].map((c) => constant(code, c));
+  const [three, byteUnit, middle, toBase2, ln2, saturationUnit] = [3, 1 / 255, 0.5, -Math.LOG2E / (2 * SIGMA * SIGMA), Math.LN2, 1 / 765].map((v) =>
     constant(code, v),
-  ) as [...Six, number];
+  ) as Six;
+  const bias = code.local(V128);
+  code.i32(127).op('i32x4.splat').set(bias);
   // e^t = Σ tⁿ/n! to n = 6 on |t| ≤ ln2 / 2: relative error < 2·10⁻⁷
   const taylor = [1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1].map((v) => constant(code, v));
-  code.get(mid).i32(4).op('i32.sub').set(left);
-  code.get(dst).set(o);
+  code.i32(0).set(p);
   code.forStep(i, n, 16, () => {
     [r, g, b].forEach((plane, c) => {
-      at(code, plane, i).load(0).set(x);
+      code.address(plane, i).load(0).set(x);
       widen(code, x, half, channels[c]!);
     });
-    code.get(i).i32(4).op('i32.mul').set(p);
     for (let q = 0; q < 4; q++) {
       const [vr, vg, vb] = [channels[0]![q]!, channels[1]![q]!, channels[2]![q]!];
       const f = 16 * q;
-      code.get(o);
-      // contrast
-      at(code, up, p).load(f);
-      at(code, down, p).load(f).op('f32x4.add');
-      at(code, left, p).load(f).op('f32x4.add');
-      at(code, left, p).load(f + 8).op('f32x4.add');
-      at(code, mid, p).load(f).get(four).op('f32x4.mul', 'f32x4.sub', 'f32x4.abs');
+      code.address(grey, p);
+      code.get(vr).get(coefficients[0]!).op('f32x4.mul');
+      code.get(vg).get(coefficients[1]!).op('f32x4.mul', 'f32x4.add');
+      code.get(vb).get(coefficients[2]!).op('f32x4.mul', 'f32x4.add');
+      code.store(f);
       // saturation: √(3·Σv² − (Σv)²) / 765, exact in floats (every term < 2²⁴)
+      code.address(saturation, p);
       code.get(vr).get(vg).op('f32x4.add').get(vb).op('f32x4.add').set(sum);
       code.get(vr).get(vr).op('f32x4.mul').get(vg).get(vg).op('f32x4.mul', 'f32x4.add').get(vb).get(vb).op('f32x4.mul', 'f32x4.add');
-      code.get(three).op('f32x4.mul').get(sum).get(sum).op('f32x4.mul', 'f32x4.sub', 'f32x4.sqrt').get(saturationUnit).op('f32x4.mul', 'f32x4.mul');
+      code.get(three).op('f32x4.mul').get(sum).get(sum).op('f32x4.mul', 'f32x4.sub', 'f32x4.sqrt').get(saturationUnit).op('f32x4.mul');
+      code.store(f);
       // well-exposedness: 2^y with y = −Σ(v/255 − ½)² · log2(e) / 2σ², split into k + t/ln2 with k whole, |t| ≤ ln2 / 2
+      code.address(exposedness, p);
       for (const [j, v] of [vr, vg, vb].entries()) {
         code.get(v).get(byteUnit).op('f32x4.mul').get(middle).op('f32x4.sub').set(t);
         code.get(t).get(t).op('f32x4.mul');
@@ -134,10 +113,35 @@ function exposureWeight(): Code {
       code.get(taylor[0]!);
       for (const c of taylor.slice(1)) code.get(t).op('f32x4.mul').get(c).op('f32x4.add');
       // × 2^k, built from its exponent bits
-      code.get(k).op('i32x4.trunc_sat_f32x4_s').i32(127).op('i32x4.splat', 'i32x4.add').i32(23).op('i32x4.shl', 'f32x4.mul');
-      code.op('f32x4.mul').store(f);
+      code.get(k).op('i32x4.trunc_sat_f32x4_s').get(bias).op('i32x4.add').i32(23).op('i32x4.shl', 'f32x4.mul');
+      code.store(f);
     }
-    code.get(o).i32(64).op('i32.add').set(o);
+    code.get(p).i32(64).op('i32.add').set(p);
+  });
+  return code;
+}
+
+function exposureWeight(): Code {
+  const code = new Code([I32, I32, I32, I32, I32, I32, I32, I32]);
+  const [up, mid, down, saturation, exposedness, dst, sum, n] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [i, end, left] = [code.local(I32), code.local(I32), code.local(I32)];
+  const [w, four] = [code.local(V128), constant(code, 4)];
+  code.get(mid).i32(4).op('i32.sub').set(left);
+  code.get(n).i32(4).op('i32.mul').set(end);
+  code.forStep(i, end, 64, () => {
+    for (let f = 0; f < 64; f += 16) {
+      // contrast, then (contrast · saturation) · exposedness in this order: the blends' bytes depend on these floats
+      code.address(up, i).load(f);
+      code.address(down, i).load(f).op('f32x4.add');
+      code.address(left, i).load(f).op('f32x4.add');
+      code.address(left, i).load(f + 8).op('f32x4.add');
+      code.address(mid, i).load(f).get(four).op('f32x4.mul', 'f32x4.sub', 'f32x4.abs');
+      code.address(saturation, i).load(f).op('f32x4.mul');
+      code.address(exposedness, i).load(f).op('f32x4.mul').set(w);
+      code.address(dst, i).get(w).store(f);
+      code.address(sum, i);
+      code.address(sum, i).load(f).get(w).op('f32x4.add').store(f);
+    }
   });
   return code;
 }

@@ -1,12 +1,12 @@
-import { exposureWeightCode } from './exposure.js';
-import { Code, F32, I32, instantiate, V128, type WasmMemory } from './wasm.js';
+import { exposureWeightCode, widen } from './exposure.js';
+import { Code, F32, floatLanes, I32, instantiate, V128, type WasmMemory } from './wasm.js';
 
 /**
  * The row loops of the pyramid blend (pyramid.ts) as WebAssembly SIMD kernels, assembled once
  * per thread: 4 floats, 8 shorts or 16 bytes an instruction. A kernel works on rows copied into
  * its memory (`RowMemory`); JavaScript only picks the rows, copies them in and out, and replicates
- * the edges. Every kernel runs whole vectors, so it may read and write up to 64 bytes past a row:
- * `RowMemory` rows are padded for that.
+ * the edges. Every kernel runs whole vectors, so it may read and write up to 64 bytes past a row
+ * (and the expands read a vector before it): `RowMemory` rows are padded for that.
  */
 
 type Kernel = (...args: number[]) => void;
@@ -15,12 +15,10 @@ type Kernel = (...args: number[]) => void;
 export interface RowKernels {
   /** Interleaved RGB bytes at `src` → planar R, G, B bytes. */
   split(src: number, r: number, g: number, b: number, n: number): void;
-  /** The inverse of split. */
-  merge(r: number, g: number, b: number, dst: number, n: number): void;
   /** Bytes → floats. */
   bytesToFloats(src: number, dst: number, n: number): void;
-  /** Floats → bytes, rounded half up and clipped to 0..255. */
-  floatsToBytes(src: number, dst: number, n: number): void;
+  /** Float rows of R, G and B → interleaved RGB bytes (the inverse of split), rounded half up and clipped to 0..255. */
+  floatsToRgb(r: number, g: number, b: number, dst: number, n: number): void;
   /** Unsigned shorts × `scale` → floats. */
   shortsToFloats(src: number, dst: number, n: number, scale: number): void;
   /** Floats × `scale` → unsigned shorts, rounded half up and clipped to 0..65535. */
@@ -37,10 +35,16 @@ export interface RowKernels {
   decimateShorts(t: number, n: number, even: number, odd: number, dst: number): void;
   /** The same on floats, times `scale`. */
   decimateFloats(t: number, n: number, even: number, odd: number, dst: number, scale: number): void;
-  /** dst = (a + c)·p + b·q: the vertical half of an expand. */
-  combine3(a: number, b: number, c: number, dst: number, n: number, p: number, q: number): void;
-  /** dst[2x] = (t[x − 1] + 6·t[x] + t[x + 1]) / 8, dst[2x + 1] = (t[x] + t[x + 1]) / 2, t starting 1 element after `t`. */
-  expandAcross(t: number, n: number, dst: number): void;
+  /**
+   * A row of an expand from the n-element coarse rows a, b, c around it (edges replicated at
+   * [−1] and [n]): t = (a + c)·p + b·q down, then dst[2x] = (t[x − 1] + 6·t[x] + t[x + 1]) / 8,
+   * dst[2x + 1] = (t[x] + t[x + 1]) / 2 across; 2n elements.
+   */
+  expandRow(a: number, b: number, c: number, n: number, p: number, q: number, dst: number): void;
+  /** acc += w · (g − e) with e that row of the expand (`accumulate` fused with `expandRow`), g floats. */
+  expandAccumulate(a: number, b: number, c: number, n: number, p: number, q: number, acc: number, w: number, g: number): void;
+  /** The same with g bytes. */
+  expandAccumulateBytes(a: number, b: number, c: number, n: number, p: number, q: number, acc: number, w: number, g: number): void;
   /** a += w · (g − e). */
   accumulate(a: number, w: number, g: number, e: number, n: number): void;
   /** a += s · b. */
@@ -51,10 +55,13 @@ export interface RowKernels {
   normalise(w: number, sum: number, n: number, epsilon: number): void;
   /** dst = 1 where choice = k, else 0 (floats). */
   oneHot(choice: number, k: number, dst: number, n: number): void;
-  /** BT.601 grey (0..1) of planar R, G, B bytes. */
-  grey(r: number, g: number, b: number, dst: number, n: number): void;
-  /** Mertens' weight before normalisation: |Laplacian| of grey (`mid` with edges at mid[−1], mid[n]) · saturation · well-exposedness. */
-  exposureWeight(up: number, mid: number, down: number, r: number, g: number, b: number, dst: number, n: number): void;
+  /** A row's planar R, G, B bytes → its BT.601 grey (0..1), saturation and well-exposedness (exposure.ts). */
+  exposurePixels(r: number, g: number, b: number, grey: number, saturation: number, exposedness: number, n: number): void;
+  /**
+   * Mertens' weight before normalisation, |Laplacian| of grey (`mid` with edges at mid[−1],
+   * mid[n]) · saturation · well-exposedness, into `dst` and added to `sum`.
+   */
+  exposureWeight(up: number, mid: number, down: number, saturation: number, exposedness: number, dst: number, sum: number, n: number): void;
 }
 
 const PAGE = 65536;
@@ -66,11 +73,7 @@ function constant(code: Code, value: number): number {
   return local;
 }
 
-// addr + i on the stack.
-const at = (code: Code, addr: number, i: number): Code => code.get(addr).get(i).op('i32.add');
 
-/** Lanes of a byte shuffle that picks 4-byte lane `lanes[j]` (0..7 over both vectors) into lane j. */
-const floatLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]);
 const shortLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [2 * l, 2 * l + 1]);
 
 export function split(): Code {
@@ -86,77 +89,57 @@ export function split(): Code {
       const picks = Array.from({ length: 16 }, (_, j) => c + 3 * j);
       const fromXY = picks.map((q) => (q < 32 ? q : 0));
       const fromZ = picks.map((q, j) => (q < 32 ? j : q - 32 + 16));
-      at(code, dst, i).get(x).get(y).shuffle(fromXY).get(z).shuffle(fromZ).store(0);
+      code.address(dst, i).get(x).get(y).shuffle(fromXY).get(z).shuffle(fromZ).store(0);
     });
     code.get(p).i32(48).op('i32.add').set(p);
   });
   return code;
 }
 
-function merge(): Code {
+function floatsToRgb(): Code {
   const code = new Code([I32, I32, I32, I32, I32]);
   const [r, g, b, dst, n] = [0, 1, 2, 3, 4];
-  const [i, p] = [code.local(I32), code.local(I32)];
+  const [i, p, o] = [code.local(I32), code.local(I32), code.local(I32)];
   const [x, y, z] = [code.local(V128), code.local(V128), code.local(V128)];
-  code.get(dst).set(p);
+  const half = constant(code, 0.5);
+  // signed truncation is the cheaper instruction, and every float the two truncations tell apart
+  // (NaN, below 0, from 2³¹) ends as byte 0 through both narrowings, which read their lanes signed
+  const round = (plane: number, offset: number) => code.address(plane, p).load(offset).get(half).op('f32x4.add', 'i32x4.trunc_sat_f32x4_s');
+  code.i32(0).set(p).get(dst).set(o);
   code.forStep(i, n, 16, () => {
-    at(code, r, i).load(0).set(x);
-    at(code, g, i).load(0).set(y);
-    at(code, b, i).load(0).set(z);
+    [r, g, b].forEach((plane, c) => {
+      round(plane, 0);
+      round(plane, 16);
+      code.op('i16x8.narrow_i32x4_u');
+      round(plane, 32);
+      round(plane, 48);
+      code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').set([x, y, z][c]!);
+    });
     for (let v = 0; v < 3; v++) {
       const bytes = Array.from({ length: 16 }, (_, j) => 16 * v + j);
       // first R and G (lanes of x, y), then B into the lanes left over
       const fromXY = bytes.map((q) => (q % 3 === 2 ? 0 : (q % 3) * 16 + Math.floor(q / 3)));
       const withZ = bytes.map((q, j) => (q % 3 === 2 ? 16 + Math.floor(q / 3) : j));
-      code.get(p).get(x).get(y).shuffle(fromXY).get(z).shuffle(withZ).store(16 * v);
+      code.get(o).get(x).get(y).shuffle(fromXY).get(z).shuffle(withZ).store(16 * v);
     }
-    code.get(p).i32(48).op('i32.add').set(p);
+    code.get(p).i32(64).op('i32.add').set(p);
+    code.get(o).i32(48).op('i32.add').set(o);
   });
   return code;
-}
-
-// The four float vectors of 16 bytes (or of their 16-bit halves' 32-bit quarters) at `bytes`.
-function widenBytes(code: Code, bytes: number, into: number[]): void {
-  const half = code.local(V128);
-  (['i16x8.extend_low_i8x16_u', 'i16x8.extend_high_i8x16_u'] as const).forEach((h, k) => {
-    code.get(bytes).op(h).set(half);
-    code.get(half).op('i32x4.extend_low_i16x8_u', 'f32x4.convert_i32x4_u').set(into[2 * k]!);
-    code.get(half).op('i32x4.extend_high_i16x8_u', 'f32x4.convert_i32x4_u').set(into[2 * k + 1]!);
-  });
 }
 
 function bytesToFloats(): Code {
   const code = new Code([I32, I32, I32]);
   const [src, dst, n] = [0, 1, 2];
   const [i, o] = [code.local(I32), code.local(I32)];
-  const x = code.local(V128);
+  const [x, half] = [code.local(V128), code.local(V128)];
   const f = [0, 1, 2, 3].map(() => code.local(V128));
   code.get(dst).set(o);
   code.forStep(i, n, 16, () => {
-    at(code, src, i).load(0).set(x);
-    widenBytes(code, x, f);
+    code.address(src, i).load(0).set(x);
+    widen(code, x, half, f);
     f.forEach((v, k) => code.get(o).get(v).store(16 * k));
     code.get(o).i32(64).op('i32.add').set(o);
-  });
-  return code;
-}
-
-function floatsToBytes(): Code {
-  const code = new Code([I32, I32, I32]);
-  const [src, dst, n] = [0, 1, 2];
-  const [i, p] = [code.local(I32), code.local(I32)];
-  const half = constant(code, 0.5);
-  const round = (offset: number) => code.get(p).load(offset).get(half).op('f32x4.add', 'i32x4.trunc_sat_f32x4_u');
-  code.get(src).set(p);
-  code.forStep(i, n, 16, () => {
-    at(code, dst, i);
-    round(0);
-    round(16);
-    code.op('i16x8.narrow_i32x4_u');
-    round(32);
-    round(48);
-    code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
-    code.get(p).i32(64).op('i32.add').set(p);
   });
   return code;
 }
@@ -170,8 +153,8 @@ function shortsToFloats(): Code {
   code.get(dst).set(o);
   code.forStep(i, n, 8, () => {
     code.get(src).get(i).get(i).op('i32.add', 'i32.add').load(0).set(x);
-    code.get(o).get(x).op('i32x4.extend_low_i16x8_u', 'f32x4.convert_i32x4_u').get(s).op('f32x4.mul').store(0);
-    code.get(o).get(x).op('i32x4.extend_high_i16x8_u', 'f32x4.convert_i32x4_u').get(s).op('f32x4.mul').store(16);
+    code.get(o).get(x).op('i32x4.extend_low_i16x8_u').op('f32x4.convert_i32x4_s').get(s).op('f32x4.mul').store(0);
+    code.get(o).get(x).op('i32x4.extend_high_i16x8_u').op('f32x4.convert_i32x4_s').get(s).op('f32x4.mul').store(16);
     code.get(o).i32(32).op('i32.add').set(o);
   });
   return code;
@@ -205,7 +188,7 @@ function sumBytes5(): Code {
   code.i32(0x60006).op('i32x4.splat').set(six); // 6 in every 16-bit lane
   code.get(dst).set(o);
   code.forStep(i, n, 16, () => {
-    rows.forEach((r, k) => at(code, r, i).load(0).set(v[k]!));
+    rows.forEach((r, k) => code.address(r, i).load(0).set(v[k]!));
     (['i16x8.extend_low_i8x16_u', 'i16x8.extend_high_i8x16_u'] as const).forEach((h, k) => {
       code.get(o);
       code.get(v[0]!).op(h).get(v[4]!).op(h, 'i16x8.add');
@@ -226,12 +209,12 @@ function sumFloats5(): Code {
   const [four, six] = [constant(code, 4), constant(code, 6)];
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
-    at(code, dst, i);
-    at(code, rows[0]!, i).load(0);
-    at(code, rows[4]!, i).load(0).op('f32x4.add');
-    at(code, rows[1]!, i).load(0);
-    at(code, rows[3]!, i).load(0).op('f32x4.add').get(four).op('f32x4.mul', 'f32x4.add');
-    at(code, rows[2]!, i).load(0).get(six).op('f32x4.mul', 'f32x4.add');
+    code.address(dst, i);
+    code.address(rows[0]!, i).load(0);
+    code.address(rows[4]!, i).load(0).op('f32x4.add');
+    code.address(rows[1]!, i).load(0);
+    code.address(rows[3]!, i).load(0).op('f32x4.add').get(four).op('f32x4.mul', 'f32x4.add');
+    code.address(rows[2]!, i).load(0).get(six).op('f32x4.mul', 'f32x4.add');
     code.store(0);
   });
   return code;
@@ -252,8 +235,8 @@ function decimate(size: 2 | 4): Code {
   code.forStep(i, end, 16, () => {
     code.get(t).get(i).get(i).op('i32.add', 'i32.add').set(j);
     code.get(j).load(0).set(x).get(j).load(16).set(y);
-    at(code, even, i).get(x).get(y).shuffle(evens).store(0);
-    at(code, odd, i).get(x).get(y).shuffle(odds).store(0);
+    code.address(even, i).get(x).get(y).shuffle(evens).store(0);
+    code.address(odd, i).get(x).get(y).shuffle(odds).store(0);
   });
   const add = size === 2 ? 'i16x8.add' : 'f32x4.add';
   code.get(n).i32(size).op('i32.mul').set(end);
@@ -261,62 +244,94 @@ function decimate(size: 2 | 4): Code {
     const six = code.local(V128);
     code.i32(0x60006).op('i32x4.splat').set(six);
     code.forStep(i, end, 16, () => {
-      at(code, dst, i);
-      at(code, even, i).load(0);
-      at(code, even, i).load(2 * size).op(add);
-      at(code, odd, i).load(0);
-      at(code, odd, i).load(size).op(add).i32(2).op('i16x8.shl', add);
-      at(code, even, i).load(size).get(six).op('i16x8.mul', add);
+      code.address(dst, i);
+      code.address(even, i).load(0);
+      code.address(even, i).load(2 * size).op(add);
+      code.address(odd, i).load(0);
+      code.address(odd, i).load(size).op(add).i32(2).op('i16x8.shl', add);
+      code.address(even, i).load(size).get(six).op('i16x8.mul', add);
       code.store(0);
     });
   } else {
     const [four, six, s] = [constant(code, 4), constant(code, 6), code.local(V128)];
     code.get(scale).op('f32x4.splat').set(s);
     code.forStep(i, end, 16, () => {
-      at(code, dst, i);
-      at(code, even, i).load(0);
-      at(code, even, i).load(2 * size).op(add);
-      at(code, odd, i).load(0);
-      at(code, odd, i).load(size).op(add).get(four).op('f32x4.mul', add);
-      at(code, even, i).load(size).get(six).op('f32x4.mul', add);
+      code.address(dst, i);
+      code.address(even, i).load(0);
+      code.address(even, i).load(2 * size).op(add);
+      code.address(odd, i).load(0);
+      code.address(odd, i).load(size).op(add).get(four).op('f32x4.mul', add);
+      code.address(even, i).load(size).get(six).op('f32x4.mul', add);
       code.get(s).op('f32x4.mul').store(0);
     });
   }
   return code;
 }
 
-function combine3(): Code {
-  const code = new Code([I32, I32, I32, I32, I32, F32, F32]);
-  const [a, b, c, dst, n, p, q] = [0, 1, 2, 3, 4, 5, 6];
-  const [i, end] = [code.local(I32), code.local(I32)];
-  const [vp, vq] = [code.local(V128), code.local(V128)];
+/**
+ * expandRow ('store'), expandAccumulate ('floats') or expandAccumulateBytes ('bytes'), 8 coarse
+ * elements (16 fine) a step. The down pass of each coarse vector is made once and its neighbours
+ * across are shuffled out of the vectors either side, in the operations and order of the
+ * separate down and across passes, so the floats are theirs.
+ */
+function expand(mode: 'store' | 'floats' | 'bytes'): Code {
+  const code = new Code(mode === 'store' ? [I32, I32, I32, I32, F32, F32, I32] : [I32, I32, I32, I32, F32, F32, I32, I32, I32]);
+  const [a, b, c, n, p, q, out, w, g] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  const [i, end, o, gi] = [code.local(I32), code.local(I32), code.local(I32), code.local(I32)];
+  const vector = (): number => code.local(V128);
+  const [vp, vq, before, now, next, after] = [vector(), vector(), vector(), vector(), vector(), vector()];
+  const [left, right, even, odd, x, half] = [vector(), vector(), vector(), vector(), vector(), vector()];
+  const e = [vector(), vector(), vector(), vector()];
+  const values = [vector(), vector(), vector(), vector()];
+  const [eighth, six, halve] = [constant(code, 0.125), constant(code, 6), constant(code, 0.5)];
+  // the down pass of the coarse vector at byte i + offset
+  const down = (offset: number) => {
+    code.address(a, i).load(offset);
+    code.address(c, i).load(offset).op('f32x4.add').get(vp).op('f32x4.mul');
+    code.address(b, i).load(offset).get(vq).op('f32x4.mul', 'f32x4.add');
+  };
   code.get(p).op('f32x4.splat').set(vp).get(q).op('f32x4.splat').set(vq);
+  code.i32(-16).set(i);
+  down(0);
+  code.set(before);
+  code.i32(0).set(i);
+  down(0);
+  code.set(now);
   code.get(n).i32(4).op('i32.mul').set(end);
-  code.forStep(i, end, 16, () => {
-    at(code, dst, i);
-    at(code, a, i).load(0);
-    at(code, c, i).load(0).op('f32x4.add').get(vp).op('f32x4.mul');
-    at(code, b, i).load(0).get(vq).op('f32x4.mul', 'f32x4.add');
-    code.store(0);
-  });
-  return code;
-}
-
-function expandAcross(): Code {
-  const code = new Code([I32, I32, I32]);
-  const [t, n, dst] = [0, 1, 2];
-  const [i, end, p] = [code.local(I32), code.local(I32), code.local(I32)];
-  const [even, odd, mid, next] = [code.local(V128), code.local(V128), code.local(V128), code.local(V128)];
-  const [eighth, six, half] = [constant(code, 0.125), constant(code, 6), constant(code, 0.5)];
-  code.get(n).i32(4).op('i32.mul').set(end);
-  code.forStep(i, end, 16, () => {
-    at(code, t, i).set(p);
-    code.get(p).load(4).set(mid).get(p).load(8).set(next);
-    code.get(p).load(0).get(next).op('f32x4.add').get(mid).get(six).op('f32x4.mul', 'f32x4.add').get(eighth).op('f32x4.mul').set(even);
-    code.get(mid).get(next).op('f32x4.add').get(half).op('f32x4.mul').set(odd);
-    code.get(dst).get(i).get(i).op('i32.add', 'i32.add').set(p);
-    code.get(p).get(even).get(odd).shuffle(floatLanes([0, 4, 1, 5])).store(0);
-    code.get(p).get(even).get(odd).shuffle(floatLanes([2, 6, 3, 7])).store(16);
+  code.i32(0).set(o).i32(0).set(gi);
+  code.forStep(i, end, 32, () => {
+    down(16);
+    code.set(next);
+    down(32);
+    code.set(after);
+    for (const [h, [l, t, r]] of ([[before, now, next], [now, next, after]] as const).entries()) {
+      code.get(l).get(t).shuffle(floatLanes([3, 4, 5, 6])).set(left);
+      code.get(t).get(r).shuffle(floatLanes([1, 2, 3, 4])).set(right);
+      code.get(left).get(right).op('f32x4.add').get(t).get(six).op('f32x4.mul', 'f32x4.add').get(eighth).op('f32x4.mul').set(even);
+      code.get(t).get(right).op('f32x4.add').get(halve).op('f32x4.mul').set(odd);
+      code.get(even).get(odd).shuffle(floatLanes([0, 4, 1, 5])).set(e[2 * h]!);
+      code.get(even).get(odd).shuffle(floatLanes([2, 6, 3, 7])).set(e[2 * h + 1]!);
+    }
+    if (mode === 'bytes') {
+      code.address(g, gi).load(0).set(x);
+      widen(code, x, half, values);
+    }
+    e.forEach((v, m) => {
+      code.address(out, o);
+      if (mode === 'store') {
+        code.get(v).store(16 * m);
+        return;
+      }
+      // acc + w · (g − e), as accumulate
+      code.address(out, o).load(16 * m);
+      code.address(w, o).load(16 * m);
+      if (mode === 'bytes') code.get(values[m]!);
+      else code.address(g, o).load(16 * m);
+      code.get(v).op('f32x4.sub', 'f32x4.mul', 'f32x4.add').store(16 * m);
+    });
+    code.get(next).set(before).get(after).set(now);
+    code.get(o).i32(64).op('i32.add').set(o);
+    code.get(gi).i32(16).op('i32.add').set(gi);
   });
   return code;
 }
@@ -327,11 +342,11 @@ function accumulate(): Code {
   const [i, end, p] = [code.local(I32), code.local(I32), code.local(I32)];
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
-    at(code, a, i).set(p);
+    code.address(a, i).set(p);
     code.get(p).get(p).load(0);
-    at(code, w, i).load(0);
-    at(code, g, i).load(0);
-    at(code, e, i).load(0).op('f32x4.sub', 'f32x4.mul', 'f32x4.add').store(0);
+    code.address(w, i).load(0);
+    code.address(g, i).load(0);
+    code.address(e, i).load(0).op('f32x4.sub', 'f32x4.mul', 'f32x4.add').store(0);
   });
   return code;
 }
@@ -344,9 +359,9 @@ function addScaled(): Code {
   code.get(s).op('f32x4.splat').set(vs);
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
-    at(code, a, i).set(p);
+    code.address(a, i).set(p);
     code.get(p).get(p).load(0);
-    at(code, b, i).load(0).get(vs).op('f32x4.mul', 'f32x4.add').store(0);
+    code.address(b, i).load(0).get(vs).op('f32x4.mul', 'f32x4.add').store(0);
   });
   return code;
 }
@@ -358,7 +373,7 @@ function fill(): Code {
   const v = code.local(V128);
   code.get(value).op('f32x4.splat').set(v);
   code.get(n).i32(4).op('i32.mul').set(end);
-  code.forStep(i, end, 16, () => at(code, dst, i).get(v).store(0));
+  code.forStep(i, end, 16, () => code.address(dst, i).get(v).store(0));
   return code;
 }
 
@@ -370,9 +385,9 @@ function normalise(): Code {
   code.get(epsilon).op('f32x4.splat').set(e);
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
-    at(code, w, i).set(p);
+    code.address(w, i).set(p);
     code.get(p).get(p).load(0).get(e).op('f32x4.add');
-    at(code, sum, i).load(0).op('f32x4.div').store(0);
+    code.address(sum, i).load(0).op('f32x4.div').store(0);
   });
   return code;
 }
@@ -386,7 +401,7 @@ function oneHot(): Code {
   code.get(dst).set(o);
   code.forStep(i, n, 16, () => {
     // lanes of 0xff where chosen, sign-extended to 32 bits: a mask of 1.0's bits
-    at(code, choice, i).load(0).get(key).op('i8x16.eq').set(m);
+    code.address(choice, i).load(0).get(key).op('i8x16.eq').set(m);
     (['i16x8.extend_low_i8x16_s', 'i16x8.extend_high_i8x16_s'] as const).forEach((h, j) => {
       code.get(m).op(h).set(half);
       code.get(o).get(half).op('i32x4.extend_low_i16x8_s').get(one).op('v128.and').store(32 * j);
@@ -401,26 +416,26 @@ let kernels: { run: RowKernels; memory: WasmMemory } | null = null;
 
 function compiled(): { run: RowKernels; memory: WasmMemory } {
   if (!kernels) {
-    const { grey, exposureWeight } = exposureWeightCode();
+    const { exposurePixels, exposureWeight } = exposureWeightCode();
     const functions = {
       split: split(),
-      merge: merge(),
       bytesToFloats: bytesToFloats(),
-      floatsToBytes: floatsToBytes(),
+      floatsToRgb: floatsToRgb(),
       shortsToFloats: shortsToFloats(),
       floatsToShorts: floatsToShorts(),
       sumBytes5: sumBytes5(),
       sumFloats5: sumFloats5(),
       decimateShorts: decimate(2),
       decimateFloats: decimate(4),
-      combine3: combine3(),
-      expandAcross: expandAcross(),
+      expandRow: expand('store'),
+      expandAccumulate: expand('floats'),
+      expandAccumulateBytes: expand('bytes'),
       accumulate: accumulate(),
       addScaled: addScaled(),
       fill: fill(),
       normalise: normalise(),
       oneHot: oneHot(),
-      grey,
+      exposurePixels,
       exposureWeight,
     };
     const { exports, memory } = instantiate(functions, 1);
@@ -435,7 +450,8 @@ export interface Row {
   length: number;
 }
 
-// Bytes either side of every row: kernels run whole vectors past the end, and read left edges at −1, −2.
+// Bytes either side of every row: kernels run whole vectors past the end (up to 60 bytes), read left
+// edges at −1, −2 and, expanding, a whole vector before the start.
 const MARGIN = 64;
 
 /**

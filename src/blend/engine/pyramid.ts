@@ -85,7 +85,7 @@ export function levelOneRows(
   y1: number,
 ): void {
   const mem = rowMemory();
-  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 8);
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 5);
   const dw = weights[0]!.width;
   const sum16 = mem.row(width + 4, 2), sum32 = mem.row(width + 4, 4);
   const even = mem.row(dw + 16, 4), odd = mem.row(dw + 16, 4);
@@ -132,33 +132,37 @@ export function collapseLevelZeroRows(
   y1: number,
 ): void {
   const mem = rowMemory();
-  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 2);
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 1);
   const expandWidth = 2 * Math.ceil(width / 2);
   const sums = [0, 1, 2].map(() => mem.row(expandWidth, 4));
   const expanded = mem.row(expandWidth, 4), values = mem.row(width, 4);
-  const bytes = [0, 1, 2].map(() => mem.row(width, 1)), rgb = mem.row(3 * width, 1);
-  const expander = new Expander(mem, Math.ceil(width / 2));
+  const rgb = mem.row(3 * width, 1);
+  const loader = new Loader(mem, Math.ceil(width / 2));
+  const coarse = coarser?.map((plane) => new Expander(mem, loader, plane, 1));
+  const kept = firsts?.map((planes) => planes.map((plane) => new Expander(mem, loader, plane, unitOf.level)));
   mem.ready();
   const { run } = mem, last = height - 1;
   zero.start(y0);
   for (let y = y0; y < y1; y++) {
     const present = zero.weightsUpTo(y);
     for (let c = 0; c < 3; c++) {
-      if (coarser) expander.expand(coarser[c]!, 1, y, sums[c]!);
+      if (coarse) coarse[c]!.expand(y, sums[c]!);
       else run.fill(sums[c]!.at, width, 0);
     }
-    if (!firsts) run.fill(expanded.at, width, 0);
+    if (!kept) run.fill(expanded.at, width, 0);
     for (let k = 0; k < frames.length; k++) {
       if (!present[k]) continue;
       const planar = zero.planar(k, clamp(y, last)), weight = zero.weight(k, y);
       for (let c = 0; c < 3; c++) {
-        if (firsts) expander.expand(firsts[k]![c]!, unitOf.level, y, expanded);
-        run.bytesToFloats(planar[c]!.at, values.at, width);
-        run.accumulate(sums[c]!.at, weight.at, values.at, expanded.at, width);
+        if (kept) {
+          kept[k]![c]!.accumulateBytes(y, sums[c]!, weight, planar[c]!);
+        } else {
+          run.bytesToFloats(planar[c]!.at, values.at, width);
+          run.accumulate(sums[c]!.at, weight.at, values.at, expanded.at, width);
+        }
       }
     }
-    for (let c = 0; c < 3; c++) run.floatsToBytes(sums[c]!.at, bytes[c]!.at, width);
-    run.merge(bytes[0]!.at, bytes[1]!.at, bytes[2]!.at, rgb.at, width);
+    run.floatsToRgb(sums[0]!.at, sums[1]!.at, sums[2]!.at, rgb.at, width);
     mem.take(rgb, out, y * width * 3, width * 3);
   }
 }
@@ -167,16 +171,16 @@ export function collapseLevelZeroRows(
 export function reduceRows(src: Array<Plane | FixedPlane>, kind: keyof typeof unitOf, dst: Plane[], y0: number, y1: number): void {
   const mem = rowMemory();
   const sw = src[0]!.width, dw = dst[0]!.width;
-  const loader = new Loader(mem, sw);
-  const rows = [0, 1, 2, 3, 4].map(() => mem.row(sw, 4));
+  const source = new RowRing(mem, new Loader(mem, sw), sw, 5);
   const sum = mem.row(sw + 4, 4), even = mem.row(dw + 16, 4), odd = mem.row(dw + 16, 4), out = mem.row(dw, 4);
   mem.ready();
   const { run } = mem;
   for (let i = 0; i < src.length; i++) {
     const s = src[i]!, last = s.height - 1;
+    source.over(s, unitOf[kind]);
     for (let y = y0; y < y1; y++) {
-      for (let d = 0; d < 5; d++) loader.load(s, unitOf[kind], clamp(2 * y + d - 2, last), rows[d]!);
-      run.sumFloats5(rows[0]!.at, rows[1]!.at, rows[2]!.at, rows[3]!.at, rows[4]!.at, sum.at + 8, sw);
+      const rows = [-2, -1, 0, 1, 2].map((d) => source.row(clamp(2 * y + d, last)).at) as [number, number, number, number, number];
+      run.sumFloats5(...rows, sum.at + 8, sw);
       mem.replicateFloats(sum.at + 8, sw, 2, 2);
       run.decimateFloats(sum.at, dw, even.at, odd.at, out.at, 1 / 256);
       mem.take(out, dst[i]!.data, y * dw, dw);
@@ -200,11 +204,11 @@ export function accumulateRows(
   const mem = rowMemory();
   const w = weight.width;
   const loader = new Loader(mem, w);
-  const sum = mem.row(w, 4), values = mem.row(w, 4), weights = mem.row(w, 4), expanded = mem.row(2 * Math.ceil(w / 2) + 2, 4);
-  const expander = coarser ? new Expander(mem, coarser[0]!.width) : null;
+  const sum = mem.row(w, 4), values = mem.row(w, 4), weights = mem.row(w, 4), expanded = mem.row(w, 4);
+  const expanders = coarser?.map((plane) => new Expander(mem, loader, plane, 1));
   mem.ready();
   const { run } = mem;
-  if (!coarser) run.fill(expanded.at, w, 0);
+  if (!expanders) run.fill(expanded.at, w, 0);
   for (let y = y0; y < y1; y++) {
     // a row where the frame has no weight adds nothing (most rows of a focus stack's frame)
     if (!anyWeight(weight.data, y * w, w)) continue;
@@ -212,8 +216,8 @@ export function accumulateRows(
     for (let i = 0; i < acc.length; i++) {
       mem.put(sum, acc[i]!.data, y * w, w);
       loader.load(level[i]!, unitOf.level, y, values);
-      if (expander) expander.expand(coarser![i]!, 1, y, expanded);
-      run.accumulate(sum.at, weights.at, values.at, expanded.at, w);
+      if (expanders) expanders[i]!.accumulate(y, sum, weights, values);
+      else run.accumulate(sum.at, weights.at, values.at, expanded.at, w);
       mem.take(sum, acc[i]!.data, y * w, w);
     }
   }
@@ -224,12 +228,13 @@ export function expandIntoRows(fine: Plane[], coarser: Plane[], sign: 1 | -1, y0
   const mem = rowMemory();
   const w = fine[0]!.width;
   const sum = mem.row(w, 4), expanded = mem.row(2 * coarser[0]!.width, 4);
-  const expander = new Expander(mem, coarser[0]!.width);
+  const loader = new Loader(mem, coarser[0]!.width);
+  const expanders = coarser.map((plane) => new Expander(mem, loader, plane, 1));
   mem.ready();
   for (let i = 0; i < fine.length; i++) {
     for (let y = y0; y < y1; y++) {
       mem.put(sum, fine[i]!.data, y * w, w);
-      expander.expand(coarser[i]!, 1, y, expanded);
+      expanders[i]!.expand(y, expanded);
       mem.run.addScaled(sum.at, expanded.at, w, sign);
       mem.take(sum, fine[i]!.data, y * w, w);
     }
@@ -290,52 +295,102 @@ class Loader {
 }
 
 /**
- * Row y of expand(c) (c upsampled ×2 with zeros and blurred by 2 · 1-4-6-4-1 each way): even rows
- * take (1, 6, 1) / 8 of their neighbourhood, odd ones (1, 1) / 2, then the same across.
+ * A ring of `count` float rows of a plane, edges replicated one element either side, each row
+ * loaded (and converted) once while the rows asked for move down the plane, not once per use.
  */
-class Expander {
-  private readonly rows: [Row, Row, Row];
-  private readonly across: Row;
-  private readonly loader: Loader;
+class RowRing {
+  private readonly rows: Row[];
+  private readonly held: number[];
+  private plane: Plane | FixedPlane | null = null;
+  private unit = 1;
 
   constructor(
     private readonly mem: RowMemory,
+    private readonly loader: Loader,
     width: number,
+    count: number,
   ) {
-    this.loader = new Loader(mem, width);
-    this.rows = [mem.row(width, 4), mem.row(width, 4), mem.row(width, 4)];
-    this.across = mem.row(width + 2, 4);
+    this.rows = Array.from({ length: count }, () => mem.row(width, 4));
+    this.held = new Array<number>(count).fill(-1);
   }
 
-  /** 2 · c.width elements into `into`. */
-  expand(c: Plane | FixedPlane, unit: number, y: number, into: Row): void {
-    const { mem, rows, loader, across } = this;
-    const sw = c.width, last = c.height - 1, j = y >> 1;
-    const [a, b, d] = rows;
-    if (y & 1) {
-      loader.load(c, unit, clamp(j, last), a);
-      loader.load(c, unit, clamp(j + 1, last), d);
-      mem.run.combine3(a.at, a.at, d.at, across.at + 4, sw, 0.5, 0);
-    } else {
-      loader.load(c, unit, clamp(j - 1, last), a);
-      loader.load(c, unit, clamp(j, last), b);
-      loader.load(c, unit, clamp(j + 1, last), d);
-      mem.run.combine3(a.at, b.at, d.at, across.at + 4, sw, 0.125, 0.75);
+  /** Serves rows of `plane` (values times `unit`) from now on. */
+  over(plane: Plane | FixedPlane, unit: number): this {
+    this.plane = plane;
+    this.unit = unit;
+    this.held.fill(-1);
+    return this;
+  }
+
+  row(y: number): Row {
+    const slot = y % this.rows.length, row = this.rows[slot]!;
+    if (this.held[slot] !== y) {
+      const plane = this.plane!;
+      this.loader.load(plane, this.unit, y, row);
+      this.mem.replicateFloats(row.at, plane.width, 1, 1);
+      this.held[slot] = y;
     }
-    mem.replicateFloats(across.at + 4, sw, 1, 1);
-    mem.run.expandAcross(across.at, sw, into.at);
+    return row;
   }
 }
 
 /**
- * Level 0 of every frame, a row at a time in the kernels' memory: planar R, G, B bytes (a ring of
- * `ring` rows per frame) and the frames' normalised level-0 weights (the same ring), computed
- * in row order. Exposure weights also keep three grey rows per frame for the Laplacian.
+ * Rows of expand(c) for one plane c (c upsampled ×2 with zeros and blurred by 2 · 1-4-6-4-1 each
+ * way): even rows take (1, 6, 1) / 8 of their neighbourhood, odd ones (1, 1) / 2, then the same
+ * across. Fine rows asked for in order read each coarse row once.
+ */
+class Expander {
+  private readonly ring: RowRing;
+
+  constructor(
+    private readonly mem: RowMemory,
+    loader: Loader,
+    private readonly plane: Plane | FixedPlane,
+    unit: number,
+  ) {
+    this.ring = new RowRing(mem, loader, plane.width, 3).over(plane, unit);
+  }
+
+  /** Fine row y: 2 · c.width elements into `into`. */
+  expand(y: number, into: Row): void {
+    this.mem.run.expandRow(...this.around(y), into.at);
+  }
+
+  /** acc += w · (g − expand(c)) on fine row y, g floats. */
+  accumulate(y: number, acc: Row, w: Row, g: Row): void {
+    this.mem.run.expandAccumulate(...this.around(y), acc.at, w.at, g.at);
+  }
+
+  /** The same with g bytes. */
+  accumulateBytes(y: number, acc: Row, w: Row, g: Row): void {
+    this.mem.run.expandAccumulateBytes(...this.around(y), acc.at, w.at, g.at);
+  }
+
+  // The coarse rows a, b, c and factors p, q of fine row y's down pass, (a + c)·p + b·q.
+  private around(y: number): [number, number, number, number, number, number] {
+    const { ring, plane } = this;
+    const last = plane.height - 1, j = y >> 1;
+    if (y & 1) {
+      const a = ring.row(clamp(j, last)).at;
+      return [a, a, ring.row(clamp(j + 1, last)).at, plane.width, 0.5, 0];
+    }
+    const a = ring.row(clamp(j - 1, last)).at, b = ring.row(clamp(j, last)).at;
+    return [a, b, ring.row(clamp(j + 1, last)).at, plane.width, 0.125, 0.75];
+  }
+}
+
+/**
+ * Level 0 of every frame, a row at a time in the kernels' memory: the frames' normalised level-0
+ * weights (a ring of the last `kept` rows per frame) and planar R, G, B bytes (one row more: the
+ * exposure weights of a row need the grey of the next), computed in row order. Exposure weights
+ * also keep three grey rows per frame for the Laplacian, and the saturation and well-exposedness
+ * of two rows. Rings no longer than needed keep a thread's rows in cache.
  */
 class LevelZeroRows {
   private readonly planes: Row[][][];
   private readonly weights: Row[][];
   private readonly greys: Row[][];
+  private readonly terms: Array<Array<[saturation: Row, exposedness: Row]>>;
   private readonly source: Row;
   private readonly sum: Row;
   private readonly present: boolean[];
@@ -348,12 +403,14 @@ class LevelZeroRows {
     private readonly width: number,
     private readonly height: number,
     private readonly levelZero: LevelZeroWeights,
-    private readonly ring: number,
+    private readonly kept: number,
   ) {
     const n = frames.length;
-    this.planes = frames.map(() => Array.from({ length: ring }, () => [0, 1, 2].map(() => mem.row(width, 1))));
-    this.weights = frames.map(() => Array.from({ length: ring }, () => mem.row(width, 4)));
-    this.greys = levelZero === 'exposure' ? frames.map(() => [0, 1, 2].map(() => mem.row(width, 4))) : [];
+    this.planes = frames.map(() => Array.from({ length: kept + 1 }, () => [0, 1, 2].map(() => mem.row(width, 1))));
+    this.weights = frames.map(() => Array.from({ length: kept }, () => mem.row(width, 4)));
+    const exposure = levelZero === 'exposure';
+    this.greys = exposure ? frames.map(() => [0, 1, 2].map(() => mem.row(width, 4))) : [];
+    this.terms = exposure ? frames.map(() => [0, 1].map(() => [mem.row(width, 4), mem.row(width, 4)] as [Row, Row])) : [];
     this.source = mem.row(3 * width, 1);
     this.sum = mem.row(width, 4);
     this.present = new Array<boolean>(n).fill(true);
@@ -366,11 +423,11 @@ class LevelZeroRows {
   }
 
   planar(k: number, row: number): Row[] {
-    return this.planes[k]![row % this.ring]!;
+    return this.planes[k]![row % (this.kept + 1)]!;
   }
 
   weight(k: number, row: number): Row {
-    return this.weights[k]![row % this.ring]!;
+    return this.weights[k]![row % this.kept]!;
   }
 
   /** Computes the weights of the rows up to `row`; returns which frames have any weight in that row. */
@@ -387,10 +444,9 @@ class LevelZeroRows {
       this.planarUpTo(Math.min(row + 1, last));
       run.fill(this.sum.at, width, EPSILON * frames.length);
       for (let k = 0; k < frames.length; k++) {
-        const greys = this.greys[k]!, [r, g, b] = this.planar(k, row) as [Row, Row, Row];
+        const greys = this.greys[k]!, [saturation, exposedness] = this.terms[k]![row % 2]!;
         const up = greys[Math.max(row - 1, 0) % 3]!, mid = greys[row % 3]!, down = greys[Math.min(row + 1, last) % 3]!;
-        run.exposureWeight(up.at, mid.at, down.at, r.at, g.at, b.at, this.weight(k, row).at, width);
-        run.addScaled(this.sum.at, this.weight(k, row).at, width, 1);
+        run.exposureWeight(up.at, mid.at, down.at, saturation.at, exposedness.at, this.weight(k, row).at, this.sum.at, width);
       }
       for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, this.sum.at, width, EPSILON);
     } else {
@@ -412,8 +468,8 @@ class LevelZeroRows {
         const [red, green, blue] = this.planar(k, r) as [Row, Row, Row];
         mem.run.split(this.source.at, red.at, green.at, blue.at, width);
         if (this.levelZero === 'exposure') {
-          const grey = this.greys[k]![r % 3]!;
-          mem.run.grey(red.at, green.at, blue.at, grey.at, width);
+          const grey = this.greys[k]![r % 3]!, [saturation, exposedness] = this.terms[k]![r % 2]!;
+          mem.run.exposurePixels(red.at, green.at, blue.at, grey.at, saturation.at, exposedness.at, width);
           mem.replicateFloats(grey.at, width, 1, 1);
         }
       }

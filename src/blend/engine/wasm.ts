@@ -101,6 +101,7 @@ const SIMD = {
   'f64x2.max': 0xf5,
   'i32x4.trunc_sat_f64x2_u_zero': 0xfd,
   'f64x2.convert_low_i32x4_u': 0xff,
+  'f32x4.convert_i32x4_s': 0xfa,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
