@@ -188,6 +188,23 @@ test('frame alignment', async (t) => {
     }
   });
 
+  await t.test('does not take a frame whose moved part is most of it as still because a still third fits better', async () => {
+    // The left third stays put (an overlay, a dashboard) while the rest moves 3 to 20 full-size
+    // pixels: the moved blocks fit worse at no motion than the still ones, and must not be left
+    // out as if someone had walked into them.
+    const scene = grainy(await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2000, 1500), 1, 10);
+    const [w, h] = [scene.width / 2, scene.height / 2];
+    const ref = lineUpReference(greyThumbnail(grainy(scene, 3, 3)), w, h);
+    const frame = grainy(scene, 4, 3);
+    const still = greyThumbnail(frame);
+    for (const dx of [3, 8, 20]) {
+      const moved = greyThumbnail(frame, dx);
+      for (let p = 0; p < moved.length; p++) if (p % w < w / 3) moved[p] = still[p]!;
+      const drift = 2 * checkLineUp(ref, moved, w, h).drift;
+      assert.ok(!(drift <= 0.5), `moved ${dx} px with a still third: drift ${drift.toFixed(3)} px`);
+    }
+  });
+
   await t.test('names the frame that cannot be aligned', async () => {
     const [first, second] = await Promise.all(manifest.images.slice(0, 2).map((f) => load(path.join(dir, f))));
     assert.ok(first && second);

@@ -169,7 +169,7 @@ function unchangedBlocks(shifts: BlockShift[]): BlockShift[] {
  * trying them all is cheap), refitted to those blocks, so moving objects covering many blocks do
  * not pull it. Returns how far that motion moves the worst corner; Infinity when too few agree.
  */
-function cornerDrift(shifts: BlockShift[], width: number, height: number): number {
+function cornerDrift(shifts: BlockShift[], textured: number, width: number, height: number): number {
   const half = Math.max(width, height) / 2;
   const unit = (x: number, y: number): [number, number] => [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
   // Weighted by each block's information, so blocks that pin their shift down (texture, low
@@ -242,7 +242,10 @@ function cornerDrift(shifts: BlockShift[], width: number, height: number): numbe
         return Math.hypot(dx - fx, dy - fy) <= AGREEMENT;
       })
     : [];
-  if (best.length < Math.max(MIN_BLOCKS, n / 3)) return Infinity;
+  // A third of all the textured blocks, not only of those left: when the blocks that moved are
+  // the ones left out (their fit at no motion leaves far more than the still ones'), a still third
+  // must not speak for the frame.
+  if (best.length < Math.max(MIN_BLOCKS, textured / 3)) return Infinity;
   const model = fit(best);
   if (!model) return Infinity;
   let drift = 0;
@@ -373,7 +376,10 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const other = inReferenceTones(ref, frame, width, height);
   const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
   const [w, h] = [width >> 1, height >> 1];
-  const coarse = 2 * cornerDrift(unchangedBlocks(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2)), w, h);
-  const drift = coarse <= REACH ? cornerDrift(unchangedBlocks(blockShifts(ref.smoothed, measured, width, height, clipped, 1)), width, height) : Infinity;
-  return { correlation: correlation(ref.smoothed, b), drift };
+  const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
+  const coarse = 2 * drift(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2), w, h);
+  return {
+    correlation: correlation(ref.smoothed, b),
+    drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
+  };
 }
