@@ -128,13 +128,18 @@ export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: Halo
   const maskStride = Math.ceil(width / 16) * 16;
   const maskRows = memory.alloc(n * maskStride);
   const [rowWinner, rowWeight, cellOwner, owned] = [memory.alloc(width), memory.alloc(width), memory.alloc(gw), memory.alloc(n)];
-  const planeStride = gw * gh * 4;
+  if (r1 <= r0) return masks.map(() => false);
+  // Only the halo grid rows these pixel rows read: whole planes would make a tall, narrow image's
+  // every band copy (and the thread's memory hold) all of them.
+  const first = rowTaps(r0, gh, factor)[0];
+  const last = rowTaps(r1 - 1, gh, factor)[1];
+  const planeStride = (last - first + 1) * gw * 4;
   const planes = memory.alloc(n * planeStride);
   const haloStride = Math.ceil(gw / 4) * 16;
   const haloRows = memory.alloc(n * haloStride);
   const taps = memory.alloc(width * TAP_BYTES);
   const { run, u8, f32 } = memory.ready();
-  halos.forEach((h, k) => f32.set(h, (planes + k * planeStride) >> 2));
+  halos.forEach((h, k) => f32.set(h.subarray(first * gw, (last + 1) * gw), (planes + k * planeStride) >> 2));
   memory.putTaps(taps, columnTaps(width, gw, factor), width);
   u8.fill(0, owned, owned + n);
   for (let y = r0; y < r1; y++) {
@@ -142,7 +147,7 @@ export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: Halo
     for (let k = 0; k < n; k++) u8.set(masks[k]!.subarray(row, row + width), maskRows + k * maskStride);
     run.strongest(maskRows, n, maskStride, rowWinner, rowWeight, width);
     const [top, bottom, fy] = rowTaps(y, gh, factor);
-    run.haloRows(planes + top * gw * 4, planes + bottom * gw * 4, planeStride, n, gw, fy, haloRows, haloStride, cellOwner);
+    run.haloRows(planes + (top - first) * gw * 4, planes + (bottom - first) * gw * 4, planeStride, n, gw, fy, haloRows, haloStride, cellOwner);
     run.claim(rowWinner, rowWeight, haloRows, haloStride, cellOwner, factor, taps, width, owned, gw);
     winner.set(u8.subarray(rowWinner, rowWinner + width), row);
     weight.set(u8.subarray(rowWeight, rowWeight + width), row);
