@@ -58,7 +58,6 @@ export interface CompositeKernels extends PyramidKernels {
   finishRow(background: number, bands: number, still: number, winner: number, weight: number, owners: number, taps: number, width: number, out: number, quadEnd: number, fractions: number): void;
 }
 
-
 /** `winner` value of a pixel that no frame claims. */
 const NOBODY = 255;
 

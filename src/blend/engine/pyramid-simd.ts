@@ -73,7 +73,6 @@ function constant(code: Code, value: number): number {
   return local;
 }
 
-
 const shortLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [2 * l, 2 * l + 1]);
 
 export function split(): Code {
