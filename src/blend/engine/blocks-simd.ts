@@ -1,4 +1,4 @@
-import { Code, F64, I32, instantiate, V128, type WasmMemory } from './wasm.js';
+import { Code, F64, growTo, I32, instantiate, V128, type WasmMemory } from './wasm.js';
 
 /**
  * Sums of factor × factor blocks of RGB rows in WebAssembly: the heavy half of a thumbnail
@@ -11,7 +11,6 @@ import { Code, F64, I32, instantiate, V128, type WasmMemory } from './wasm.js';
 const MAX_ROWS = 257;
 // Bytes of rows copied in per call, at most (a 12 MP frame's block of 4 rows takes 48 KB).
 const ROW_BYTES_BUDGET = 1 << 22;
-const PAGE = 65536;
 
 /** `columns(length, rows, base)`: 16-bit column sums of the rows at base + r·length, r < rows, into [0, 2·length). */
 function columns(): Code {
@@ -149,7 +148,7 @@ export function blockMeans(
   const group = rowsPerCall(width);
   const needed = base + Math.min(group, rows) * length;
   const { memory } = kernel;
-  if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE));
+  growTo(memory, needed);
   const bytes = new Uint8Array(memory.buffer);
   bytes.fill(0, sumsAt, sumsAt + 12 * count);
   for (let r = 0; r < rows; r += group) {

@@ -1,5 +1,5 @@
 import { type PyramidKernels, pyramidKernels } from './composite-simd-pyramid.js';
-import { Code, F64, floatLanes, I32, instantiate, V128, type WasmMemory } from './wasm.js';
+import { Code, F64, floatLanes, I32, instantiate, KernelArena, V128, type WasmMemory } from './wasm.js';
 
 /**
  * The composite's pixel loops (composite-kernels.ts) in WebAssembly, assembled once per thread.
@@ -631,49 +631,14 @@ function compiled(): { run: CompositeKernels; memory: WasmMemory } {
   return kernels;
 }
 
-// Bytes after every buffer: the SIMD kernels run whole vectors past the end.
-const MARGIN = 64;
-const PAGE = 65536;
-
-/**
- * The kernels of this thread and buffers laid out in their memory for one task: `alloc` first,
- * then `ready` (the memory may grow only before the views are taken), then the views.
- */
-export class KernelMemory {
+/** The kernels of this thread and buffers laid out in their memory for one task (KernelArena). */
+export class KernelMemory extends KernelArena {
   readonly run: CompositeKernels;
-  private readonly memory: WasmMemory;
-  private used = MARGIN;
-  u8!: Uint8Array;
-  i32!: Int32Array;
-  f32!: Float32Array;
-  f64!: Float64Array;
 
   constructor() {
     const { run, memory } = compiled();
+    super(memory);
     this.run = run;
-    this.memory = memory;
-  }
-
-  /** The address of a new buffer of `bytes` bytes, 16-byte aligned. */
-  alloc(bytes: number): number {
-    const at = this.used;
-    this.used += Math.ceil((bytes + MARGIN) / 16) * 16;
-    return at;
-  }
-
-  ready(): this {
-    const { memory } = this;
-    if (memory.buffer.byteLength < this.used) memory.grow(Math.ceil((this.used - memory.buffer.byteLength) / PAGE));
-    this.u8 = new Uint8Array(memory.buffer);
-    this.i32 = new Int32Array(memory.buffer);
-    this.f32 = new Float32Array(memory.buffer);
-    this.f64 = new Float64Array(memory.buffer);
-    return this;
-  }
-
-  reset(): this {
-    this.used = MARGIN;
-    return this;
   }
 
   /** Writes a grid's column taps for `width` pixels at `at` (TAP_BYTES a pixel). */

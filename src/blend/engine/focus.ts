@@ -1,5 +1,6 @@
 import { focusKernels } from './focus-simd.js';
 import { WEIGHT_ONE } from './pyramid.js';
+import { growTo } from './wasm.js';
 
 /**
  * Focus stacking's selection: per pixel, the frame with the most local detail (|Laplacian| of
@@ -15,7 +16,6 @@ export const SHARPNESS_RADIUS = 4;
 // Rows per strip: the window's overlap costs 2r / STRIP extra rows, the strip's rows of best
 // sums 4 bytes a pixel of kernel memory.
 const STRIP = 128;
-const PAGE = 65536;
 
 /** Rows [y0, y1) of `choice`: the index of the sharpest frame per pixel (the earlier one on ties). */
 export function sharpestFrameRows(
@@ -46,7 +46,7 @@ export function sharpestFrameRows(
   const stride = Math.ceil(width / 16) * 16;
   const best = row(4 * stride * STRIP);
   const chosen = row(stride * STRIP);
-  if (memory.buffer.byteLength < used) memory.grow(Math.ceil((used - memory.buffer.byteLength) / PAGE));
+  growTo(memory, used);
   const u8 = new Uint8Array(memory.buffer);
   const i32 = new Int32Array(memory.buffer);
   const replicate = (at: number, count: number): void => {

@@ -1,5 +1,5 @@
 import { exposureWeightCode, widen } from './exposure.js';
-import { Code, F32, floatLanes, I32, instantiate, V128, type WasmMemory } from './wasm.js';
+import { Code, F32, floatLanes, I32, instantiate, KernelArena, V128, type WasmMemory } from './wasm.js';
 
 /**
  * The row loops of the pyramid blend (pyramid.ts) as WebAssembly SIMD kernels, assembled once
@@ -63,8 +63,6 @@ export interface RowKernels {
    */
   exposureWeight(up: number, mid: number, down: number, saturation: number, exposedness: number, dst: number, sum: number, n: number): void;
 }
-
-const PAGE = 65536;
 
 // f32x4.splat of a constant into a fresh local.
 function constant(code: Code, value: number): number {
@@ -449,49 +447,22 @@ export interface Row {
   length: number;
 }
 
-// Bytes either side of every row: kernels run whole vectors past the end (up to 60 bytes), read left
-// edges at −1, −2 and, expanding, a whole vector before the start.
-const MARGIN = 64;
-
 /**
  * The kernels of this thread with row buffers laid out in their memory. Rows are allocated for
  * one task (`rows`), then views are taken: the memory may grow only before that.
  */
-export class RowMemory {
+export class RowMemory extends KernelArena {
   readonly run: RowKernels;
-  private used = 0;
-  private readonly memory: WasmMemory;
-  f32!: Float32Array;
-  u16!: Uint16Array;
-  u8!: Uint8Array;
 
   constructor() {
     const { run, memory } = compiled();
+    super(memory);
     this.run = run;
-    this.memory = memory;
   }
 
   /** A row of `length` elements of `bytes` bytes each. */
   row(length: number, bytes: 1 | 2 | 4): Row {
-    const at = this.used + MARGIN;
-    this.used += Math.ceil((length * bytes + 2 * MARGIN) / 16) * 16;
-    return { at, length };
-  }
-
-  /** Forgets the rows of the last task. */
-  reset(): this {
-    this.used = 0;
-    return this;
-  }
-
-  /** Makes room for the rows allocated and takes views over it. */
-  ready(): this {
-    const { memory } = this;
-    if (memory.buffer.byteLength < this.used) memory.grow(Math.ceil((this.used - memory.buffer.byteLength) / PAGE));
-    this.f32 = new Float32Array(memory.buffer);
-    this.u16 = new Uint16Array(memory.buffer);
-    this.u8 = new Uint8Array(memory.buffer);
-    return this;
+    return { at: this.alloc(length * bytes), length };
   }
 
   /** Copies `length` elements of `data` from `from` into `row`. */

@@ -1,4 +1,4 @@
-import { Code, I32, instantiate, V128 } from './wasm.js';
+import { Code, I32, instantiate, PAGE, V128 } from './wasm.js';
 
 /**
  * The point-wise statistics of stack.ts as WebAssembly SIMD kernels, 16 bytes an instruction,
@@ -14,7 +14,6 @@ export const SIMD_MAX_FRAMES = 32;
 
 // Bytes of each frame per call: all n chunks and the result stay in the L2 cache.
 const CHUNK = 16384;
-const PAGE = 65536;
 
 interface Kernel {
   run(length: number): void;

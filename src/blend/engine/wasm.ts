@@ -329,6 +329,60 @@ interface WasmApi {
 
 const { WebAssembly: wasm } = globalThis as unknown as { WebAssembly: WasmApi };
 
+/** A WebAssembly memory page. */
+export const PAGE = 65536;
+
+/** Grows `memory` to hold at least `bytes` bytes (typed-array views over it must be taken afresh). */
+export function growTo(memory: WasmMemory, bytes: number): void {
+  if (memory.buffer.byteLength < bytes) memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / PAGE));
+}
+
+/**
+ * Bytes kept free before and after every buffer of a KernelArena: kernels run whole vectors past a
+ * row's end (up to 60 bytes), read left edges at −1 and −2 and, expanding, a whole vector before it.
+ */
+const MARGIN = 64;
+
+/**
+ * Buffers laid out in a module's memory for one task: `alloc` each, then `ready` (the memory may
+ * grow only before the views are taken), then the views; `reset` before the next task.
+ */
+export class KernelArena {
+  private used = 0;
+  u8!: Uint8Array;
+  u16!: Uint16Array;
+  i32!: Int32Array;
+  f32!: Float32Array;
+  f64!: Float64Array;
+
+  constructor(private readonly memory: WasmMemory) {}
+
+  /** The address of a new buffer of `bytes` bytes, 16-byte aligned, with MARGIN free bytes on each side. */
+  alloc(bytes: number): number {
+    const at = this.used + MARGIN;
+    this.used += Math.ceil((bytes + 2 * MARGIN) / 16) * 16;
+    return at;
+  }
+
+  /** Forgets the buffers of the last task. */
+  reset(): this {
+    this.used = 0;
+    return this;
+  }
+
+  /** Makes room for the buffers allocated and takes views over the memory. */
+  ready(): this {
+    growTo(this.memory, this.used);
+    const { buffer } = this.memory;
+    this.u8 = new Uint8Array(buffer);
+    this.u16 = new Uint16Array(buffer);
+    this.i32 = new Int32Array(buffer);
+    this.f32 = new Float32Array(buffer);
+    this.f64 = new Float64Array(buffer);
+    return this;
+  }
+}
+
 /**
  * Compiles and instantiates a module of functions without results, exported by name, with its
  * own memory (`memory`) of `pages` × 64 KiB, growable.
