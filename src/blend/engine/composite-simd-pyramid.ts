@@ -36,13 +36,7 @@ interface Binomial {
 }
 
 function binomialLocals(code: Code): Binomial {
-  const splat = (value: number) => {
-    const local = code.local(V128);
-    code.f64(value);
-    code.op('f64x2.splat').set(local);
-    return local;
-  };
-  return { four: splat(4), six: splat(6), sixteenth: splat(1 / 16), wide: [0, 1, 2, 3, 4].map(() => code.local(V128)) };
+  return { four: code.doubles(4), six: code.doubles(6), sixteenth: code.doubles(1 / 16), wide: [0, 1, 2, 3, 4].map(() => code.local(V128)) };
 }
 
 /**
@@ -107,11 +101,7 @@ function expandColumns(): Code {
   const vectors = [0, 1, 2].map(() => code.local(V128));
   const wide = [0, 1, 2].map(() => code.local(V128));
   const halves = [code.local(V128), code.local(V128)];
-  const [half, eighth, threeQuarters] = [0.5, 0.125, 0.75].map((value) => {
-    const local = code.local(V128);
-    code.f64(value).op('f64x2.splat').set(local);
-    return local;
-  }) as [number, number, number];
+  const [half, eighth, threeQuarters] = [code.doubles(0.5), code.doubles(0.125), code.doubles(0.75)];
   code.get(n).i32(4).op('i32.mul').set(end);
   // f32((a + b) · 0.5) on odd rows, f32((a + c) · 0.125 + b · 0.75) on even ones, in f64 two lanes at a time
   const loop = (isOdd: boolean) =>

@@ -58,12 +58,6 @@ export function exposureWeightCode(): { exposurePixels: Code; exposureWeight: Co
   return { exposurePixels: exposurePixels(), exposureWeight: exposureWeight() };
 }
 
-function constant(code: Code, value: number): number {
-  const local = code.local(V128);
-  code.f32(value).op('f32x4.splat').set(local);
-  return local;
-}
-
 type Six = [number, number, number, number, number, number];
 
 function exposurePixels(): Code {
@@ -72,14 +66,14 @@ function exposurePixels(): Code {
   const [i, p] = [code.local(I32), code.local(I32)];
   const [x, half, sum, y, k, t] = Array.from({ length: 6 }, () => code.local(V128)) as Six;
   const channels = [0, 1, 2].map(() => [0, 1, 2, 3].map(() => code.local(V128)));
-  const coefficients = [GREY_R, GREY_G, GREY_B].map((c) => constant(code, c));
+  const coefficients = [GREY_R, GREY_G, GREY_B].map((c) => code.floats(c));
   const [three, byteUnit, middle, toBase2, ln2, saturationUnit] = [3, 1 / 255, 0.5, -Math.LOG2E / (2 * SIGMA * SIGMA), Math.LN2, 1 / 765].map((v) =>
-    constant(code, v),
+    code.floats(v),
   ) as Six;
   const bias = code.local(V128);
   code.i32(127).op('i32x4.splat').set(bias);
   // e^t = Σ tⁿ/n! to n = 6 on |t| ≤ ln2 / 2: relative error < 2·10⁻⁷
-  const taylor = [1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1].map((v) => constant(code, v));
+  const taylor = [1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1].map((v) => code.floats(v));
   code.i32(0).set(p);
   code.forStep(i, n, 16, () => {
     [r, g, b].forEach((plane, c) => {
@@ -125,7 +119,7 @@ function exposureWeight(): Code {
   const code = new Code([I32, I32, I32, I32, I32, I32, I32, I32]);
   const [up, mid, down, saturation, exposedness, dst, sum, n] = [0, 1, 2, 3, 4, 5, 6, 7];
   const [i, end, left] = [code.local(I32), code.local(I32), code.local(I32)];
-  const [w, four] = [code.local(V128), constant(code, 4)];
+  const [w, four] = [code.local(V128), code.floats(4)];
   code.get(mid).i32(4).op('i32.sub').set(left);
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 64, () => {

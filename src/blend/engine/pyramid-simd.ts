@@ -64,13 +64,6 @@ export interface RowKernels {
   exposureWeight(up: number, mid: number, down: number, saturation: number, exposedness: number, dst: number, sum: number, n: number): void;
 }
 
-// f32x4.splat of a constant into a fresh local.
-function constant(code: Code, value: number): number {
-  const local = code.local(V128);
-  code.f32(value).op('f32x4.splat').set(local);
-  return local;
-}
-
 const shortLanes = (lanes: number[]): number[] => lanes.flatMap((l) => [2 * l, 2 * l + 1]);
 
 export function split(): Code {
@@ -98,7 +91,7 @@ function floatsToRgb(): Code {
   const [r, g, b, dst, n] = [0, 1, 2, 3, 4];
   const [i, p, o] = [code.local(I32), code.local(I32), code.local(I32)];
   const [x, y, z] = [code.local(V128), code.local(V128), code.local(V128)];
-  const half = constant(code, 0.5);
+  const half = code.floats(0.5);
   // signed truncation is the cheaper instruction, and every float the two truncations tell apart
   // (NaN, below 0, from 2³¹) ends as byte 0 through both narrowings, which read their lanes signed
   const round = (plane: number, offset: number) => code.address(plane, p).load(offset).get(half).op('f32x4.add', 'i32x4.trunc_sat_f32x4_s');
@@ -162,7 +155,7 @@ function floatsToShorts(): Code {
   const [src, dst, n, scale] = [0, 1, 2, 3];
   const [i, p] = [code.local(I32), code.local(I32)];
   const s = code.local(V128);
-  const half = constant(code, 0.5);
+  const half = code.floats(0.5);
   code.get(scale).op('f32x4.splat').set(s);
   code.get(src).set(p);
   code.forStep(i, n, 8, () => {
@@ -203,7 +196,7 @@ function sumFloats5(): Code {
   const rows = [0, 1, 2, 3, 4];
   const [dst, n] = [5, 6];
   const [i, end] = [code.local(I32), code.local(I32)];
-  const [four, six] = [constant(code, 4), constant(code, 6)];
+  const [four, six] = [code.floats(4), code.floats(6)];
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
     code.address(dst, i);
@@ -250,7 +243,7 @@ function decimate(size: 2 | 4): Code {
       code.store(0);
     });
   } else {
-    const [four, six, s] = [constant(code, 4), constant(code, 6), code.local(V128)];
+    const [four, six, s] = [code.floats(4), code.floats(6), code.local(V128)];
     code.get(scale).op('f32x4.splat').set(s);
     code.forStep(i, end, 16, () => {
       code.address(dst, i);
@@ -280,7 +273,7 @@ function expand(mode: 'store' | 'floats' | 'bytes'): Code {
   const [left, right, even, odd, x, half] = [vector(), vector(), vector(), vector(), vector(), vector()];
   const e = [vector(), vector(), vector(), vector()];
   const values = [vector(), vector(), vector(), vector()];
-  const [eighth, six, halve] = [constant(code, 0.125), constant(code, 6), constant(code, 0.5)];
+  const [eighth, six, halve] = [code.floats(0.125), code.floats(6), code.floats(0.5)];
   // the down pass of the coarse vector at byte i + offset
   const down = (offset: number) => {
     code.address(a, i).load(offset);
@@ -393,7 +386,7 @@ function oneHot(): Code {
   const code = new Code([I32, I32, I32, I32]);
   const [choice, k, dst, n] = [0, 1, 2, 3];
   const [i, o] = [code.local(I32), code.local(I32)];
-  const [key, one, m, half] = [code.local(V128), constant(code, 1), code.local(V128), code.local(V128)];
+  const [key, one, m, half] = [code.local(V128), code.floats(1), code.local(V128), code.local(V128)];
   code.get(k).op('i8x16.splat').set(key);
   code.get(dst).set(o);
   code.forStep(i, n, 16, () => {

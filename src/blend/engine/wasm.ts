@@ -154,6 +154,20 @@ export class Code {
     return Array.from({ length: count }, () => this.local(type)) as Locals;
   }
 
+  /** A new v128 local holding `value` in each of its four f32 lanes (set where the code is now). */
+  floats(value: number): number {
+    const local = this.local(V128);
+    this.f32(value).op('f32x4.splat').set(local);
+    return local;
+  }
+
+  /** A new v128 local holding `value` in both of its f64 lanes (set where the code is now). */
+  doubles(value: number): number {
+    const local = this.local(V128);
+    this.f64(value).op('f64x2.splat').set(local);
+    return local;
+  }
+
   /** Pushes local `base` + local `offset` (an address). */
   address(base: number, offset: number): this {
     return this.get(base).get(offset).op('i32.add');
