@@ -62,6 +62,7 @@ function settings() {
     checkins: seconds('BENCH_CHECKINS', 20_000, 100),
     checkinWarmup: seconds('BENCH_CHECKIN_WARMUP', 2_000, 0),
     checkinRounds: seconds('BENCH_CHECKIN_ROUNDS', 3),
+    checkinSteadySeconds: seconds('BENCH_CHECKIN_STEADY', 5, 1),
     duration: seconds('BENCH_DURATION', 10),
     warmup: seconds('BENCH_WARMUP', 3, 0),
     connections: seconds('BENCH_CONNECTIONS', 50),
@@ -72,9 +73,15 @@ function settings() {
     postgresAdminUrl: postgresAdminUrl(),
     profile: process.env.BENCH_PROFILE === '1',
   };
-  if (s.checkins + s.checkinWarmup > tickets) throw new Error(`BENCH_CHECKINS + BENCH_CHECKIN_WARMUP (${s.checkins + s.checkinWarmup}) exceed the ${tickets} tickets`);
+  const steady = Math.max(...engines.map((e) => steadyCheckins(s, e)));
+  if (s.checkins + s.checkinWarmup + steady > tickets) {
+    throw new Error(`BENCH_CHECKINS + BENCH_CHECKIN_WARMUP + the steady run's ${steady} (${s.checkins + s.checkinWarmup + steady}) exceed the ${tickets} tickets`);
+  }
   return s;
 }
+
+/** Check-ins of the steady run: the engine's target rate for BENCH_CHECKIN_STEADY seconds. */
+const steadyCheckins = (s, engine) => TARGETS.checkinRate[engine] * s.checkinSteadySeconds;
 
 const log = (line) => process.stdout.write(`${line}\n`);
 const ms = (n) => (n == null || Number.isNaN(n) ? '-' : n < 10 ? n.toFixed(2) : n.toFixed(1));
@@ -351,6 +358,16 @@ async function checkin(s, m, storage, big, tickets, results) {
     onlyCreated &&= Object.keys(r.statuses).every((c) => c === '201') && r.errors === 0 && r.timeouts === 0;
     rounds.push(r);
   }
+  // Then the latency of serving the target rate: requests on a fixed schedule (open loop), not
+  // as fast as 50 connections can turn them round (a saturated server's latency is its queue).
+  await settle(storage);
+  const rate = TARGETS.checkinRate[storage.engine];
+  const tail = order.slice(warm.length + measured.length, warm.length + measured.length + steadyCheckins(s, storage.engine));
+  const offset = warm.length + measured.length;
+  const steady = await load(s, storage, `check-in at ${int(rate)}/s: ${int(tail.length)} distinct tickets`, { ...spec, rate, amount: tail.length }, tail.map((t, i) => bodyOf(t, offset + i)));
+  served += steady.requests;
+  created += steady.statuses[201] ?? 0;
+  onlyCreated &&= Object.keys(steady.statuses).every((c) => c === '201') && steady.errors === 0;
   const analytics = await m.api('GET', `/v1/events/${big.id}/analytics`);
   const mid = (f) => median(rounds.map(f));
   results.checkin = {
@@ -364,6 +381,7 @@ async function checkin(s, m, storage, big, tickets, results) {
     p99: mid((r) => r.latency.p99),
     p99s: rounds.map((r) => r.latency.p99),
     cpu: rounds[Math.floor(rounds.length / 2)].cpu,
+    steady: { offered: rate, rate: steady.rate, requests: steady.requests, p50: steady.latency.p50, p99: steady.latency.p99, max: steady.latency.max, lateStarts: steady.lateStarts, us: steady.serverUsPerRequest, pgUs: steady.pgUsPerRequest },
     created,
     checkedIn: analytics.checkedIn,
     verified: onlyCreated && analytics.checkedIn === created,
@@ -585,7 +603,7 @@ async function analyzeAfterSeeding(m, storage, big, results) {
 async function engineRun(s, engine) {
   const idle = await backgroundLoad();
   log(`\n[${engine}] (before it starts, the machine is ${idle ? `${idle.busyPct.toFixed(0)}% busy with other work` : 'of unknown load'})`);
-  const storage = { montageDir: makeTempDir(`montage-bench-events-${engine}-`).dir };
+  const storage = { engine, montageDir: makeTempDir(`montage-bench-events-${engine}-`).dir };
   storage.tmpDir = makeTempDir(`montage-bench-events-load-${engine}-`).dir;
   if (engine === 'postgres') {
     Object.assign(storage, await freshPostgres(s.postgresAdminUrl));
@@ -623,7 +641,9 @@ function report(s, runs) {
   for (const r of runs) {
     const e = r.engine;
     writes.push([e, `seed: ${int(r.seed.orders)} orders x 100 tickets, ${s.seedConnections} conns`, `${int(r.seed.ordersPerSec)} orders/s (${int(r.seed.ticketsPerSec)} tickets/s)`, ms(r.seed.p50), ms(r.seed.p99), us(r.seed.us, r.seed.pgUs), `${r.seed.seconds.toFixed(1)} s for ${int(r.seed.tickets)} tickets`]);
-    writes.push([e, `check-in, ${int(r.checkin.requests)} distinct tickets in ${r.checkin.rounds} rounds, ${s.connections} conns`, `${int(r.checkin.rate)} check-ins/s (rounds ${r.checkin.rates.map(int).join(' / ')})`, ms(r.checkin.p50), ms(r.checkin.p99), us(r.checkin.us, r.checkin.pgUs), `${int(r.checkin.created)} x 201 = checkedIn ${int(r.checkin.checkedIn)}, no other answer`]);
+    writes.push([e, `check-in, ${int(r.checkin.requests)} distinct tickets in ${r.checkin.rounds} rounds, ${s.connections} conns (closed loop)`, `${int(r.checkin.rate)} check-ins/s (rounds ${r.checkin.rates.map(int).join(' / ')})`, ms(r.checkin.p50), ms(r.checkin.p99), us(r.checkin.us, r.checkin.pgUs), `${int(r.checkin.created)} x 201 = checkedIn ${int(r.checkin.checkedIn)}, no other answer`]);
+    const st = r.checkin.steady;
+    writes.push([e, `check-in at ${int(st.offered)}/s, ${int(st.requests)} distinct tickets, <= ${s.connections} conns (open loop)`, `${int(st.rate)} check-ins/s served`, ms(st.p50), ms(st.p99), us(st.us, st.pgUs), `max ${ms(st.max)} ms; ${int(st.lateStarts)} requests waited for a connection`]);
     writes.push([
       e,
       `orders, 1-4 tickets, 3 hot types, ${int(r.orders.requests)} orders, ${s.connections} conns`,
@@ -644,10 +664,18 @@ function report(s, runs) {
     ]);
     const rateTarget = TARGETS.checkinRate[e];
     const rateOk = r.checkin.rate >= rateTarget;
-    const p99Ok = r.checkin.p99 < TARGETS.checkinP99Ms;
+    // The latency target is the latency of serving the target rate: the steady run must keep up
+    // with its schedule (within 3 %, the timers' and the first connections' slack) and answer
+    // with that p99.
+    const steady = r.checkin.steady;
+    const keptUp = steady.rate >= 0.97 * steady.offered;
+    const p99Ok = keptUp && steady.p99 < TARGETS.checkinP99Ms;
     verdicts.push({
       pass: rateOk && p99Ok,
-      text: `${e}: check-in >= ${int(rateTarget)}/s: ${int(r.checkin.rate)}/s ${verdict(rateOk)}; p99 < ${TARGETS.checkinP99Ms} ms: ${ms(r.checkin.p99)} ms ${verdict(p99Ok)} (medians of ${r.checkin.rounds} rounds; p99 per round ${r.checkin.p99s.map(ms).join(' / ')} ms)`,
+      text:
+        `${e}: check-in >= ${int(rateTarget)}/s: ${int(r.checkin.rate)}/s ${verdict(rateOk)} (closed loop, ${s.connections} connections, median of ${r.checkin.rounds} rounds); ` +
+        `p99 < ${TARGETS.checkinP99Ms} ms at ${int(rateTarget)}/s: ${ms(steady.p99)} ms${keptUp ? '' : ` but only ${int(steady.rate)}/s served`} ${verdict(p99Ok)} (open loop; ` +
+        `the saturated closed loop's p99, mostly its queue of ${s.connections} requests: ${r.checkin.p99s.map(ms).join(' / ')} ms)`,
     });
   }
   const reads = [];
@@ -729,7 +757,11 @@ API, then checked in, read, exported and summarised; orders under contention run
   ${s.seedConnections} connections; the time is from the first request to the last answer.
 - Check-in: ${int(s.checkinWarmup)} check-ins of warm-up (discarded), then ${int(s.checkins)} measured in ${s.checkinRounds} rounds (one
   load run each; the figures are the medians over the rounds), each a different ticket in random order, half by
-  \`ticketId\` and half by \`code\`, ${s.connections} connections.
+  \`ticketId\` and half by \`code\`, ${s.connections} connections. Then the latency of serving the target rate
+  (${Object.entries(TARGETS.checkinRate).map(([e, r]) => `${int(r)}/s on ${e}`).join(', ')}) for ${s.checkinSteadySeconds} s: \`bench/rate-client.mjs\` starts
+  the requests on a fixed schedule whatever the answers do (open loop, at most ${s.connections} connections, Node's
+  http client), each latency from its scheduled start to its last byte, so a wait for a connection counts. The
+  p99 target is judged on this run; the closed loop's p99 is that of a saturated server, about ${s.connections} / rate of queue.
   Verified: every answer 201, and the 201s (warm-up included) equal \`checkedIn\` of \`GET /v1/events/:id/analytics\`.
 - Orders: one item of 1-4 tickets of one of 3 ticket types (stock 1,000,000 each) per order, ${s.connections}
   connections; ${int(s.orderWarmup)} orders of warm-up (discarded), then as many orders as the warm-up's rate

@@ -481,8 +481,9 @@ export function commandLine(variables) {
 
 let specCounter = 0;
 /**
- * Runs bench/load-client.mjs in its own process with `spec` (see that file), `bodies` (an array
- * of request bodies, JSON-encoded here) written to `dir`. Resolves to its result.
+ * Runs bench/load-client.mjs (or, when `spec.rate` is set, bench/rate-client.mjs) in its own
+ * process with `spec` (see those files), `bodies` (an array of request bodies, JSON-encoded
+ * here) written to `dir`. Resolves to its result.
  */
 export async function loadClient(dir, spec, bodies) {
   const n = ++specCounter;
@@ -493,7 +494,9 @@ export async function loadClient(dir, spec, bodies) {
     fs.writeFileSync(full.bodiesFile, JSON.stringify(bodies.map((b) => (typeof b === 'string' ? b : JSON.stringify(b)))));
   }
   fs.writeFileSync(specFile, JSON.stringify(full));
-  const { stdout } = await runCommand(process.execPath, [path.join(BENCH_DIR, 'load-client.mjs'), specFile], { label: `load client ${spec.title ?? spec.path}` });
+  // With a `rate`: the open-loop client (requests on a fixed schedule); without: autocannon's closed loop.
+  const client = spec.rate ? 'rate-client.mjs' : 'load-client.mjs';
+  const { stdout } = await runCommand(process.execPath, [path.join(BENCH_DIR, client), specFile], { label: `load client ${spec.title ?? spec.path}` });
   for (const f of [specFile, full.bodiesFile]) if (f) fs.rmSync(f, { force: true });
   return JSON.parse(stdout.trim().split('\n').pop());
 }
