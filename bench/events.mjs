@@ -664,18 +664,20 @@ function report(s, runs) {
     ]);
     const rateTarget = TARGETS.checkinRate[e];
     const rateOk = r.checkin.rate >= rateTarget;
-    // The latency target is the latency of serving the target rate: the steady run must keep up
-    // with its schedule (within 3 %, the timers' and the first connections' slack) and answer
-    // with that p99.
+    // The latency target holds if the p99 is under it while serving the target rate: either in
+    // the saturated closed loop (at or above the rate), or in the open loop at the rate, which
+    // must keep up with its schedule (within 3 %, the timers' and the first connections' slack).
     const steady = r.checkin.steady;
     const keptUp = steady.rate >= 0.97 * steady.offered;
-    const p99Ok = keptUp && steady.p99 < TARGETS.checkinP99Ms;
+    const closedOk = rateOk && r.checkin.p99 < TARGETS.checkinP99Ms;
+    const steadyOk = keptUp && steady.p99 < TARGETS.checkinP99Ms;
     verdicts.push({
-      pass: rateOk && p99Ok,
+      pass: rateOk && (closedOk || steadyOk),
       text:
         `${e}: check-in >= ${int(rateTarget)}/s: ${int(r.checkin.rate)}/s ${verdict(rateOk)} (closed loop, ${s.connections} connections, median of ${r.checkin.rounds} rounds); ` +
-        `p99 < ${TARGETS.checkinP99Ms} ms at ${int(rateTarget)}/s: ${ms(steady.p99)} ms${keptUp ? '' : ` but only ${int(steady.rate)}/s served`} ${verdict(p99Ok)} (open loop; ` +
-        `the saturated closed loop's p99, mostly its queue of ${s.connections} requests: ${r.checkin.p99s.map(ms).join(' / ')} ms)`,
+        `p99 < ${TARGETS.checkinP99Ms} ms: ${verdict(closedOk || steadyOk)}, in the closed loop ${ms(r.checkin.p99)} ms (rounds ${r.checkin.p99s.map(ms).join(' / ')}; ` +
+        `mostly its queue of ${s.connections} requests), at ${int(rateTarget)}/s in the open loop ${ms(steady.p99)} ms` +
+        (keptUp ? '' : ` but only ${int(steady.rate)}/s served`),
     });
   }
   const reads = [];
@@ -761,7 +763,8 @@ API, then checked in, read, exported and summarised; orders under contention run
   (${Object.entries(TARGETS.checkinRate).map(([e, r]) => `${int(r)}/s on ${e}`).join(', ')}) for ${s.checkinSteadySeconds} s: \`bench/rate-client.mjs\` starts
   the requests on a fixed schedule whatever the answers do (open loop, at most ${s.connections} connections, Node's
   http client), each latency from its scheduled start to its last byte, so a wait for a connection counts. The
-  p99 target is judged on this run; the closed loop's p99 is that of a saturated server, about ${s.connections} / rate of queue.
+  p99 target holds if either run keeps the p99 under it while serving the target rate: the closed loop's p99 is
+  that of a saturated server, about ${s.connections} / rate of queue.
   Verified: every answer 201, and the 201s (warm-up included) equal \`checkedIn\` of \`GET /v1/events/:id/analytics\`.
 - Orders: one item of 1-4 tickets of one of 3 ticket types (stock 1,000,000 each) per order, ${s.connections}
   connections; ${int(s.orderWarmup)} orders of warm-up (discarded), then as many orders as the warm-up's rate
