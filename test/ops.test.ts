@@ -2,6 +2,23 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
 
+/**
+ * Whether a media type of the OpenAPI document shows an example: its own, or one in its schema
+ * (the schema's top level, a referenced component, a property or the items of an array).
+ */
+function hasExample(doc: any, media: any): boolean {
+  const seen = new Set<unknown>();
+  const inSchema = (schema: any): boolean => {
+    if (!schema || typeof schema !== 'object' || seen.has(schema)) return false;
+    seen.add(schema);
+    if (schema.examples || schema.example !== undefined) return true;
+    if (schema.$ref) return inSchema(doc.components.schemas[String(schema.$ref).split('/').pop()!]);
+    const parts = [schema.items, ...Object.values(schema.properties ?? {}), ...(schema.allOf ?? []), ...(schema.anyOf ?? []), ...(schema.oneOf ?? [])];
+    return parts.some(inSchema);
+  };
+  return Boolean(media.example !== undefined || media.examples || inSchema(media.schema));
+}
+
 for (const engine of ENGINES) {
   describe(`operations endpoints (${engine})`, () => {
     test('/healthz, /readyz (503 when the database is gone)', async (t) => {
@@ -50,10 +67,24 @@ for (const engine of ENGINES) {
           assert.ok(op.summary, `${method} ${path} has a summary`);
           if (['post', 'patch'].includes(method) && op.requestBody) {
             assert.ok(op.requestBody.content['application/json'].schema, `${method} ${path} body schema`);
+            assert.ok(hasExample(doc, op.requestBody.content['application/json']), `${method} ${path}: the body has an example`);
+          }
+          for (const [code, answer] of Object.entries(op.responses as Record<string, any>)) {
+            if (!/^2/.test(code) || !answer.content) continue;
+            for (const [type, media] of Object.entries(answer.content as Record<string, any>)) {
+              if (media.schema?.format === 'binary') continue;
+              assert.ok(hasExample(doc, media), `${method} ${path}: the ${code} answer as ${type} has an example`);
+            }
           }
         }
       }
       assert.ok(operations >= 29, `${operations} operations documented`);
+      const exportAnswer = doc.paths['/v1/events/{id}/attendees/export'].get.responses['200'].content;
+      const csv = exportAnswer['text/csv'].schema.examples[0] as string;
+      assert.match(csv, /^ticketId,orderId,name,email,/);
+      assert.ok(csv.includes(`"'=HYPERLINK(""http://evil.example"",""Müller, Jürgen"")"`), 'the CSV example shows a neutralised formula');
+      assert.equal(JSON.parse(exportAnswer['application/x-ndjson'].schema.examples[0].split('\n')[0]).name, 'Ada Lovelace');
+      assert.ok(doc.paths['/v1/blend/results/{file}'].get.responses['200'].content['image/jpeg'], 'result images are documented as images');
       const order = doc.paths['/v1/events/{id}/orders'].post.requestBody.content['application/json'];
       assert.ok(order.example, 'request bodies carry examples');
       assert.match(await (await api.fetch('/docs/')).text(), /swagger/i);

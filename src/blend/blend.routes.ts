@@ -62,7 +62,14 @@ export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
             security: [],
             params: ResultParams,
             querystring: ResultQuery,
-            response: { 200: Type.Unsafe({ type: 'string', format: 'binary' }), 304: Type.Null(), ...problemResponses },
+            response: {
+              200: {
+                description: 'The result image, in the format the job asked for',
+                content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) }])),
+              },
+              304: Type.Null(),
+              ...problemResponses,
+            },
           },
         },
         async (request, reply) => {

@@ -78,6 +78,42 @@ export function csvCell(value: string | boolean | null): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;
+
+/** One attendee as a line of the export. */
+function exportLine(format: 'csv' | 'json', attendee: Attendee): string {
+  return format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',')}\r\n` : `${JSON.stringify(attendee)}\n`;
+}
+
+const SAMPLE_ATTENDEES: Attendee[] = [
+  {
+    ticketId: 'tkt_01jv8e5qk3c9g2t7w4m6n0pxyz',
+    orderId: 'ord_01jv8e5qk1a2b3c4d5e6f7g8h9',
+    name: 'Ada Lovelace',
+    email: 'ada@example.com',
+    ticketTypeId: 'tt_01jv8e2m7r5s4q3p2n1m0k9j8h',
+    ticketTypeName: 'General admission',
+    checkedIn: true,
+    checkedInAt: '2027-05-01T18:04:11.000Z',
+  },
+  {
+    ticketId: 'tkt_01jv8e5qk4d0h3v8x5n7p1qrst',
+    orderId: 'ord_01jv8e5qk1a2b3c4d5e6f7g8h9',
+    name: '=HYPERLINK("http://evil.example","Müller, Jürgen")',
+    email: 'j.mueller@example.de',
+    ticketTypeId: 'tt_01jv8e2m7r5s4q3p2n1m0k9j8h',
+    ticketTypeName: 'General admission',
+    checkedIn: false,
+    checkedInAt: null,
+  },
+];
+
+/** What an export of two attendees looks like, written by the same code as a real one (for the OpenAPI document). */
+export const EXPORT_EXAMPLES = {
+  csv: CSV_HEADER + SAMPLE_ATTENDEES.map((a) => exportLine('csv', a)).join(''),
+  json: SAMPLE_ATTENDEES.map((a) => exportLine('json', a)).join(''),
+};
+
 /**
  * The attendees as CSV or NDJSON, read from the database in keyset batches so memory stays
  * flat however many there are, and written as fast as the client reads (backpressure).
@@ -86,7 +122,7 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
   await requireEvent(scope, eventId);
   const format = query.format ?? 'csv';
   async function* lines() {
-    if (format === 'csv') yield `${CSV_COLUMNS.join(',')}\r\n`;
+    if (format === 'csv') yield CSV_HEADER;
     let after: string | null = null;
     for (;;) {
       let batch = attendeeQuery(scope, eventId, query);
@@ -94,10 +130,7 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
       const rows = await batch.orderBy('tickets.id').limit(EXPORT_BATCH).execute();
       if (rows.length === 0) return;
       let chunk = '';
-      for (const row of rows) {
-        const attendee = presentAttendee(row);
-        chunk += format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',')}\r\n` : `${JSON.stringify(attendee)}\n`;
-      }
+      for (const row of rows) chunk += exportLine(format, presentAttendee(row));
       yield chunk;
       after = rows[rows.length - 1]!.ticketId;
       if (rows.length < EXPORT_BATCH) return;

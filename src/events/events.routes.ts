@@ -223,7 +223,16 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Cells starting with = + - @ are prefixed with an apostrophe so spreadsheets do not run them as formulas.',
         params: EventParams,
         querystring: schemas.ExportQuery,
-        response: { 200: { description: 'CSV or NDJSON', content: { 'text/csv': { schema: Type.String() }, 'application/x-ndjson': { schema: Type.String() } } }, ...problemResponses },
+        response: {
+          200: {
+            description: 'CSV or NDJSON',
+            content: {
+              'text/csv': { schema: Type.String({ examples: [attendees.EXPORT_EXAMPLES.csv] }) },
+              'application/x-ndjson': { schema: Type.String({ examples: [attendees.EXPORT_EXAMPLES.json] }) },
+            },
+          },
+          ...problemResponses,
+        },
       },
     },
     async (request, reply) => {
