@@ -1109,6 +1109,22 @@ for (const engine of ENGINES) {
         await problem(await c.get(`/events/${event.id}/attendees?limit=0`), 400, 'invalid_request');
       });
 
+      test('q matches letters beyond ASCII case-insensitively, in attendees and in events', async () => {
+        const c = await client();
+        const { event, types } = await publishedEvent(c, { event: { name: 'ÉTÉ FESTIVAL' } });
+        const names = ['ÉMILE ZOLA', 'Jürgen Müller', 'Ωmega Σ', 'Zoë Ölund'];
+        await buy(c, event.id, [{ ticketTypeId: types[0].id, quantity: names.length, attendees: names.map((name, i) => ({ name, email: `guest${i}@example.com` })) }]);
+        const namesOf = async (q: string) =>
+          (await c.expect(200, 'GET', `/events/${event.id}/attendees?q=${encodeURIComponent(q)}`)).data.map((r: { name: string }) => r.name).sort();
+        assert.deepEqual(await namesOf('émile'), ['ÉMILE ZOLA']);
+        assert.deepEqual(await namesOf('MÜLLER'), ['Jürgen Müller']);
+        assert.deepEqual(await namesOf('ωmega σ'), ['Ωmega Σ']);
+        assert.deepEqual(await namesOf('ÖLUND'), ['Zoë Ölund']);
+        assert.deepEqual(await namesOf('zo'), ['Zoë Ölund', 'ÉMILE ZOLA'].sort());
+        const found = await c.expect(200, 'GET', `/events?q=${encodeURIComponent('été')}`);
+        assert.deepEqual(found.data.map((e: { id: string }) => e.id), [event.id]);
+      });
+
       test('export as CSV: attachment, a header line, quoting of , " and line breaks, and formula cells neutralised', async () => {
         const c = await client();
         const { event, types } = await publishedEvent(c);

@@ -123,6 +123,9 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
+  // SQLite's own lower() folds ASCII letters only, PostgreSQL's every script: searches (`q`) must
+  // find "ÉMILE" by "émile" on both. (No index is built on lower(), so replacing it is safe.)
+  sqlite.function('lower', { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value) as string);
   // Checkpoints run on a thread of their own, never inside a request's COMMIT (checkpointer.ts).
   const checkpointer = new Checkpointer(sqlite, file);
   const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite, (column) => camelCase.name(column)), plugins });
