@@ -8,7 +8,8 @@ import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image.
 import { overlayRows, multiplyRows, screenRows, softLightRows } from '../src/blend/engine/layers.js';
 import { clippedFractions, psnr, ssim } from '../src/blend/engine/metrics.js';
 import { WorkerPool } from '../src/blend/engine/pool.js';
-import { collapsePyramid, laplacianPyramid, levelSizes, sharedPlane } from '../src/blend/engine/pyramid.js';
+import { expandIntoRows, reduceRows } from '../src/blend/engine/pyramid.js';
+import { levelSizes, type Plane, sharedPlane } from '../src/blend/engine/pyramid-planes.js';
 import { darkenRows, lightenRows, meanRows, medianRows, type PointKernel } from '../src/blend/engine/stack.js';
 import { SIMD_MAX_FRAMES } from '../src/blend/engine/stack-simd.js';
 
@@ -152,6 +153,32 @@ describe('layers', () => {
     assert.deepEqual(run(multiplyRows, pixels(255, 255, 255), pixels(128, 128, 128), pixels(128, 128, 128)), [64, 64, 64]);
   });
 });
+
+/** The Gaussian pyramid of a plane (level 0 is the plane itself), on the calling thread, from the engine's row tasks. */
+function gaussianPyramid(plane: Plane): Plane[] {
+  const levels = [plane];
+  for (const [w, h] of levelSizes(plane.width, plane.height).slice(1)) {
+    const next = sharedPlane(w, h);
+    reduceRows([levels[levels.length - 1]!], 'level', [next], 0, h);
+    levels.push(next);
+  }
+  return levels;
+}
+
+/** The Laplacian pyramid of a plane, built in place over its Gaussian pyramid (the plane is copied). */
+function laplacianPyramid(plane: Plane): Plane[] {
+  const copy = sharedPlane(plane.width, plane.height);
+  copy.data.set(plane.data);
+  const levels = gaussianPyramid(copy);
+  for (let l = 0; l + 1 < levels.length; l++) expandIntoRows([levels[l]!], [levels[l + 1]!], -1, 0, levels[l]!.height);
+  return levels;
+}
+
+/** Collapses a Laplacian pyramid in place, coarsest first; returns level 0, the picture. */
+function collapsePyramid(levels: Plane[]): Plane {
+  for (let l = levels.length - 2; l >= 0; l--) expandIntoRows([levels[l]!], [levels[l + 1]!], 1, 0, levels[l]!.height);
+  return levels[0]!;
+}
 
 describe('pyramid', () => {
   it('collapsing a Laplacian pyramid gives the plane back', () => {

@@ -1,8 +1,9 @@
 import type { sharpestFrameRows } from './focus.js';
 import { type RgbImage, rowRanges, sharedImage, toShared } from './image.js';
 import { engineModule, type WorkerPool } from './pool.js';
-import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, LevelZeroWeights, levelOneRows, Plane, reduceRows } from './pyramid.js';
-import { levelSizes, sharedFixedPlane, sharedPlane } from './pyramid.js';
+import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from './pyramid.js';
+import type { LevelZeroWeights } from './pyramid-level-zero.js';
+import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid-planes.js';
 import type { PointKernel } from './stack.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */

@@ -1,4 +1,4 @@
-import { split } from './pyramid-simd.js';
+import { split } from './pyramid-simd-convert.js';
 import { Code, I32, instantiate, V128, type WasmMemory } from './wasm.js';
 
 /**

@@ -1,5 +1,4 @@
 import { focusKernels } from './focus-simd.js';
-import { WEIGHT_ONE } from './pyramid.js';
 import { growTo } from './wasm.js';
 
 /**
@@ -87,9 +86,4 @@ export function sharpestFrameRows(
     }
     for (let y = s0; y < s1; y++) choice.set(u8.subarray(chosen + stride * (y - s0), chosen + stride * (y - s0) + width), y * width);
   }
-}
-
-/** Rows [y0, y1) of frame `index`'s one-hot weight (fixed point, pyramid.ts): 1 where it is the sharpest, else 0. */
-export function selectionWeightRows(choice: Uint8Array, index: number, width: number, weight: Uint16Array, y0: number, y1: number): void {
-  for (let p = y0 * width, end = y1 * width; p < end; p++) weight[p] = choice[p] === index ? WEIGHT_ONE : 0;
 }
