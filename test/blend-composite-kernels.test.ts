@@ -305,7 +305,7 @@ describe('composite pixel loops', () => {
 
   test('baseRows from the background cell sums is the mean difference and owned weight of each cell', () => {
     const next = random(3);
-    for (const [width, height, factor, index] of [[203, 97, 4, 2], [37, 3, 4, 0], [17, 1, 2, 1], [61, 29, 3, 3], [5, 2, 4, 2]] as const) {
+    for (const [width, height, factor, index] of [[203, 97, 4, 2], [37, 3, 4, 0], [17, 1, 2, 1], [61, 29, 3, 3], [5, 2, 4, 2], [3, 20_001, 2, 1]] as const) {
       const [cw, ch] = [Math.ceil(width / factor), Math.ceil(height / factor)];
       const frame = bytes(width * height * 3, next);
       const background = bytes(width * height * 3, next);
@@ -365,6 +365,46 @@ describe('composite pixel loops', () => {
         sumNext = sum;
       }
     }
+  });
+
+  test('a tall, narrow image, taken many rows a kernel call and a band in slices, gives the plain definitions', () => {
+    const next = random(8);
+    // one pixel wide: a kernel call takes thousands of rows, and a band of more grid rows than a slice holds is cut
+    const [width, height] = [1, 140_001];
+    const frames = Array.from({ length: 3 }, () => bytes(width * height * 3, next));
+    const background = bytes(width * height * 3, next);
+    // people all the way down: runs of full weight with soft ends, a different period per frame
+    const masks = [0, 1, 2].map(() => {
+      const [period, on] = [200 + Math.floor(next() * 2000), 50 + Math.floor(next() * 150)];
+      return Uint8Array.from({ length: height }, (_, y) => (y % period < on ? 255 : y % period < on + 6 ? Math.floor(next() * 256) : 0));
+    });
+    const haloGrid = { factor: 2, width: 1, height: Math.ceil(height / 2) };
+    const halo = new Float32Array(haloGrid.height);
+    haloPlane(masks[0]!, width, height, haloGrid, halo);
+    sameFloats(halo, referenceHalo(masks[0]!, width, height, haloGrid), 'halo');
+    const grid = { factor: 1, width, height };
+    const halos = masks.map((mask) => referenceHalo(mask, width, height, grid));
+    const winner = new Uint8Array(width * height);
+    const weight = new Uint8Array(width * height);
+    const owns = ownerRows(masks, halos, grid, winner, weight, width, 0, height);
+    const expected = referenceOwners(masks, halos, grid, width, height);
+    sameBytes(winner, expected.winner, 'winner');
+    sameBytes(weight, expected.weight, 'weight');
+    assert.deepEqual(owns, expected.owned);
+    // the pyramid of a frame's base level, two levels, against the plain one
+    const base = patchPlane(width, Math.ceil(height / 2), 4, next);
+    const level: Plane = { width: 1, height: reducedSize(base.height), channels: 4, data: new Float32Array(reducedSize(base.height) * 4) };
+    reduceRows(base, level, 0, level.height);
+    sameFloats(level.data, referenceReduce(base).data, 'reduce');
+    const top: Plane = { ...level, channels: 3, data: new Float32Array(level.height * 3) };
+    bandRows(level, null, null, top, 0, level.height);
+    const bands: Plane = { ...base, channels: 3, data: new Float32Array(base.height * 3) };
+    bandRows(base, level, top, bands, 0, base.height);
+    sameFloats(bands.data, referenceBands(base, level, referenceBands(level, null, null)).data, 'bands');
+    const layers: Layer[] = [1, 2].map((index) => ({ index, base: patchPlane(width, height, 4, next), bands: patchPlane(width, height, 3, next) }));
+    const out = new Uint8Array(width * height * 3);
+    finishRows(background, frames, winner, weight, layers, 1, out, width, 0, height);
+    sameBytes(out, referenceFinish(background, frames, winner, weight, layers, 1, width, height), 'result');
   });
 
   test('finishRows gives the plain result byte for byte, owners with and without a layer, bands on part of the frame', () => {

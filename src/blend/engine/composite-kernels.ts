@@ -2,9 +2,15 @@
  * The composite's full-size pixel loops, run in pool threads over bands of rows: the clean plate
  * (median), each frame's halo, which frame owns each pixel, each frame's coarse copy (the base
  * of its pyramid), the result, and `preserveBackground`'s restriction of a blend to the people.
+ * The kernels' input is copied into their memory a chunk of rows at a time (chunkRows), and they
+ * loop over the rows.
  */
 import type { Plane } from './composite-pyramid.js';
-import { type KernelMemory, kernelMemory, quadEnd, TAP_BYTES, type Taps } from './composite-simd.js';
+import { chunkRows, gridPosition, type KernelMemory, kernelMemory } from './composite-simd.js';
+import { LAYER_BYTES } from './composite-simd-finish.js';
+import { quadEnd } from './composite-simd-finish-row.js';
+import { ROW_TAP_BYTES, TAP_BYTES, type Taps } from './composite-simd-shared.js';
+import { columnBytes } from './composite-simd-sums.js';
 import { medianRows as stackMedianRows } from './stack.js';
 
 /** The coarse grid a halo is kept on: one cell per `factor` × `factor` pixels. */
@@ -30,41 +36,78 @@ export function medianRows(frames: Uint8Array[], out: Uint8Array, width: number,
 }
 
 /**
- * In place, the sums of each run of `factor` pixels (the last cut short) of the 16-bit column
- * sums at `columns` (`channels` interleaved, room for `factor` pixels past the row), left over
- * the run's first pixel (16 bits hold 255 × 16 × 16). For a power of two a run's sum is built in
- * SIMD by doubling: each lane plus the one half a run to its right, the row's tail zeroed.
+ * Grid cells a slice of a band copies of each plane it reads (halos, bands, base levels): a band
+ * of a tall image goes in slices, so the thread's kernel memory, which never shrinks, stays small.
  */
-function runSums(memory: KernelMemory, columns: number, pixels: number, channels: number, factor: number): void {
-  if ((factor & (factor - 1)) !== 0) {
-    memory.run.blockSums(columns, pixels, channels, factor);
-    return;
-  }
-  const lanes = Math.ceil(pixels / factor) * factor * channels;
-  memory.u8.fill(0, columns + 2 * pixels * channels, columns + 2 * lanes + 16);
-  for (let step = 1; step < factor; step *= 2) memory.run.doubleSums(columns, lanes, 2 * step * channels);
+const SLICE_CELLS = 1 << 17;
+
+/** Pixel rows in a slice of a band whose grid is `cells` wide, a grid row per `factor` pixel rows. */
+const sliceRows = (cells: number, factor: number) => Math.max(1, Math.floor(SLICE_CELLS / cells)) * factor;
+
+/** [from, to) of [r0, r1) in steps of `step`. */
+function* chunks(r0: number, r1: number, step: number): Generator<[number, number]> {
+  for (let from = r0; from < r1; from += step) yield [from, Math.min(r1, from + step)];
 }
 
-/** runSums, then each run's sums as i32 at `dst` (`channels` a run). */
-function runTotals(memory: KernelMemory, columns: number, pixels: number, channels: number, factor: number, dst: number): void {
-  runSums(memory, columns, pixels, channels, factor);
-  memory.run.pickSums(columns, Math.ceil(pixels / factor), channels, 2 * factor * channels, dst);
+/**
+ * Cell rows [c0, c1) in runs of the same number of pixel rows, `each(from, to, count)`: every cell
+ * row holds `factor` rows but the image's last, which may hold fewer.
+ */
+function byRowCount(c0: number, c1: number, height: number, factor: number, each: (from: number, to: number, count: number) => void): void {
+  const full = Math.max(c0, Math.min(c1, Math.floor(height / factor)));
+  if (full > c0) each(c0, full, factor);
+  if (c1 > full) each(full, c1, height - full * factor);
 }
 
-/** Bytes for the column sums of a row of `pixels` pixels handed to runSums. */
-const columnBytes = (pixels: number, channels: number, factor: number) => 2 * (pixels + factor) * channels + 16;
+/**
+ * The i32 sums per channel over `factor` × `factor` cells of cell rows [c0, c1) of an image of
+ * `channels` bytes a pixel, whose pixel rows from c0's first are at `src` → `dst` (`channels` ×
+ * `cells` a row). `columns`: columnBytes of scratch.
+ */
+function cellTotals(memory: KernelMemory, src: number, c0: number, c1: number, width: number, height: number, channels: number, factor: number, cells: number, columns: number, dst: number): void {
+  byRowCount(c0, c1, height, factor, (from, to, count) => {
+    const skip = from - c0;
+    memory.run.cellTotals(to - from, src + skip * factor * width * channels, width, channels, count, factor, cells, columns, dst + skip * cells * channels * 4);
+  });
+}
 
-/** Three passes of a radius-2 box blur along one axis (close to a Gaussian of sigma 2.45 cells). */
-function blurAxis(values: Float32Array, count: number, stride: number, lines: number, lineStride: number): void {
-  const line = new Float32Array(count);
-  for (let l = 0; l < lines; l++) {
-    const base = l * lineStride;
+/**
+ * Three passes of a radius-2 box blur along each row (close to a Gaussian of sigma 2.45 cells): per
+ * sample, the five samples around it, the row's end samples standing in past its ends, summed from
+ * 0 in order and divided by 5, each pass rounded to f32.
+ */
+function blurRows(values: Float32Array, width: number, height: number): void {
+  // a row with its end samples repeated twice past each end: sample x + d, clamped, is padded[x + d + 2]
+  const padded = new Float32Array(width + 4);
+  for (let row = 0; row < width * height; row += width) {
     for (let pass = 0; pass < 3; pass++) {
-      for (let i = 0; i < count; i++) line[i] = values[base + i * stride]!;
-      for (let i = 0; i < count; i++) {
-        let sum = 0;
-        for (let d = -2; d <= 2; d++) sum += line[Math.min(count - 1, Math.max(0, i + d))]!;
-        values[base + i * stride] = sum / 5;
+      for (let x = 0; x < width; x++) padded[x + 2] = values[row + x]!;
+      padded[0] = padded[1] = padded[2]!;
+      padded[width + 3] = padded[width + 2] = padded[width + 1]!;
+      for (let x = 0; x < width; x++) values[row + x] = (0 + padded[x]! + padded[x + 1]! + padded[x + 2]! + padded[x + 3]! + padded[x + 4]!) / 5;
+    }
+  }
+}
+
+/**
+ * The same blur down each column, a row at a time: the same sums in the same order, but reading
+ * memory in order (a column of a tall grid is a cache line a sample).
+ */
+function blurColumns(values: Float32Array, width: number, height: number): void {
+  // per column, the two samples above the row being blurred as they were before this pass
+  const [above2, above1] = [new Float32Array(width), new Float32Array(width)];
+  for (let pass = 0; pass < 3; pass++) {
+    above2.set(values.subarray(0, width));
+    above1.set(values.subarray(0, width));
+    for (let y = 0; y < height; y++) {
+      const row = y * width;
+      const below1 = Math.min(height - 1, y + 1) * width;
+      const below2 = Math.min(height - 1, y + 2) * width;
+      for (let x = 0; x < width; x++) {
+        const sample = values[row + x]!;
+        values[row + x] = (0 + above2[x]! + above1[x]! + sample + values[below1 + x]! + values[below2 + x]!) / 5;
+        above2[x] = above1[x]!;
+        above1[x] = sample;
       }
     }
   }
@@ -77,21 +120,23 @@ function blurAxis(values: Float32Array, count: number, stride: number, lines: nu
  */
 export function haloPlane(mask: Uint8Array, width: number, height: number, grid: HaloGrid, halo: Float32Array): void {
   const { factor, width: gw, height: gh } = grid;
+  const cellRows = chunkRows(factor * width);
   const memory = kernelMemory();
-  const rows = memory.alloc(factor * width);
+  const rows = memory.alloc(cellRows * factor * width);
   const columns = memory.alloc(columnBytes(width, 1, factor));
-  const sums = memory.alloc(4 * gw);
-  const { run, u8, i32 } = memory.ready();
-  for (let cy = 0; cy < gh; cy++) {
-    // whole numbers below 2^24, as the f32 sums of sums of bytes were
-    const count = Math.min(factor, height - cy * factor);
-    u8.set(mask.subarray(cy * factor * width, (cy * factor + count) * width), rows);
-    run.columnSums(rows, width, count, width, columns);
-    runTotals(memory, columns, width, 1, factor, sums);
-    for (let cx = 0; cx < gw; cx++) halo[cy * gw + cx] = i32[(sums >> 2) + cx]! / (255 * count * Math.min(factor, width - cx * factor));
+  const sums = memory.alloc(4 * gw * cellRows);
+  const { u8, i32 } = memory.ready();
+  for (const [c0, c1] of chunks(0, gh, cellRows)) {
+    u8.set(mask.subarray(c0 * factor * width, Math.min(height, c1 * factor) * width), rows);
+    cellTotals(memory, rows, c0, c1, width, height, 1, factor, gw, columns, sums);
+    for (let cy = c0, s = sums >> 2; cy < c1; cy++) {
+      // whole numbers below 2^24, as the f32 sums of sums of bytes were
+      const count = Math.min(factor, height - cy * factor);
+      for (let cx = 0; cx < gw; cx++, s++) halo[cy * gw + cx] = i32[s]! / (255 * count * Math.min(factor, width - cx * factor));
+    }
   }
-  blurAxis(halo, gw, 1, gh, gw);
-  blurAxis(halo, gh, gw, gw, 1);
+  blurRows(halo, gw, gh);
+  blurColumns(halo, gw, gh);
   for (let i = 0; i < halo.length; i++) halo[i] = Math.min(1, 2 * halo[i]!);
 }
 
@@ -101,7 +146,7 @@ function columnTaps(width: number, gridWidth: number, factor: number): Taps {
   const right = new Int32Array(width);
   const fx = new Float32Array(width);
   for (let x = 0; x < width; x++) {
-    const u = Math.min(gridWidth - 1, Math.max(0, (x + 0.5) / factor - 0.5));
+    const u = gridPosition(x, gridWidth, factor);
     left[x] = Math.floor(u);
     right[x] = Math.min(gridWidth - 1, left[x]! + 1);
     fx[x] = u - left[x]!;
@@ -109,11 +154,9 @@ function columnTaps(width: number, gridWidth: number, factor: number): Taps {
   return { left, right, fx };
 }
 
-/** The two grid rows around pixel row `y` and the weight of the lower one. */
-function rowTaps(y: number, gridHeight: number, factor: number): [number, number, number] {
-  const v = Math.min(gridHeight - 1, Math.max(0, (y + 0.5) / factor - 0.5));
-  const top = Math.floor(v);
-  return [top, Math.min(gridHeight - 1, top + 1), v - top];
+/** The grid rows pixel rows [r0, r1) read: [first, last]. */
+function gridRows(r0: number, r1: number, gridHeight: number, factor: number): [number, number] {
+  return [Math.floor(gridPosition(r0, gridHeight, factor)), Math.min(gridHeight - 1, Math.floor(gridPosition(r1 - 1, gridHeight, factor)) + 1)];
 }
 
 /**
@@ -122,52 +165,57 @@ function rowTaps(y: number, gridHeight: number, factor: number): [number, number
  * pixel's halo cell. Returns, per frame, whether it owns any pixel with a weight above zero.
  */
 export function ownerRows(masks: Uint8Array[], halos: Float32Array[], grid: HaloGrid, winner: Uint8Array, weight: Uint8Array, width: number, r0: number, r1: number): boolean[] {
+  const owns = masks.map(() => false);
+  for (const [s0, s1] of chunks(r0, r1, sliceRows(grid.width, grid.factor))) {
+    ownerSlice(masks, halos, grid, winner, weight, width, s0, s1).forEach((owned, k) => (owns[k] ||= owned));
+  }
+  return owns;
+}
+
+/** ownerRows over a slice of a band. */
+function ownerSlice(masks: Uint8Array[], halos: Float32Array[], grid: HaloGrid, winner: Uint8Array, weight: Uint8Array, width: number, r0: number, r1: number): boolean[] {
   const { factor, width: gw, height: gh } = grid;
   const n = masks.length;
+  const rows = chunkRows(width);
   const memory = kernelMemory();
-  const maskStride = Math.ceil(width / 16) * 16;
+  const maskStride = Math.ceil((rows * width) / 16) * 16;
   const maskRows = memory.alloc(n * maskStride);
-  const [rowWinner, rowWeight, cellOwner, owned] = [memory.alloc(width), memory.alloc(width), memory.alloc(gw), memory.alloc(n)];
-  if (r1 <= r0) return masks.map(() => false);
-  // Only the halo grid rows these pixel rows read: whole planes would make a tall, narrow image's
-  // every band copy (and the thread's memory hold) all of them.
-  const first = rowTaps(r0, gh, factor)[0];
-  const last = rowTaps(r1 - 1, gh, factor)[1];
+  const [winners, weights, cellOwner, owned] = [memory.alloc(rows * width), memory.alloc(rows * width), memory.alloc(gw), memory.alloc(n)];
+  // Only the halo grid rows these pixel rows read (sliceRows)
+  const [first, last] = gridRows(r0, r1, gh, factor);
   const planeStride = (last - first + 1) * gw * 4;
   const planes = memory.alloc(n * planeStride);
   const haloStride = Math.ceil(gw / 4) * 16;
   const haloRows = memory.alloc(n * haloStride);
-  const taps = memory.alloc(width * TAP_BYTES);
+  const [taps, rowTaps] = [memory.alloc(width * TAP_BYTES), memory.alloc(rows * ROW_TAP_BYTES)];
   const { run, u8, f32 } = memory.ready();
   halos.forEach((h, k) => f32.set(h.subarray(first * gw, (last + 1) * gw), (planes + k * planeStride) >> 2));
   memory.putTaps(taps, columnTaps(width, gw, factor), width);
   u8.fill(0, owned, owned + n);
-  for (let y = r0; y < r1; y++) {
-    const row = y * width;
-    for (let k = 0; k < n; k++) u8.set(masks[k]!.subarray(row, row + width), maskRows + k * maskStride);
-    run.strongest(maskRows, n, maskStride, rowWinner, rowWeight, width);
-    const [top, bottom, fy] = rowTaps(y, gh, factor);
-    run.haloRows(planes + (top - first) * gw * 4, planes + (bottom - first) * gw * 4, planeStride, n, gw, fy, haloRows, haloStride, cellOwner);
-    run.claim(rowWinner, rowWeight, haloRows, haloStride, cellOwner, factor, taps, width, owned, gw);
-    winner.set(u8.subarray(rowWinner, rowWinner + width), row);
-    weight.set(u8.subarray(rowWeight, rowWeight + width), row);
+  for (const [y0, y1] of chunks(r0, r1, rows)) {
+    const pixels = (y1 - y0) * width;
+    masks.forEach((mask, k) => u8.set(mask.subarray(y0 * width, y1 * width), maskRows + k * maskStride));
+    run.strongest(maskRows, n, maskStride, winners, weights, pixels);
+    memory.putRowTaps(rowTaps, y0, y1, gh, factor, first);
+    run.claimRows(y1 - y0, rowTaps, planes, planeStride, n, gw, haloRows, haloStride, cellOwner, factor, taps, width, owned, winners, weights);
+    winner.set(u8.subarray(winners, winners + pixels), y0 * width);
+    weight.set(u8.subarray(weights, weights + pixels), y0 * width);
   }
   return masks.map((_, k) => u8[owned + k] === 1);
 }
 
 /** Rows [r0, r1) of the background's sums (r, g, b) over `factor` × `factor` cells, on the base level's grid. */
 export function cellSumRows(background: Uint8Array, width: number, height: number, factor: number, cw: number, sums: Float32Array, r0: number, r1: number): void {
+  const cellRows = chunkRows(factor * width);
   const memory = kernelMemory();
-  const rows = memory.alloc(factor * width * 3);
+  const rows = memory.alloc(cellRows * factor * width * 3);
   const columns = memory.alloc(columnBytes(width, 3, factor));
-  const cells = memory.alloc(12 * cw);
-  const { run, u8, i32 } = memory.ready();
-  for (let cy = r0; cy < r1; cy++) {
-    const count = Math.min(factor, height - cy * factor);
-    u8.set(background.subarray(cy * factor * width * 3, (cy * factor + count) * width * 3), rows);
-    run.columnSums(rows, width * 3, count, width * 3, columns);
-    runTotals(memory, columns, width, 3, factor, cells);
-    sums.set(i32.subarray(cells >> 2, (cells >> 2) + 3 * cw), cy * cw * 3);
+  const cells = memory.alloc(12 * cw * cellRows);
+  const { u8, i32 } = memory.ready();
+  for (const [c0, c1] of chunks(r0, r1, cellRows)) {
+    u8.set(background.subarray(c0 * factor * width * 3, Math.min(height, c1 * factor) * width * 3), rows);
+    cellTotals(memory, rows, c0, c1, width, height, 3, factor, cw, columns, cells);
+    sums.set(i32.subarray(cells >> 2, (cells >> 2) + (c1 - c0) * 3 * cw), c0 * cw * 3);
   }
 }
 
@@ -179,27 +227,29 @@ export function cellSumRows(background: Uint8Array, width: number, height: numbe
  */
 export function baseRows(frame: Uint8Array, backgroundSums: Float32Array, winner: Uint8Array, weight: Uint8Array, index: number, width: number, height: number, factor: number, base: Plane, r0: number, r1: number): void {
   const { width: cw, data } = base;
+  const cellRows = chunkRows(factor * width);
+  const pixels = cellRows * factor * width;
   const memory = kernelMemory();
-  const rows = memory.alloc(factor * width * 3);
-  const [winners, weights, mine] = [memory.alloc(factor * width), memory.alloc(factor * width), memory.alloc(factor * width)];
+  const rows = memory.alloc(pixels * 3);
+  const [winners, weights, mine] = [memory.alloc(pixels), memory.alloc(pixels), memory.alloc(pixels)];
   const [colours, owned] = [memory.alloc(columnBytes(width, 3, factor)), memory.alloc(columnBytes(width, 1, factor))];
-  const [sums, out] = [memory.alloc(12 * cw), memory.alloc(16 * cw)];
+  const [sums, out] = [memory.alloc(12 * cw * cellRows), memory.alloc(16 * cw * cellRows)];
   const { run, u8, f32 } = memory.ready();
-  for (let cy = r0; cy < r1; cy++) {
-    const y0 = cy * factor;
-    const count = Math.min(factor, height - y0);
-    u8.set(frame.subarray(y0 * width * 3, (y0 + count) * width * 3), rows);
-    run.columnSums(rows, width * 3, count, width * 3, colours);
-    runSums(memory, colours, width, 3, factor);
-    u8.set(winner.subarray(y0 * width, (y0 + count) * width), winners);
-    u8.set(weight.subarray(y0 * width, (y0 + count) * width), weights);
-    run.ownedBytes(winners, weights, index, mine, count * width);
-    run.columnSums(mine, width, count, width, owned);
-    runSums(memory, owned, width, 1, factor);
-    f32.set(backgroundSums.subarray(cy * cw * 3, (cy + 1) * cw * 3), sums >> 2);
-    // 1 / the cell's pixel count: the last cell of a row may be narrower
-    run.baseCells(colours, owned, factor, sums, cw, 1 / (count * factor), 1 / (count * (width - (cw - 1) * factor)), out);
-    data.set(f32.subarray(out >> 2, (out >> 2) + 4 * cw), cy * cw * 4);
+  for (const [c0, c1] of chunks(r0, r1, cellRows)) {
+    const [y0, y1] = [c0 * factor, Math.min(height, c1 * factor)];
+    u8.set(frame.subarray(y0 * width * 3, y1 * width * 3), rows);
+    u8.set(winner.subarray(y0 * width, y1 * width), winners);
+    u8.set(weight.subarray(y0 * width, y1 * width), weights);
+    run.ownedBytes(winners, weights, index, mine, (y1 - y0) * width);
+    f32.set(backgroundSums.subarray(c0 * cw * 3, c1 * cw * 3), sums >> 2);
+    byRowCount(c0, c1, height, factor, (from, to, count) => {
+      const skip = from - c0;
+      const [pixelRows, cellRow] = [skip * factor * width, skip * cw];
+      // 1 / the cell's pixel count: the last cell of a row may be narrower
+      const [scale, lastScale] = [1 / (count * factor), 1 / (count * (width - (cw - 1) * factor))];
+      run.baseCellRows(to - from, rows + pixelRows * 3, mine + pixelRows, width, count, factor, cw, colours, owned, sums + cellRow * 12, scale, lastScale, out + cellRow * 16);
+    });
+    data.set(f32.subarray(out >> 2, (out >> 2) + (c1 - c0) * 4 * cw), c0 * cw * 4);
   }
 }
 
@@ -212,74 +262,70 @@ export function baseRows(frame: Uint8Array, backgroundSums: Float32Array, winner
  * the first and last of them. A row that nothing reaches is the background's.
  */
 export function finishRows(background: Uint8Array, frames: Uint8Array[], winner: Uint8Array, weight: Uint8Array, layers: Layer[], factor: number, out: Uint8Array, width: number, r0: number, r1: number): void {
+  const cw = layers[0]?.base.width ?? 1;
+  for (const [s0, s1] of chunks(r0, r1, sliceRows(cw, factor))) finishSlice(background, frames, winner, weight, layers, factor, out, width, s0, s1);
+}
+
+/** finishRows over a slice of a band. */
+function finishSlice(background: Uint8Array, frames: Uint8Array[], winner: Uint8Array, weight: Uint8Array, layers: Layer[], factor: number, out: Uint8Array, width: number, r0: number, r1: number): void {
   const { width: cw, height: ch } = layers[0]?.base ?? { width: 1, height: 1 };
-  const g0 = rowTaps(r0, ch, factor)[0];
-  const g1 = rowTaps(r1 - 1, ch, factor)[1];
-  const gridRows = g1 - g0 + 1;
+  const [g0, g1] = gridRows(r0, r1, ch, factor);
+  const grid = g1 - g0 + 1;
   const stride = cw * 3;
   const n = frames.length;
+  const rows = chunkRows(width);
   const memory = kernelMemory();
-  const [summed, layerBands] = [memory.alloc(gridRows * stride * 4), memory.alloc(gridRows * stride * 4)];
-  // per layer its base level's rows [g0, g1] (4 channels), per frame index its interpolated row (3 channels)
-  const bases = layers.map(() => memory.alloc(gridRows * cw * 16));
-  const baseRowOf = frames.map(() => memory.alloc(stride * 4));
-  const [bands, still] = [memory.alloc(stride * 4), memory.alloc(cw)];
-  const [rowBackground, rowOut, rowWinner, rowWeight] = [memory.alloc(width * 3), memory.alloc(width * 3), memory.alloc(width), memory.alloc(width)];
-  const frameRowOf = frames.map(() => memory.alloc(width * 3));
-  const [first, last, ownerTable] = [memory.alloc(4 * n), memory.alloc(4 * n), memory.alloc(8 * n)];
-  const [taps, fractions] = [memory.alloc(width * TAP_BYTES), memory.alloc(256 * 8)];
+  const [summed, layerBands, reached] = [memory.alloc(grid * stride * 4), memory.alloc(grid * stride * 4), memory.alloc(grid)];
+  // per layer its base level's rows [g0, g1] (4 channels), its frame's rows, its interpolated base level row (3 channels)
+  const bases = layers.map(() => memory.alloc(grid * cw * 16));
+  const frameRows = layers.map(() => memory.alloc(rows * width * 3));
+  const baseRow = layers.map(() => memory.alloc(stride * 4));
+  const [bands, still, layerTable, owners] = [memory.alloc(stride * 4), memory.alloc(cw), memory.alloc(layers.length * LAYER_BYTES), memory.alloc(8 * n)];
+  const [backgroundRows, outRows, winners, weights] = [memory.alloc(rows * width * 3), memory.alloc(rows * width * 3), memory.alloc(rows * width), memory.alloc(rows * width)];
+  const [spans, rowTaps, taps, fractions] = [memory.alloc(rows * 8 * n), memory.alloc(rows * ROW_TAP_BYTES), memory.alloc(width * TAP_BYTES), memory.alloc(256 * 8)];
   const { run, u8, i32, f32, f64 } = memory.ready();
   const tapsOf = columnTaps(width, cw, factor);
   memory.putTaps(taps, tapsOf, width);
   const quads = quadEnd(tapsOf, width, factor);
   for (let w = 0; w < 256; w++) f64[(fractions >> 3) + w] = w / 255;
-  f32.fill(0, summed >> 2, (summed >> 2) + gridRows * stride);
+  f32.fill(0, summed >> 2, (summed >> 2) + grid * stride);
   for (const layer of layers) {
     f32.set(layer.bands.data.subarray(g0 * stride, (g1 + 1) * stride), layerBands >> 2);
-    run.addFloats(summed, layerBands, gridRows * stride);
+    run.addFloats(summed, layerBands, grid * stride);
   }
-  const reached = new Uint8Array(gridRows);
-  for (let gy = 0; gy < gridRows; gy++) {
+  for (let gy = 0; gy < grid; gy++) {
+    u8[reached + gy] = 0;
     for (let i = (summed >> 2) + gy * stride, end = i + stride; i < end; i++) {
       if (f32[i] !== 0) {
-        reached[gy] = 1;
+        u8[reached + gy] = 1;
         break;
       }
     }
   }
-  layers.forEach((layer, j) => f32.set(layer.base.data.subarray(g0 * cw * 4, (g1 + 1) * cw * 4), bases[j]! >> 2));
-  for (let y = r0; y < r1; y++) {
-    const [top, bottom, fy] = rowTaps(y, ch, factor);
-    const row0 = y * width;
-    u8.set(winner.subarray(row0, row0 + width), rowWinner);
-    u8.set(weight.subarray(row0, row0 + width), rowWeight);
-    i32.fill(width, first >> 2, (first >> 2) + n);
-    i32.fill(-1, last >> 2, (last >> 2) + n);
-    run.spans(rowWinner, rowWeight, width, first, last);
-    i32.fill(0, ownerTable >> 2, (ownerTable >> 2) + 2 * n);
-    let owners = false;
+  layers.forEach((layer, j) => {
+    f32.set(layer.base.data.subarray(g0 * cw * 4, (g1 + 1) * cw * 4), bases[j]! >> 2);
+    i32.set([layer.index, bases[j]!, frameRows[j]!, baseRow[j]!], (layerTable >> 2) + j * (LAYER_BYTES >> 2));
+  });
+  for (const [y0, y1] of chunks(r0, r1, rows)) {
+    const count = y1 - y0;
+    u8.set(winner.subarray(y0 * width, y1 * width), winners);
+    u8.set(weight.subarray(y0 * width, y1 * width), weights);
+    u8.set(background.subarray(y0 * width * 3, y1 * width * 3), backgroundRows);
+    run.ownerSpans(count, winners, weights, width, n, spans);
     layers.forEach((layer, j) => {
+      // only the rows its frame owns pixels of are read
       const k = layer.index;
-      const [a, b] = [i32[(first >> 2) + k]!, i32[(last >> 2) + k]!];
-      if (a > b) return;
-      owners = true;
-      const [c0, c1] = [tapsOf.left[a]!, tapsOf.right[b]!];
-      const plane = bases[j]!;
-      run.lerpRows(plane + ((top - g0) * cw + c0) * 16, plane + ((bottom - g0) * cw + c0) * 16, c1 - c0 + 1, 4, fy, baseRowOf[k]! + c0 * 12);
-      u8.set(frames[k]!.subarray(row0 * 3, (row0 + width) * 3), frameRowOf[k]!);
-      i32[(ownerTable >> 2) + 2 * k] = frameRowOf[k]!;
-      i32[(ownerTable >> 2) + 2 * k + 1] = baseRowOf[k]!;
+      let [a, b] = [count, -1];
+      for (let r = 0, e = (spans >> 2) + k; r < count; r++, e += 2 * n) {
+        if (i32[e]! > i32[e + n]!) continue;
+        a = Math.min(a, r);
+        b = r;
+      }
+      if (a <= b) u8.set(frames[k]!.subarray((y0 + a) * width * 3, (y0 + b + 1) * width * 3), frameRows[j]! + a * width * 3);
     });
-    if (!owners && !reached[top - g0] && !reached[bottom - g0]) {
-      // background + 0 + 0 × f, rounded: the background itself
-      out.set(background.subarray(row0 * 3, (row0 + width) * 3), row0 * 3);
-      continue;
-    }
-    run.lerpRows(summed + (top - g0) * stride * 4, summed + (bottom - g0) * stride * 4, cw, 3, fy, bands);
-    u8.set(background.subarray(row0 * 3, (row0 + width) * 3), rowBackground);
-    run.stillColumns(bands, cw, still);
-    run.finishRow(rowBackground, bands, still, rowWinner, rowWeight, ownerTable, taps, width, rowOut, quads, fractions);
-    out.set(u8.subarray(rowOut, rowOut + width * 3), row0 * 3);
+    memory.putRowTaps(rowTaps, y0, y1, ch, factor, g0);
+    run.resultRows(count, rowTaps, spans, n, layerTable, layers.length, owners, cw, summed, reached, bands, still, backgroundRows, winners, weights, taps, width, outRows, quads, fractions);
+    out.set(u8.subarray(outRows, outRows + count * width * 3), y0 * width * 3);
   }
 }
 

@@ -4,7 +4,8 @@
  * difference from the background (r, g, b) and its blending weight (w), so the multi-band blend
  * of a frame is a sum of band × weight products.
  */
-import { kernelMemory } from './composite-simd.js';
+import { chunkRows, kernelMemory } from './composite-simd.js';
+import { BAND_PLAN_BYTES, BandPlan } from './composite-simd-pyramid.js';
 
 /** A pyramid level: `channels` floats per pixel, interleaved, in shared memory. */
 export interface Plane {
@@ -37,56 +38,38 @@ function reduceTaps(count: number, n: number, channels: number): Int32Array {
 
 /**
  * REDUCE: rows [r0, r1) of `dst`, the level below `src` (blur with [1 4 6 4 1] / 16, keep every
- * other sample). Four channels in WebAssembly (composite-simd-pyramid.ts), in the same f64 steps as the
- * JavaScript for other counts.
+ * other sample), in WebAssembly (composite-simd-pyramid.ts). Levels are four channels: three of
+ * colour difference and a weight.
  */
 export function reduceRows(src: Plane, dst: Plane, r0: number, r1: number): void {
   const { width: sw, height: sh, channels: ch, data } = src;
   const stride = sw * ch;
   const out = dst.data;
+  if (ch !== 4 || dst.channels !== 4) throw new Error(`reduceRows takes 4-channel levels, not ${ch} -> ${dst.channels}`);
   const taps = reduceTaps(dst.width, sw, ch);
-  if (ch === 4) {
-    const memory = kernelMemory();
-    // a chunk of output rows at a time, so the kernel memory holds few source rows
-    const chunk = Math.min(r1 - r0, 32);
-    const rows = memory.alloc((2 * chunk + 3) * stride * 4);
-    const [column, tapBytes, row] = [memory.alloc(stride * 4), memory.alloc(dst.width * 20), memory.alloc(dst.width * 16)];
-    const { run, f32, i32 } = memory.ready();
-    for (let i = 0; i < taps.length; i++) i32[(tapBytes >> 2) + i] = taps[i]! * 4;
-    for (let c0 = r0; c0 < r1; c0 += chunk) {
-      const c1 = Math.min(r1, c0 + chunk);
-      // the source rows these output rows read, mirrored ones included, are [lo, hi]
-      const lo = Math.max(0, 2 * c0 - 2);
-      const hi = Math.min(sh - 1, 2 * c1);
-      f32.set(data.subarray(lo * stride, (hi + 1) * stride), rows >> 2);
-      const at = (y: number) => rows + (mirror(y, sh) - lo) * stride * 4;
-      for (let y = c0; y < c1; y++) {
-        run.reduceColumn(at(2 * y - 2), at(2 * y - 1), at(2 * y), at(2 * y + 1), at(2 * y + 2), column, stride);
-        run.reduceAcross(column, tapBytes, dst.width, row);
-        out.set(f32.subarray(row >> 2, (row >> 2) + dst.width * 4), y * dst.width * 4);
-      }
+  const memory = kernelMemory();
+  // a chunk of output rows at a time, so the kernel memory holds few source rows
+  const chunk = Math.min(r1 - r0, chunkRows(dst.width));
+  const rows = memory.alloc((2 * chunk + 3) * stride * 4);
+  const [column, tapBytes, sources, outRows] = [memory.alloc(stride * 4), memory.alloc(dst.width * 20), memory.alloc(chunk * 20), memory.alloc(chunk * dst.width * 16)];
+  const { run, f32, i32 } = memory.ready();
+  for (let i = 0; i < taps.length; i++) i32[(tapBytes >> 2) + i] = taps[i]! * 4;
+  for (let c0 = r0; c0 < r1; c0 += chunk) {
+    const c1 = Math.min(r1, c0 + chunk);
+    // the source rows these output rows read, mirrored ones included, are [lo, hi]
+    const lo = Math.max(0, 2 * c0 - 2);
+    const hi = Math.min(sh - 1, 2 * c1);
+    f32.set(data.subarray(lo * stride, (hi + 1) * stride), rows >> 2);
+    for (let y = c0, e = sources >> 2; y < c1; y++) {
+      for (let d = -2; d <= 2; d++, e++) i32[e] = rows + (mirror(2 * y + d, sh) - lo) * stride * 4;
     }
-    return;
-  }
-  const column = new Float32Array(stride);
-  for (let y = r0; y < r1; y++) {
-    const a = mirror(2 * y - 2, sh) * stride;
-    const b = mirror(2 * y - 1, sh) * stride;
-    const c = mirror(2 * y, sh) * stride;
-    const d = mirror(2 * y + 1, sh) * stride;
-    const e = mirror(2 * y + 2, sh) * stride;
-    for (let i = 0; i < stride; i++) column[i] = (data[a + i]! + data[e + i]! + 4 * (data[b + i]! + data[d + i]!) + 6 * data[c + i]!) * (1 / 16);
-    for (let x = 0, o = y * dst.width * ch, t = 0; x < dst.width; x++, t += 5) {
-      const [xa, xb, xc, xd, xe] = [taps[t]!, taps[t + 1]!, taps[t + 2]!, taps[t + 3]!, taps[t + 4]!];
-      for (let k = 0; k < ch; k++, o++) {
-        out[o] = (column[xa + k]! + column[xe + k]! + 4 * (column[xb + k]! + column[xd + k]!) + 6 * column[xc + k]!) * (1 / 16);
-      }
-    }
+    run.reduceLevelRows(c1 - c0, sources, column, stride, tapBytes, dst.width, outRows);
+    out.set(f32.subarray(outRows >> 2, (outRows >> 2) + (c1 - c0) * dst.width * 4), c0 * dst.width * 4);
   }
 }
 
-/** The first and last pixel of row `y` of `plane` with a non-zero value among channels [c0, c1) ([width, −1]: none). */
-function nonZeroSpan(plane: Plane, y: number, c0: number, c1: number): [number, number] {
+/** Into `span` at `at`, the first and last pixel of row `y` of `plane` with a non-zero value among channels [c0, c1) (width, −1: none). */
+function nonZeroSpan(plane: Plane, y: number, c0: number, c1: number, span: Int32Array, at: number): void {
   const { width, channels, data } = plane;
   let first = width;
   let last = -1;
@@ -99,7 +82,13 @@ function nonZeroSpan(plane: Plane, y: number, c0: number, c1: number): [number, 
       }
     }
   }
-  return [first, last];
+  span[at] = first;
+  span[at + 1] = last;
+}
+
+/** The rows of the level above that rows [y0, y1) read, [lo, hi] (the rows around y >> 1, mirrored). */
+function rowsAbove(y0: number, y1: number, height: number): [number, number] {
+  return [Math.max(0, (y0 >> 1) - 1), Math.min(height - 1, ((y1 - 1) >> 1) + 1)];
 }
 
 /**
@@ -109,59 +98,60 @@ function nonZeroSpan(plane: Plane, y: number, c0: number, c1: number): [number, 
  * sum above reaches, are computed: elsewhere the sum is 0 (the plane comes zeroed), as the
  * formula gives up to the sign of a zero, which the result adds to the background and so loses.
  * Where the weight is 0 the sum is the expanded sum above, as `x · 0 + s` is. The arithmetic is
- * WebAssembly in f64, the JavaScript's steps (composite-simd-pyramid.ts); JavaScript picks the spans.
+ * WebAssembly in f64, the JavaScript's steps (composite-simd-pyramid.ts); JavaScript picks, per
+ * row, the spans and the rows above to expand (BandPlan).
  */
 export function bandRows(level: Plane, next: Plane | null, sumNext: Plane | null, sum: Plane, r0: number, r1: number): void {
-  const { width, data: g } = level;
-  const out = sum.data;
+  if (r1 <= r0) return;
+  const { width } = level;
+  // the level above and the sum above have the same size
+  const [sw, sh] = [next?.width ?? 0, next?.height ?? 0];
+  const sumAbove = next ? sumNext : null;
+  const rows = chunkRows(width);
   const memory = kernelMemory();
-  const [gRow, expandedLevel, expandedSum, outRow] = [memory.alloc(width * 16), memory.alloc(width * 12), memory.alloc(width * 12), memory.alloc(width * 12)];
-  // an expansion's three source rows and their vertical step, 4 channels at most
-  const sources = [0, 1, 2, 3].map(() => memory.alloc((next?.width ?? 0) * 16));
-  const [rowA, rowB, rowC, column] = sources as [number, number, number, number];
-  const { run, f32 } = memory.ready();
-  // EXPAND of row y of `src` to this level, pixels [x0, x1], 3 channels → `dst`
-  const expand = (src: Plane, y: number, x0: number, x1: number, dst: number) => {
-    const { width: sw, height: sh, channels: ch, data } = src;
-    const half = y >> 1;
-    const odd = y & 1;
-    const rows = odd ? [half, mirror(half + 1, sh), mirror(half + 1, sh)] : [mirror(half - 1, sh), half, mirror(half + 1, sh)];
-    // the source columns pixels x0..x1 read: (x >> 1) − 1 .. (x >> 1) + 1, mirrored into the row
-    const s0 = Math.max(0, (x0 >> 1) - 1);
-    const s1 = Math.min(sw - 1, (x1 >> 1) + 1);
-    rows.forEach((row, k) => f32.set(data.subarray((row * sw + s0) * ch, (row * sw + s1 + 1) * ch), sources[k]! >> 2));
-    run.expandColumns(rowA, rowB, rowC, (s1 - s0 + 1) * ch, odd, column);
-    run.expandAcross(column, ch, sw, s0, x0, x1, dst);
-  };
+  const [levelRows, outRows, plan] = [memory.alloc(rows * width * 16), memory.alloc(rows * width * 12), memory.alloc(rows * BAND_PLAN_BYTES)];
+  const aboveRows = next ? Math.min(sh, (rows >> 1) + 3) : 0;
+  const [nextRows, sumRows] = [memory.alloc(aboveRows * sw * 16), memory.alloc(aboveRows * sw * 12)];
+  const [column, expandedLevel, expandedSum] = [memory.alloc(sw * 16), memory.alloc(width * 12), memory.alloc(width * 12)];
+  const { run, f32, i32 } = memory.ready();
   // per row of the sum above that this range reads, the span of its non-zero pixels
-  const spansAbove = new Map<number, [number, number]>();
-  const spanAbove = (row: number): [number, number] => {
-    let span = spansAbove.get(row);
-    if (!span) spansAbove.set(row, (span = nonZeroSpan(sumNext!, row, 0, 3)));
-    return span;
-  };
-  for (let y = r0; y < r1; y++) {
-    const [wa, wb] = nonZeroSpan(level, y, 3, 4);
-    // pixels the expanded sum above reaches: those reading a non-zero column of its rows
-    let [ea, eb] = [width, -1];
-    if (next && sumNext) {
-      const half = y >> 1;
-      const rows = [mirror(half - 1, sumNext.height), half, mirror(half + 1, sumNext.height)];
-      let [ka, kb] = [sumNext.width, -1];
-      for (const row of rows) {
-        const [a, b] = spanAbove(row);
-        ka = Math.min(ka, a);
-        kb = Math.max(kb, b);
+  const [first, last] = sumAbove ? rowsAbove(r0, r1, sh) : [0, -1];
+  const spansAbove = new Int32Array(2 * (last - first + 1));
+  for (let row = first; row <= last; row++) nonZeroSpan(sumAbove!, row, 0, 3, spansAbove, 2 * (row - first));
+  for (let y0 = r0; y0 < r1; y0 += rows) {
+    const y1 = Math.min(r1, y0 + rows);
+    f32.set(level.data.subarray(y0 * width * 4, y1 * width * 4), levelRows >> 2);
+    f32.fill(0, outRows >> 2, (outRows >> 2) + (y1 - y0) * width * 3);
+    const [lo, hi] = next ? rowsAbove(y0, y1, sh) : [0, -1];
+    if (next) f32.set(next.data.subarray(lo * sw * 4, (hi + 1) * sw * 4), nextRows >> 2);
+    if (sumAbove) f32.set(sumAbove.data.subarray(lo * sw * 3, (hi + 1) * sw * 3), sumRows >> 2);
+    for (let y = y0, e = plan >> 2; y < y1; y++, e += BAND_PLAN_BYTES >> 2) {
+      nonZeroSpan(level, y, 3, 4, i32, e + BandPlan.wa);
+      let [ea, eb] = [width, -1];
+      if (next) {
+        const half = y >> 1;
+        const [up, down] = [mirror(half - 1, sh), mirror(half + 1, sh)];
+        if (sumAbove) {
+          // pixels the expanded sum above reaches: those reading a non-zero column of its rows
+          const [u, h, d] = [2 * (up - first), 2 * (half - first), 2 * (down - first)];
+          const ka = Math.min(spansAbove[u]!, spansAbove[h]!, spansAbove[d]!);
+          const kb = Math.max(spansAbove[u + 1]!, spansAbove[h + 1]!, spansAbove[d + 1]!);
+          if (ka <= kb) [ea, eb] = [Math.max(0, 2 * ka - 2), Math.min(width - 1, 2 * kb + 3)];
+        }
+        // an EXPAND's three source rows, from the first copied
+        const odd = y & 1;
+        i32[e + BandPlan.a] = (odd ? half : up) - lo;
+        i32[e + BandPlan.b] = (odd ? down : half) - lo;
+        i32[e + BandPlan.c] = down - lo;
+        i32[e + BandPlan.odd] = odd;
       }
-      if (ka <= kb) [ea, eb] = [Math.max(0, 2 * ka - 2), Math.min(width - 1, 2 * kb + 3)];
+      i32[e + BandPlan.ea] = ea;
+      i32[e + BandPlan.eb] = eb;
+      i32[e + BandPlan.x0] = Math.min(i32[e + BandPlan.wa]!, ea);
+      i32[e + BandPlan.x1] = Math.max(i32[e + BandPlan.wb]!, eb);
     }
-    if (wa > wb && ea > eb) continue;
-    const [x0, x1] = [Math.min(wa, ea), Math.max(wb, eb)];
-    f32.set(g.subarray((y * width + x0) * 4, (y * width + x1 + 1) * 4), (gRow >> 2) + x0 * 4);
-    if (ea <= eb) expand(sumNext!, y, ea, eb, expandedSum);
-    if (next && wa <= wb) expand(next, y, wa, wb, expandedLevel);
-    run.bandCombine(gRow, expandedLevel, expandedSum, x0, x1, ea, eb, next ? 1 : 0, outRow);
-    out.set(f32.subarray((outRow >> 2) + x0 * 3, (outRow >> 2) + (x1 + 1) * 3), (y * width + x0) * 3);
+    run.bandSumRows(y1 - y0, plan, levelRows, nextRows, sumRows, width, sw, next ? 1 : 0, column, expandedLevel, expandedSum, outRows);
+    sum.data.set(f32.subarray(outRows >> 2, (outRows >> 2) + (y1 - y0) * width * 3), y0 * width * 3);
   }
 }
 
