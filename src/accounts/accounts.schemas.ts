@@ -32,7 +32,7 @@ export const CreateKeyBody = Type.Object(
     scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true })),
     expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working.' })),
   },
-  { examples: [{ name: 'Door scanner, north gate', scopes: ['checkin'], expiresAt: '2027-05-02T06:00:00Z' }], additionalProperties: false },
+  { examples: [{ name: 'Door scanner, north gate', scopes: ['checkin'] }], additionalProperties: false },
 );
 
 const WindowUsage = Type.Object({

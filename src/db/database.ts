@@ -123,9 +123,12 @@ export function openDatabase(options: OpenOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  // SQLite's own lower() folds ASCII letters only, PostgreSQL's every script: searches (`q`) must
-  // find "ÉMILE" by "émile" on both. (No index is built on lower(), so replacing it is safe.)
-  sqlite.function('lower', { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value) as string);
+  // SQLite's own lower() folds ASCII letters only, PostgreSQL's every script: a search (`q`) must
+  // find "ÉMILE" by "émile" on both (see caseFold in events.repository.ts). A final sigma folds as
+  // any sigma, so that "ΟΔΥΣ" (which JavaScript lowers to "οδυς") finds "ΟΔΥΣΣΕΥΣ".
+  sqlite.function('unicode_lower', { deterministic: true }, (value: unknown) =>
+    value === null ? null : (Buffer.isBuffer(value) ? value.toString('utf8') : String(value)).toLowerCase().replaceAll('ς', 'σ'),
+  );
   // Checkpoints run on a thread of their own, never inside a request's COMMIT (checkpointer.ts).
   const checkpointer = new Checkpointer(sqlite, file);
   const db = new Kysely<Database>({ dialect: new CachedSqliteDialect(sqlite, (column) => camelCase.name(column)), plugins });

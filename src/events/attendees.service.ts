@@ -1,10 +1,9 @@
 import { Readable } from 'node:stream';
-import { sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
-import { containing, requireEvent } from './events.repository.js';
+import { matching, requireEvent } from './events.repository.js';
 import type { AttendeeListQuery, ExportQuery } from './events.schemas.js';
 
 type Filters = Pick<Static<typeof AttendeeListQuery>, 'checkedIn' | 'ticketTypeId' | 'q'>;
@@ -28,13 +27,7 @@ function attendeeQuery(scope: TenantScope, eventId: string, filters: Filters) {
   if (filters.checkedIn !== undefined) query = query.where('tickets.checkedInAt', filters.checkedIn ? 'is not' : 'is', null);
   if (filters.ticketTypeId !== undefined) query = query.where('tickets.ticketTypeId', '=', filters.ticketTypeId);
   if (filters.q !== undefined) {
-    const pattern = containing(filters.q);
-    query = query.where((eb) =>
-      eb.or([
-        eb(eb.fn('lower', ['tickets.attendeeName']), 'like', sql<string>`${pattern} escape '\\'`),
-        eb(eb.fn('lower', ['tickets.attendeeEmail']), 'like', sql<string>`${pattern} escape '\\'`),
-      ]),
-    );
+    query = query.where(matching(scope.db, filters.q, ['tickets.attendeeName', 'tickets.attendeeEmail']));
   }
   return query;
 }
@@ -66,13 +59,13 @@ export async function listAttendees(scope: TenantScope, eventId: string, filters
 }
 
 const EXPORT_BATCH = 1000;
-export const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
+const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
 
 /**
  * A cell as CSV: quoted when it holds a comma, quote or line break; a cell that a spreadsheet
  * would run as a formula (starting with = + - @, tab or carriage return) gets a leading apostrophe.
  */
-export function csvCell(value: string | boolean | null): string {
+function csvCell(value: string | boolean | null): string {
   let text = value === null ? '' : String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;

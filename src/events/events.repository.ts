@@ -1,6 +1,6 @@
-import { type Selectable, sql } from 'kysely';
-import type { Db } from '../db/database.js';
-import { prepared } from '../db/prepared.js';
+import { type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
+import type { Db, Tx } from '../db/database.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { notFound } from '../errors.js';
 import { keysetPage, type PageRequest } from '../http/paging.js';
@@ -10,8 +10,30 @@ export type EventRow = Selectable<EventTable>;
 export type TicketTypeRow = Selectable<TicketTypeTable>;
 export type TicketRow = Selectable<TicketTable>;
 
-/** `%text%` for LIKE, with the wildcards of the text itself escaped. */
-export const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/** `%text%` for LIKE, with the wildcards of the text itself escaped (its case is folded in SQL: matching). */
+const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * Folds the case of `value` for a search for `text`. An ASCII search matches the same rows whatever
+ * the folding does to other letters, so it keeps the built-in lower(). Beyond ASCII: on SQLite,
+ * whose lower() folds ASCII letters only, `unicode_lower` (database.ts); on PostgreSQL, lower()
+ * (it follows the database's LC_CTYPE: a `C` locale folds ASCII only). Either way a final sigma
+ * counts as a sigma, so "ΟΔΥΣ" and "οδυσσευς" find "ΟΔΥΣΣΕΥΣ".
+ */
+function caseFold(db: Db | Tx, text: string): (value: unknown) => RawBuilder<string> {
+  if (!/[^\x00-\x7f]/.test(text)) return (value) => sql`lower(${value})`;
+  return onPostgres(db) ? (value) => sql`translate(lower(${value}), 'ς', 'σ')` : (value) => sql`unicode_lower(${value})`;
+}
+
+/** `q`: rows where any of `columns` contains `text`, ignoring case; both sides are folded alike, in SQL. */
+export function matching(db: Db | Tx, text: string, columns: string[]): RawBuilder<SqlBool> {
+  const fold = caseFold(db, text);
+  const pattern = containing(text);
+  return sql<SqlBool>`(${sql.join(
+    columns.map((column) => sql`${fold(sql.ref(column))} like ${fold(pattern)} escape '\\'`),
+    sql` or `,
+  )})`;
+}
 
 const eventById = prepared((db: Db, accountId: string, id: string) => new TenantScope(db, accountId).selectFrom('events').select(EVENT_COLUMNS).where('id', '=', id));
 
@@ -53,15 +75,7 @@ export function listEvents(scope: TenantScope, filters: EventFilters, page: Page
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.startsAfter !== undefined) query = query.where('startsAt', '>=', filters.startsAfter);
   if (filters.startsBefore !== undefined) query = query.where('startsAt', '<', filters.startsBefore);
-  if (filters.q) {
-    const pattern = containing(filters.q);
-    query = query.where((eb) =>
-      eb.or([
-        eb(eb.fn('lower', ['name']), 'like', sql<string>`${pattern} escape '\\'`),
-        eb(eb.fn('lower', ['description']), 'like', sql<string>`${pattern} escape '\\'`),
-      ]),
-    );
-  }
+  if (filters.q) query = query.where(matching(scope.db, filters.q, ['name', 'description']));
   return keysetPage(query, page, 'events.id', 'events.id', 'desc').execute();
 }
 

@@ -7,7 +7,7 @@ import { Code, I32, V128 } from './wasm.js';
  * saturation the standard deviation of R, G and B (0..1), well-exposedness
  * Π_c exp(−(v_c/255 − ½)² / 2σ²). The weights are WebAssembly SIMD kernels (pyramid-simd.ts
  * assembles them with the pyramid's), computed row by row where the blend needs them and never
- * stored at full resolution (pyramid.ts, driven by blend.ts).
+ * stored at full resolution (pyramid-level-zero.ts and pyramid.ts, driven by blend.ts).
  */
 
 export const SIGMA = 0.2;
