@@ -1,7 +1,8 @@
 // Events benchmark: the event area's hot paths against a real Montage server process, on SQLite
 // and on PostgreSQL (a fresh database each): seeding 100,000 tickets through the order API,
 // door check-in, orders under contention, attendee pages, the streamed export and analytics.
-// The load comes from bench/load-client.mjs in its own process. See bench/README.md.
+// The load comes from bench/load-client.mjs (closed loop) or bench/rate-client.mjs (open loop, the
+// check-in at its target rate), each in its own process. See bench/README.md.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -367,7 +368,7 @@ async function checkin(s, m, storage, big, tickets, results) {
   const steady = await load(s, storage, `check-in at ${int(rate)}/s: ${int(tail.length)} distinct tickets`, { ...spec, rate, amount: tail.length }, tail.map((t, i) => bodyOf(t, offset + i)));
   served += steady.requests;
   created += steady.statuses[201] ?? 0;
-  onlyCreated &&= Object.keys(steady.statuses).every((c) => c === '201') && steady.errors === 0;
+  onlyCreated &&= Object.keys(steady.statuses).every((c) => c === '201') && steady.errors === 0 && steady.timeouts === 0;
   const analytics = await m.api('GET', `/v1/events/${big.id}/analytics`);
   const mid = (f) => median(rounds.map(f));
   results.checkin = {
@@ -665,17 +666,18 @@ function report(s, runs) {
     const rateTarget = TARGETS.checkinRate[e];
     const rateOk = r.checkin.rate >= rateTarget;
     // The latency target holds if the p99 is under it while serving the target rate: either in
-    // the saturated closed loop (at or above the rate), or in the open loop at the rate, which
-    // must keep up with its schedule (within 3 %, the timers' and the first connections' slack).
+    // the saturated closed loop, in most rounds each of which also reached the rate, or in the
+    // open loop at the rate, which must keep up with its schedule (within 3 %: timer slack).
     const steady = r.checkin.steady;
     const keptUp = steady.rate >= 0.97 * steady.offered;
-    const closedOk = rateOk && r.checkin.p99 < TARGETS.checkinP99Ms;
+    const roundsOk = r.checkin.rates.filter((rate, k) => rate >= rateTarget && r.checkin.p99s[k] < TARGETS.checkinP99Ms).length;
+    const closedOk = roundsOk * 2 > r.checkin.rounds;
     const steadyOk = keptUp && steady.p99 < TARGETS.checkinP99Ms;
     verdicts.push({
       pass: rateOk && (closedOk || steadyOk),
       text:
         `${e}: check-in >= ${int(rateTarget)}/s: ${int(r.checkin.rate)}/s ${verdict(rateOk)} (closed loop, ${s.connections} connections, median of ${r.checkin.rounds} rounds); ` +
-        `p99 < ${TARGETS.checkinP99Ms} ms: ${verdict(closedOk || steadyOk)}, in the closed loop ${ms(r.checkin.p99)} ms (rounds ${r.checkin.p99s.map(ms).join(' / ')}; ` +
+        `p99 < ${TARGETS.checkinP99Ms} ms: ${verdict(closedOk || steadyOk)}, in the closed loop ${ms(r.checkin.p99)} ms (rounds ${r.checkin.p99s.map(ms).join(' / ')}, ${roundsOk} of ${r.checkin.rounds} at the rate and under it; ` +
         `mostly its queue of ${s.connections} requests), at ${int(rateTarget)}/s in the open loop ${ms(steady.p99)} ms` +
         (keptUp ? '' : ` but only ${int(steady.rate)}/s served`),
     });
@@ -763,8 +765,8 @@ API, then checked in, read, exported and summarised; orders under contention run
   (${Object.entries(TARGETS.checkinRate).map(([e, r]) => `${int(r)}/s on ${e}`).join(', ')}) for ${s.checkinSteadySeconds} s: \`bench/rate-client.mjs\` starts
   the requests on a fixed schedule whatever the answers do (open loop, at most ${s.connections} connections, Node's
   http client), each latency from its scheduled start to its last byte, so a wait for a connection counts. The
-  p99 target holds if either run keeps the p99 under it while serving the target rate: the closed loop's p99 is
-  that of a saturated server, about ${s.connections} / rate of queue.
+  p99 target holds if the p99 stays under it while serving the target rate: in the closed loop, in most rounds each
+  of which also reached the rate (a saturated server's p99, about ${s.connections} / rate of queue), or in the open loop.
   Verified: every answer 201, and the 201s (warm-up included) equal \`checkedIn\` of \`GET /v1/events/:id/analytics\`.
 - Orders: one item of 1-4 tickets of one of 3 ticket types (stock 1,000,000 each) per order, ${s.connections}
   connections; ${int(s.orderWarmup)} orders of warm-up (discarded), then as many orders as the warm-up's rate

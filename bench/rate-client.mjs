@@ -6,16 +6,21 @@
 // serving a given rate. Each latency runs from the request's scheduled start to its last byte,
 // so a request that waits for a free connection counts its wait (no coordinated omission).
 //
+// The connections are opened (and the client warmed) before the schedule starts: with GET
+// `warmPath` (default /healthz) on each, so the first requests do not pay for connecting.
+//
 // Usage: node bench/rate-client.mjs SPEC.json; prints one JSON line with the result.
 // SPEC: {
 //   origin, method, path, headers,   the target
 //   bodiesFile,                      a JSON array of bodies (strings), each sent once, in order
 //   rate,                            requests per second
-//   connections                      the most connections open at once
+//   connections,                     the most connections open at once
+//   timeoutSeconds, warmPath         a request's time limit (default 30), the warm-up route
 // }
-// Result: { requests, elapsedMs, rate (answers per second over the schedule), offeredRate,
-// statuses, codes, latency: { p50, p90, p99, max, mean } (ms), errors, lateStarts (requests that
-// waited for a connection), samples }.
+// Result: { requests (answered), elapsedMs, rate (answers per second over the schedule),
+// offeredRate, statuses, codes, latency: { p50, p90, p99, max, mean } (ms, answered requests),
+// errors (refused, reset or cut short), timeouts, lateStarts (requests that waited for a
+// connection), samples }.
 import fs from 'node:fs';
 import http from 'node:http';
 
@@ -26,58 +31,76 @@ const interval = 1000 / spec.rate;
 const agent = new http.Agent({ keepAlive: true, maxSockets: spec.connections ?? 50 });
 const origin = new URL(spec.origin);
 
-const latencies = new Float64Array(total);
+const timeoutMs = (spec.timeoutSeconds ?? 30) * 1000;
+const latencies = [];
 const statuses = {};
 const codes = {};
 const samples = [];
 let done = 0;
 let errors = 0;
+let timeouts = 0;
 let lateStarts = 0;
 let inFlight = 0;
 let sent = 0;
 let lastAnswerAt = 0;
 
+/** One request on the agent's connections; `answer(status, body)` or `fail(kind, message)`, once. */
+function request(options, body, answer, fail) {
+  let settled = false;
+  const once = (f) => (...args) => {
+    if (settled) return;
+    settled = true;
+    f(...args);
+  };
+  const onAnswer = once(answer);
+  const onFail = once(fail);
+  const req = http.request({ host: origin.hostname, port: origin.port, agent, ...options }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => onAnswer(res.statusCode, Buffer.concat(chunks).toString()));
+    // a body cut short ends with 'aborted' / 'close' and no 'end'
+    res.on('aborted', () => onFail('error', 'answer cut short'));
+    res.on('close', () => (res.complete ? undefined : onFail('error', 'answer cut short')));
+    res.on('error', (err) => onFail('error', err.message));
+  });
+  req.setTimeout(timeoutMs, () => {
+    onFail('timeout', `no answer within ${timeoutMs} ms`);
+    req.destroy();
+  });
+  req.on('error', (err) => onFail('error', err.message));
+  req.end(body);
+}
+
 function send(index, scheduledAt) {
   const body = bodies[index];
   inFlight++;
   if (inFlight > (spec.connections ?? 50)) lateStarts++;
-  const req = http.request(
-    {
-      host: origin.hostname,
-      port: origin.port,
-      method: spec.method ?? 'POST',
-      path: spec.path,
-      agent,
-      headers: { ...(spec.headers ?? {}), 'content-length': Buffer.byteLength(body) },
+  const headers = { ...(spec.headers ?? {}), 'content-length': Buffer.byteLength(body) };
+  request(
+    { method: spec.method ?? 'POST', path: spec.path, headers },
+    body,
+    (status, text) => {
+      const now = performance.now();
+      lastAnswerAt = now;
+      latencies.push(now - scheduledAt);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status >= 400) {
+        let code = '?';
+        try {
+          code = JSON.parse(text).code ?? '?';
+        } catch {}
+        codes[`${status} ${code}`] = (codes[`${status} ${code}`] ?? 0) + 1;
+        if (samples.length < 5) samples.push(`${status} ${text.slice(0, 300)}`);
+      }
+      finish();
     },
-    (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const now = performance.now();
-        lastAnswerAt = now;
-        latencies[index] = now - scheduledAt;
-        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
-        if (res.statusCode >= 400) {
-          const text = Buffer.concat(chunks).toString();
-          let code = '?';
-          try {
-            code = JSON.parse(text).code ?? '?';
-          } catch {}
-          codes[`${res.statusCode} ${code}`] = (codes[`${res.statusCode} ${code}`] ?? 0) + 1;
-          if (samples.length < 5) samples.push(`${res.statusCode} ${text.slice(0, 300)}`);
-        }
-        finish();
-      });
+    (kind, message) => {
+      if (kind === 'timeout') timeouts++;
+      else errors++;
+      if (samples.length < 5) samples.push(`${kind}: ${message}`);
+      finish();
     },
   );
-  req.on('error', (err) => {
-    errors++;
-    latencies[index] = performance.now() - scheduledAt;
-    if (samples.length < 5) samples.push(String(err.message));
-    finish();
-  });
-  req.end(body);
 }
 
 function finish() {
@@ -85,7 +108,22 @@ function finish() {
   if (++done === total) report();
 }
 
-const started = performance.now();
+// Every connection opened and used once before the clock starts.
+const warm = Array.from(
+  { length: spec.connections ?? 50 },
+  () =>
+    new Promise((resolve, reject) =>
+      request({ method: 'GET', path: spec.warmPath ?? '/healthz', headers: {} }, undefined, resolve, (kind, message) => reject(new Error(`warm-up ${kind}: ${message}`))),
+    ),
+);
+try {
+  await Promise.all(warm);
+} catch (err) {
+  process.stderr.write(`${err.message}\n`);
+  process.exit(1);
+}
+
+let started = 0;
 // Starts every request whose time has come, then sleeps until the next one's (timers are ~1 ms
 // coarse, so a tick may start a few at once; each still counts from its own scheduled time).
 function tick() {
@@ -96,23 +134,25 @@ function tick() {
   }
   if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
 }
+started = performance.now();
 tick();
 
 function report() {
   const sorted = Float64Array.from(latencies).sort();
-  const pct = (p) => sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1];
-  const elapsedMs = lastAnswerAt - started;
+  const pct = (p) => (sorted.length ? sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1] : null);
+  const answered = sorted.length;
+  const elapsedMs = (answered ? lastAnswerAt : performance.now()) - started;
   process.stdout.write(
     `${JSON.stringify({
-      requests: total - errors,
+      requests: answered,
       elapsedMs,
-      rate: ((total - errors) * 1000) / elapsedMs,
+      rate: (answered * 1000) / elapsedMs,
       offeredRate: spec.rate,
       statuses,
       codes,
-      latency: { p50: pct(50), p90: pct(90), p99: pct(99), max: pct(100), mean: sorted.reduce((a, b) => a + b, 0) / total },
+      latency: { p50: pct(50), p90: pct(90), p99: pct(99), max: pct(100), mean: answered ? sorted.reduce((a, b) => a + b, 0) / answered : null },
       errors,
-      timeouts: 0,
+      timeouts,
       lateStarts,
       samples,
     })}\n`,
