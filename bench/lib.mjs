@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { nearestRank } from './answers.mjs';
 import { formatSummary, summarise } from './profile-summary.mjs';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -461,9 +462,7 @@ export function processMemory(pid) {
 /** Nearest-rank percentile (p in 0..100) of an array of numbers. */
 export function percentile(values, p) {
   if (values.length === 0) return NaN;
-  const sorted = Float64Array.from(values).sort();
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1];
+  return nearestRank(Float64Array.from(values).sort(), p);
 }
 
 export const median = (values) => {

@@ -20,6 +20,7 @@
 // responses, measured per request from write to last byte), errors, timeouts, tickets, samples }.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import { countAnswer, latencySummary } from './answers.mjs';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
@@ -31,9 +32,7 @@ if (spec.amount && spec.amount > bodies.length) throw new Error(`amount ${spec.a
 
 let next = 0;
 const latencies = [];
-const statuses = {};
-const samples = [];
-const codes = {};
+const tally = { statuses: {}, codes: {}, samples: [] };
 let tickets = 0;
 const ticketLines = [];
 
@@ -46,18 +45,8 @@ const request = {
     return req;
   },
   onResponse(status, body) {
-    statuses[status] = (statuses[status] ?? 0) + 1;
-    if (status >= 400) {
-      let code = '?';
-      try {
-        code = JSON.parse(body).code ?? '?';
-      } catch {}
-      codes[`${status} ${code}`] = (codes[`${status} ${code}`] ?? 0) + 1;
-    }
-    if (!expect.has(status)) {
-      if (samples.length < 5) samples.push(`${status} ${String(body).slice(0, 300)}`);
-      return;
-    }
+    countAnswer(tally, status, body, !expect.has(status));
+    if (!expect.has(status)) return;
     if (spec.collect === 'tickets') {
       const order = JSON.parse(body);
       tickets += order.tickets.length;
@@ -91,8 +80,6 @@ const instance = autocannon(
       process.exit(1);
     }
     if (spec.ticketsFile) fs.writeFileSync(spec.ticketsFile, ticketLines.join('\n') + (ticketLines.length ? '\n' : ''));
-    const sorted = Float64Array.from(latencies).sort();
-    const pct = (p) => (sorted.length ? sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1] : null);
     const requests = latencies.length;
     process.stdout.write(
       `${JSON.stringify({
@@ -100,13 +87,13 @@ const instance = autocannon(
         bodiesUsed: next,
         elapsedMs,
         rate: (requests * 1000) / elapsedMs,
-        statuses,
-        codes,
-        latency: { p50: pct(50), p90: pct(90), p99: pct(99), max: pct(100), mean: latencies.reduce((a, b) => a + b, 0) / (requests || 1) },
+        statuses: tally.statuses,
+        codes: tally.codes,
+        latency: latencySummary(latencies),
         errors: result.errors,
         timeouts: result.timeouts,
         tickets,
-        samples,
+        samples: tally.samples,
       })}\n`,
     );
   },

@@ -23,6 +23,7 @@
 // connection), samples }.
 import fs from 'node:fs';
 import http from 'node:http';
+import { countAnswer, latencySummary } from './answers.mjs';
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const bodies = JSON.parse(fs.readFileSync(spec.bodiesFile, 'utf8'));
@@ -33,9 +34,7 @@ const origin = new URL(spec.origin);
 
 const timeoutMs = (spec.timeoutSeconds ?? 30) * 1000;
 const latencies = [];
-const statuses = {};
-const codes = {};
-const samples = [];
+const tally = { statuses: {}, codes: {}, samples: [] };
 let done = 0;
 let errors = 0;
 let timeouts = 0;
@@ -83,21 +82,13 @@ function send(index, scheduledAt) {
       const now = performance.now();
       lastAnswerAt = now;
       latencies.push(now - scheduledAt);
-      statuses[status] = (statuses[status] ?? 0) + 1;
-      if (status >= 400) {
-        let code = '?';
-        try {
-          code = JSON.parse(text).code ?? '?';
-        } catch {}
-        codes[`${status} ${code}`] = (codes[`${status} ${code}`] ?? 0) + 1;
-        if (samples.length < 5) samples.push(`${status} ${text.slice(0, 300)}`);
-      }
+      countAnswer(tally, status, text);
       finish();
     },
     (kind, message) => {
       if (kind === 'timeout') timeouts++;
       else errors++;
-      if (samples.length < 5) samples.push(`${kind}: ${message}`);
+      if (tally.samples.length < 5) tally.samples.push(`${kind}: ${message}`);
       finish();
     },
   );
@@ -138,9 +129,7 @@ started = performance.now();
 tick();
 
 function report() {
-  const sorted = Float64Array.from(latencies).sort();
-  const pct = (p) => (sorted.length ? sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1] : null);
-  const answered = sorted.length;
+  const answered = latencies.length;
   const elapsedMs = (answered ? lastAnswerAt : performance.now()) - started;
   process.stdout.write(
     `${JSON.stringify({
@@ -148,13 +137,13 @@ function report() {
       elapsedMs,
       rate: (answered * 1000) / elapsedMs,
       offeredRate: spec.rate,
-      statuses,
-      codes,
-      latency: { p50: pct(50), p90: pct(90), p99: pct(99), max: pct(100), mean: answered ? sorted.reduce((a, b) => a + b, 0) / answered : null },
+      statuses: tally.statuses,
+      codes: tally.codes,
+      latency: latencySummary(latencies),
       errors,
       timeouts,
       lateStarts,
-      samples,
+      samples: tally.samples,
     })}\n`,
   );
   agent.destroy();
