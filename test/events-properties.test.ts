@@ -125,6 +125,63 @@ for (const engine of ENGINES) {
       assert.equal((await refused.json()).code, 'ticket_cancelled');
     });
 
+    test('check-ins racing transfers: each ticket is either admitted as its holder then was, or transferred; the message and its deliveries match', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const scanner = await api.key(accountId, 'business', { scopes: ['checkin'] });
+      const subscribe = async (events: string[]) =>
+        (await (await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: 'https://hooks.example.com/door', events } })).json()).id as string;
+      const everything = await subscribe(['*']);
+      const door = await subscribe(['checkin.completed', 'checkin.undone']);
+      await subscribe(['ticket.purchased']);
+      const disabled = await subscribe(['*']);
+      await api.database.db.updateTable('webhookSubscriptions').set({ status: 'disabled' }).where('id', '=', disabled).execute();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 40 } });
+      const order = await (await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 40 }] } })).json();
+
+      const races = await Promise.all(
+        order.tickets.map(async (ticket: { id: string; code: string }, i: number) => {
+          const scan = api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key: scanner, json: i % 2 ? { code: ticket.code } : { ticketId: ticket.id } });
+          const transfer = api.fetch(`/v1/tickets/${ticket.id}/transfer`, { method: 'POST', key, json: { attendee: { name: `Heir ${i}`, email: `heir${i}@example.com` } } });
+          const [scanned, transferred] = await Promise.all([scan, transfer]);
+          return { ticket, i, scanned: scanned.status, checkin: await scanned.json(), transferred: transferred.status, transferBody: await transferred.json() };
+        }),
+      );
+      const admitted = races.filter((r) => r.scanned === 201);
+      for (const race of races) {
+        const heir = { name: `Heir ${race.i}`, email: `heir${race.i}@example.com` };
+        if (race.transferred === 409) {
+          // Admitted first: the ticket kept its holder, and the transfer was refused.
+          assert.equal(race.transferBody.code, 'ticket_checked_in');
+          assert.equal(race.scanned, 201);
+          assert.deepEqual(race.checkin.attendee, buyer);
+        } else {
+          // Transferred first: the old code no longer finds the ticket; by id, the new holder is admitted.
+          assert.equal(race.transferred, 200);
+          if (race.i % 2) assert.deepEqual([race.scanned, race.checkin.code], [404, 'not_found']);
+          else assert.deepEqual([race.scanned, race.checkin.attendee], [201, heir]);
+        }
+        if (race.scanned === 201) assert.deepEqual(await (await api.fetch(`/v1/tickets/${race.ticket.id}`, { key })).json(), race.checkin.ticket);
+      }
+      assert.ok(admitted.length > 0, 'some scans were admitted');
+
+      // One message per admission, holding exactly what was answered; one delivery job per subscription that wants it.
+      const messages = await api.database.db.selectFrom('webhookMessages').select(['id', 'payload']).where('eventType', '=', 'checkin.completed').execute();
+      assert.deepEqual(messages.map((m) => JSON.parse(m.payload).data).sort((a, b) => a.id.localeCompare(b.id)), admitted.map((r) => r.checkin).sort((a, b) => a.id.localeCompare(b.id)));
+      const jobs = await api.database.db.selectFrom('jobs').selectAll().where('kind', '=', 'webhook.deliver').execute();
+      for (const message of messages) {
+        const its = jobs.filter((j) => JSON.parse(j.payload).messageId === message.id);
+        assert.deepEqual(its.map((j) => JSON.parse(j.payload).subscriptionId).sort(), [everything, door].sort());
+        for (const job of its) {
+          assert.match(job.id, /^qjob_[0-9a-z]{26}$/);
+          assert.deepEqual([job.status, job.attempts, job.maxAttempts, job.lockedBy, job.lastError, job.finishedAt], ['queued', 0, 50, null, null, null]);
+          assert.ok(job.runAt === job.createdAt && job.updatedAt === job.createdAt);
+        }
+      }
+      const history = await api.database.db.selectFrom('checkins').select(['id', 'ticketId', 'action']).where('eventId', '=', eventId).execute();
+      assert.deepEqual(history.map((h) => h.id).sort(), admitted.map((r) => r.checkin.id).sort());
+    });
+
     test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_LIMITS_BUSINESS: 'eventsPerMinute=100000,eventsPerDay=1000000,blendPerHour=10' });
       const { key } = await api.account();

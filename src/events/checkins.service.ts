@@ -1,13 +1,16 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
+import { afterCommit } from '../db/transaction.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
-import { enqueueMessages } from '../webhooks/outbox.js';
+import { type JobRow, jobRows } from '../jobs/queue.js';
+import { jobsQueued } from '../jobs/signal.js';
+import { deliveryJobs, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import { type CheckinTable, TICKET_COLUMNS, type TicketTable } from './events.table.js';
@@ -65,6 +68,126 @@ const checkInAndRecordWhere = (by: 'id' | 'code') =>
   );
 const checkInAndRecordById = checkInAndRecordWhere('id');
 const checkInAndRecordByCode = checkInAndRecordWhere('code');
+/**
+ * PostgreSQL's door path in two round trips instead of four (BEGIN, the check-in, the outbox,
+ * COMMIT): on PostgreSQL each statement is a round trip, and a busy door sends thousands a second.
+ * First one read: the ticket the scan names, and the account's enabled webhook subscriptions.
+ * Then one statement, which PostgreSQL runs as one transaction: the check-in, its history row,
+ * its outbox message and the message's delivery jobs, all conditional on the ticket row being
+ * exactly as it was read. The message (which holds the ticket) is built from that read, so it
+ * holds what the statement commits. A scan that finds the ticket changed in between, or that is
+ * refused, takes the transactional path.
+ */
+const ticketWithSubscriptions = (by: 'id' | 'code') =>
+  prepared((db: Db, accountId: string, eventId: string, value: string) =>
+    new TenantScope(db, accountId)
+      .selectFrom('tickets')
+      .select(TICKET_COLUMNS)
+      .select((eb) =>
+        eb
+          .selectFrom('webhookSubscriptions')
+          .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(id, events)), '[]')`.as('list'))
+          .whereRef('webhookSubscriptions.accountId', '=', 'tickets.accountId')
+          .where('webhookSubscriptions.status', '=', 'enabled')
+          .as('subscriptions'),
+      )
+      .where('eventId', '=', eventId)
+      .where(by, '=', value),
+  );
+const ticketWithSubscriptionsById = ticketWithSubscriptions('id');
+const ticketWithSubscriptionsByCode = ticketWithSubscriptions('code');
+
+/** The columns of a new job that are not null (queue.ts `jobRows`), passed as one array each. */
+type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
+
+const writeCheckInAsRead = prepared(
+  (
+    db: Db,
+    at: number,
+    checkinId: string,
+    now: number,
+    gate: string | null,
+    keyId: string | null,
+    messageId: string,
+    eventType: string,
+    payload: string,
+    jobIds: string[],
+    jobKinds: string[],
+    jobPayloads: string[],
+    jobStatuses: string[],
+    jobAttempts: number[],
+    jobMaxAttempts: number[],
+    jobRunAt: number[],
+    jobCreatedAt: number[],
+    jobUpdatedAt: number[],
+    ...read: unknown[]
+  ) =>
+    db
+      .with('checked', (qc) =>
+        qc
+          .updateTable('tickets')
+          .set({ checkedInAt: at, checkinId, updatedAt: now })
+          // By primary key (`is not distinct from` cannot use an index), then every column as read.
+          .where('id', '=', read[TICKET_COLUMNS.indexOf('id')] as string)
+          .where((eb) => eb.and(TICKET_COLUMNS.map((column, i) => eb(column, 'is not distinct from', read[i] as never))))
+          .returning(['id', 'accountId', 'eventId']),
+      )
+      .with('recorded', (qc) =>
+        qc
+          .insertInto('checkins')
+          .columns(['id', 'accountId', 'eventId', 'ticketId', 'action', 'gate', 'scannedAt', 'keyId', 'createdAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom('checked')
+              .select([
+                eb.cast<string>(eb.val(checkinId), 'text').as('id'),
+                'checked.accountId',
+                'checked.eventId',
+                'checked.id',
+                eb.cast<string>(eb.val('checkin'), 'text').as('action'),
+                eb.cast<string | null>(eb.val(gate), 'text').as('gate'),
+                eb.cast<number>(eb.val(at), 'bigint').as('scannedAt'),
+                eb.cast<string | null>(eb.val(keyId), 'text').as('keyId'),
+                eb.cast<number>(eb.val(now), 'bigint').as('createdAt'),
+              ]),
+          ),
+      )
+      .with('message', (qc) =>
+        qc
+          .insertInto('webhookMessages')
+          .columns(['id', 'accountId', 'eventType', 'payload', 'createdAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom('checked')
+              .select([
+                eb.cast<string>(eb.val(messageId), 'text').as('id'),
+                'checked.accountId',
+                eb.cast<string>(eb.val(eventType), 'text').as('eventType'),
+                eb.cast<string>(eb.val(payload), 'text').as('payload'),
+                eb.cast<number>(eb.val(now), 'bigint').as('createdAt'),
+              ]),
+          ),
+      )
+      .with('queued', (qc) =>
+        qc
+          .insertInto('jobs')
+          .columns(['id', 'kind', 'payload', 'status', 'attempts', 'maxAttempts', 'runAt', 'createdAt', 'updatedAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom([
+                'checked',
+                sql<JobColumns>`unnest(${jobIds}::text[], ${jobKinds}::text[], ${jobPayloads}::text[], ${jobStatuses}::text[], ${jobAttempts}::integer[], ${jobMaxAttempts}::integer[], ${jobRunAt}::bigint[], ${jobCreatedAt}::bigint[], ${jobUpdatedAt}::bigint[])`.as<'j'>(
+                  sql`j(id, kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)`,
+                ),
+              ])
+              .select(['j.id', 'j.kind', 'j.payload', 'j.status', 'j.attempts', 'j.maxAttempts', 'j.runAt', 'j.createdAt', 'j.updatedAt']),
+          ),
+      )
+      .selectFrom('checked')
+      .select('checked.id'),
+);
+
+
 const recordCheckin = prepared(
   (db: Db, id: string, accountId: string, eventId: string, ticketId: string, action: string, gate: string | null, scannedAt: number, keyId: string | null, createdAt: number) =>
     db.insertInto('checkins').values({ id, accountId, eventId, ticketId, action, gate, scannedAt, keyId, createdAt }),
@@ -83,49 +206,114 @@ const CLOCK_SKEW_MS = 5 * 60_000;
  * All four are one conditional update (`event_id = ? and status = 'valid' and checked_in_at is
  * null`), so of any number of concurrent scans of one ticket exactly one succeeds, on SQLite and
  * on PostgreSQL, and an admitted scan costs no lookups. Only a refused scan looks further, to
- * name the first rule, in this order, that refused it.
+ * name the first rule, in this order, that refused it. On PostgreSQL a scan first tries the
+ * two-round-trip path (writeCheckInAsRead), whose single statement holds the same conditions and
+ * more (the whole row as read); whatever it does not admit comes here.
  */
-export async function checkIn(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, keyId: string | null) {
+export async function checkIn(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, keyId: string | null): Promise<Admission> {
   if ((input.ticketId === undefined) === (input.code === undefined)) {
     throw invalid(input.ticketId === undefined ? '/ticketId' : '/code', 'send exactly one of ticketId and code');
   }
   const now = Date.now();
   const scannedAt = input.checkedInAt === undefined ? now : parseTime(input.checkedInAt, '/checkedInAt');
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
+  const scan: Scan = { scannedAt, now, gate: input.gate ?? null, keyId };
 
+  if (onPostgres(scope.db as Db)) {
+    const admitted = await checkInAsRead(scope, eventId, input, scan);
+    if (admitted) return admitted;
+  }
   return scope.transaction(async (tx) => {
     const db = tx.db as Db;
     const checkinId = newId('checkin');
-    const gate = input.gate ?? null;
     let checkedIn: Selectable<TicketTable> | undefined;
     if (onPostgres(db)) {
       [checkedIn] =
         input.ticketId !== undefined
-          ? await checkInAndRecordById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now, gate, keyId)
-          : await checkInAndRecordByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now, gate, keyId);
+          ? await checkInAndRecordById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now, scan.gate, keyId)
+          : await checkInAndRecordByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now, scan.gate, keyId);
     } else {
       [checkedIn] =
         input.ticketId !== undefined
           ? await checkInById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now)
           : await checkInByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now);
-      if (checkedIn) await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', gate, scannedAt, keyId, now);
+      if (checkedIn) await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', scan.gate, scannedAt, keyId, now);
     }
     if (!checkedIn) return refuseCheckIn(tx, eventId, input);
-    const presentedTicket = presentTicket(checkedIn);
-    const checkin = {
-      id: checkinId,
-      action: 'checkin' as const,
-      eventId,
-      ticketId: checkedIn.id,
-      checkedInAt: iso(scannedAt),
-      gate,
-      createdAt: iso(now),
-      ticket: presentedTicket,
-      attendee: presentedTicket.attendee,
-    };
+    const checkin = admission(checkinId, checkedIn, scan);
     await enqueueMessages(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
     return checkin;
   });
+}
+
+/** One scan's own facts: when it happened (the scanner's time), when the server saw it, where, by which key. */
+interface Scan {
+  scannedAt: number;
+  now: number;
+  gate: string | null;
+  keyId: string | null;
+}
+
+/** A check-in as the API answers it and the `checkin.completed` message carries it. */
+function admission(checkinId: string, ticket: Selectable<TicketTable>, scan: Scan) {
+  const presentedTicket = presentTicket(ticket);
+  return {
+    id: checkinId,
+    action: 'checkin' as const,
+    eventId: ticket.eventId,
+    ticketId: ticket.id,
+    checkedInAt: iso(scan.scannedAt),
+    gate: scan.gate,
+    createdAt: iso(scan.now),
+    ticket: presentedTicket,
+    attendee: presentedTicket.attendee,
+  };
+}
+
+export type Admission = ReturnType<typeof admission>;
+
+/**
+ * PostgreSQL: admits a ticket that is valid and not checked in yet, in two round trips
+ * (writeCheckInAsRead above). Undefined when the transactional path must decide: the ticket is
+ * not found, is refused, or changed between the read and the write.
+ */
+async function checkInAsRead(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, scan: Scan): Promise<Admission | undefined> {
+  const db = scope.db as Db;
+  const [found] =
+    input.ticketId !== undefined
+      ? await ticketWithSubscriptionsById(db, scope.accountId, eventId, input.ticketId)
+      : await ticketWithSubscriptionsByCode(db, scope.accountId, eventId, input.code!);
+  if (!found || found.status !== 'valid' || found.checkedInAt !== null) return undefined;
+  const { subscriptions, ...ticket } = found;
+  const checkinId = newId('checkin');
+  const checkin = admission(checkinId, { ...ticket, checkedInAt: scan.scannedAt, checkinId, updatedAt: scan.now }, scan);
+  const messages: OutboxMessage[] = [{ event: 'checkin.completed', data: checkin }];
+  const message = outboxRow(scope.accountId, messages[0]!, scan.now);
+  const jobs = jobRows(deliveryJobs((subscriptions ?? []).map(([id, events]) => ({ id, events })), messages, [message]), scan.now);
+  const written = await writeCheckInAsRead(
+    db,
+    scan.scannedAt,
+    checkinId,
+    scan.now,
+    scan.gate,
+    scan.keyId,
+    message.id,
+    message.eventType,
+    message.payload,
+    jobs.map((j) => j.id),
+    jobs.map((j) => j.kind),
+    jobs.map((j) => j.payload),
+    jobs.map((j) => j.status),
+    jobs.map((j) => j.attempts),
+    jobs.map((j) => j.maxAttempts),
+    jobs.map((j) => j.runAt),
+    jobs.map((j) => j.createdAt),
+    jobs.map((j) => j.updatedAt),
+    ...TICKET_COLUMNS.map((column) => ticket[column]),
+  );
+  if (written.length === 0) return undefined;
+  if (jobs.length > 0) afterCommit(db, jobsQueued);
+  return checkin;
 }
 
 /** Why a scan was refused: the first of checkIn's rules, in their order, that the ticket breaks. */

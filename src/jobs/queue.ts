@@ -18,9 +18,9 @@ export interface NewJob {
 
 const BATCH = 200;
 
-/** Adds jobs; call it inside the transaction whose commit should make them visible. */
-export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now()): Promise<void> {
-  const rows = jobs.map((job) => ({
+/** The rows of new jobs, queued at `now`. */
+export function jobRows(jobs: NewJob[], now: number): JobRow[] {
+  return jobs.map((job) => ({
     id: newId('queuedJob'),
     kind: job.kind,
     payload: JSON.stringify(job.payload),
@@ -35,6 +35,11 @@ export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now())
     updatedAt: now,
     finishedAt: null,
   }));
+}
+
+/** Adds jobs; call it inside the transaction whose commit should make them visible. */
+export async function enqueueJobs(db: Db | Tx, jobs: NewJob[], now = Date.now()): Promise<void> {
+  const rows = jobRows(jobs, now);
   for (let i = 0; i < rows.length; i += BATCH) await db.insertInto('jobs').values(rows.slice(i, i + BATCH)).execute();
   // Workers look for them as soon as they can be claimed (signal.ts), not at their next poll.
   if (rows.length > 0) afterCommit(db, jobsQueued);

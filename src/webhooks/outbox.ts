@@ -51,16 +51,41 @@ const insertMessageListingSubscriptions = prepared((db: Db | Tx, id: string, acc
     .where('status', '=', 'enabled'),
 );
 
+/** A message's outbox row, written at `now`: its id, and its body exactly as it will be delivered. */
+export function outboxRow(accountId: string, message: OutboxMessage, now: number) {
+  const id = newId('message');
+  const body = { id, event: message.event, ...(message.jobId ? { jobId: message.jobId } : {}), timestamp: iso(now), data: message.data };
+  return { id, accountId, eventType: message.event, payload: JSON.stringify(body), createdAt: now };
+}
+
+export type OutboxRow = ReturnType<typeof outboxRow>;
+
+/**
+ * The delivery jobs of written messages: one per (message, subscription whose `events` list
+ * wants it), and one per message with a job's own webhookUrl.
+ */
+export function deliveryJobs(subscriptions: ReadonlyArray<{ id: string; events: string }>, messages: OutboxMessage[], rows: OutboxRow[]): NewJob[] {
+  const jobs: NewJob[] = [];
+  for (const subscription of subscriptions) {
+    const events = JSON.parse(subscription.events) as string[];
+    for (const row of rows) {
+      if (events.includes('*') || events.includes(row.eventType)) {
+        jobs.push({ kind: DELIVER_KIND, payload: { messageId: row.id, subscriptionId: subscription.id }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
+      }
+    }
+  }
+  messages.forEach((message, i) => {
+    if (message.webhookUrl) jobs.push({ kind: DELIVER_KIND, payload: { messageId: rows[i]!.id, url: message.webhookUrl }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
+  });
+  return jobs;
+}
+
 /**
  * Writes webhook messages into the outbox. Call it with the transaction that makes the change
  * the messages report: a crash can then delay a message, never lose it or send a phantom one.
  */
 export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: OutboxMessage[], now = Date.now()): Promise<string[]> {
-  const rows = messages.map((message) => {
-    const id = newId('message');
-    const body = { id, event: message.event, ...(message.jobId ? { jobId: message.jobId } : {}), timestamp: iso(now), data: message.data };
-    return { id, accountId, eventType: message.event, payload: JSON.stringify(body), createdAt: now };
-  });
+  const rows = messages.map((message) => outboxRow(accountId, message, now));
   // Fan out to the subscriptions that exist now, in the same transaction: a delivery job per
   // (message, subscription). Later subscriptions do not receive earlier messages.
   let subscriptions: Array<{ id: string; events: string }>;
@@ -72,19 +97,7 @@ export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: 
     else for (let i = 0; i < rows.length; i += BATCH) await tx.insertInto('webhookMessages').values(rows.slice(i, i + BATCH)).execute();
     subscriptions = await enabledSubscriptions(tx, accountId);
   }
-  const jobs: NewJob[] = [];
-  for (const subscription of subscriptions) {
-    const events = JSON.parse(subscription.events) as string[];
-    for (const row of rows) {
-      if (events.includes('*') || events.includes(row.eventType)) {
-        jobs.push({ kind: DELIVER_KIND, payload: { messageId: row.id, subscriptionId: subscription.id }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
-      }
-    }
-  }
-  for (const message of messages.filter((m) => m.webhookUrl)) {
-    const row = rows[messages.indexOf(message)]!;
-    jobs.push({ kind: DELIVER_KIND, payload: { messageId: row.id, url: message.webhookUrl }, maxAttempts: DELIVERY_MAX_ATTEMPTS });
-  }
+  const jobs = deliveryJobs(subscriptions, messages, rows);
   if (jobs.length > 0) await enqueueJobs(tx, jobs, now);
   return rows.map((r) => r.id);
 }
