@@ -69,14 +69,18 @@ const checkInAndRecordWhere = (by: 'id' | 'code') =>
 const checkInAndRecordById = checkInAndRecordWhere('id');
 const checkInAndRecordByCode = checkInAndRecordWhere('code');
 /**
- * PostgreSQL's door path in two round trips instead of four (BEGIN, the check-in, the outbox,
- * COMMIT): on PostgreSQL each statement is a round trip, and a busy door sends thousands a second.
+ * PostgreSQL's door path in two round trips instead of four or five (BEGIN, the check-in, the
+ * outbox message, its delivery jobs when a subscription wants it, COMMIT): on PostgreSQL each
+ * statement is a round trip, and a busy door sends thousands a second.
  * First one read: the ticket the scan names, and the account's enabled webhook subscriptions.
  * Then one statement, which PostgreSQL runs as one transaction: the check-in, its history row,
  * its outbox message and the message's delivery jobs, all conditional on the ticket row being
  * exactly as it was read. The message (which holds the ticket) is built from that read, so it
- * holds what the statement commits. A scan that finds the ticket changed in between, or that is
- * refused, takes the transactional path.
+ * holds what the statement commits. The subscriptions are those of the read: one created or
+ * removed between the read and the write may miss the message or get a job that its worker then
+ * drops, as with any subscription changed while a change commits. A scan whose ticket this read
+ * shows refused is refused from it; one whose ticket is not found, or changed before the write,
+ * takes the transactional path.
  */
 const ticketWithSubscriptions = (by: 'id' | 'code') =>
   prepared((db: Db, accountId: string, eventId: string, value: string) =>
@@ -86,7 +90,7 @@ const ticketWithSubscriptions = (by: 'id' | 'code') =>
       .select((eb) =>
         eb
           .selectFrom('webhookSubscriptions')
-          .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(id, events)), '[]')`.as('list'))
+          .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(webhook_subscriptions.id, webhook_subscriptions.events)), '[]')`.as('list'))
           .whereRef('webhookSubscriptions.accountId', '=', 'tickets.accountId')
           .where('webhookSubscriptions.status', '=', 'enabled')
           .as('subscriptions'),
@@ -96,6 +100,10 @@ const ticketWithSubscriptions = (by: 'id' | 'code') =>
   );
 const ticketWithSubscriptionsById = ticketWithSubscriptions('id');
 const ticketWithSubscriptionsByCode = ticketWithSubscriptions('code');
+
+/** A ticket row's values in TICKET_COLUMNS' order. */
+type ValuesOf<C extends ReadonlyArray<keyof TicketTable>> = { -readonly [I in keyof C]: TicketTable[C[I] & keyof TicketTable] };
+type TicketValues = ValuesOf<typeof TICKET_COLUMNS>;
 
 /** The columns of a new job that are not null (queue.ts `jobRows`), passed as one array each. */
 type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
@@ -120,7 +128,7 @@ const writeCheckInAsRead = prepared(
     jobRunAt: number[],
     jobCreatedAt: number[],
     jobUpdatedAt: number[],
-    ...read: unknown[]
+    ...read: TicketValues
   ) =>
     db
       .with('checked', (qc) =>
@@ -128,8 +136,8 @@ const writeCheckInAsRead = prepared(
           .updateTable('tickets')
           .set({ checkedInAt: at, checkinId, updatedAt: now })
           // By primary key (`is not distinct from` cannot use an index), then every column as read.
-          .where('id', '=', read[TICKET_COLUMNS.indexOf('id')] as string)
-          .where((eb) => eb.and(TICKET_COLUMNS.map((column, i) => eb(column, 'is not distinct from', read[i] as never))))
+          .where('id', '=', read[0])
+          .where((eb) => eb.and(TICKET_COLUMNS.map((column, i) => eb(column, 'is not distinct from', read[i] as TicketTable[typeof column]))))
           .returning(['id', 'accountId', 'eventId']),
       )
       .with('recorded', (qc) =>
@@ -187,7 +195,6 @@ const writeCheckInAsRead = prepared(
       .select('checked.id'),
 );
 
-
 const recordCheckin = prepared(
   (db: Db, id: string, accountId: string, eventId: string, ticketId: string, action: string, gate: string | null, scannedAt: number, keyId: string | null, createdAt: number) =>
     db.insertInto('checkins').values({ id, accountId, eventId, ticketId, action, gate, scannedAt, keyId, createdAt }),
@@ -197,7 +204,7 @@ const recordCheckin = prepared(
 const CLOCK_SKEW_MS = 5 * 60_000;
 
 /**
- * Checks a ticket in. Every entry rule lives here, inside one transaction:
+ * Checks a ticket in. Every entry rule lives here, and each admission is one transaction:
  *   1. the event exists (404);
  *   2. the ticket, by id or by code, belongs to this event (404: a ticket of another event, a
  *      transferred ticket's old code and an unknown code look alike);
@@ -207,8 +214,9 @@ const CLOCK_SKEW_MS = 5 * 60_000;
  * null`), so of any number of concurrent scans of one ticket exactly one succeeds, on SQLite and
  * on PostgreSQL, and an admitted scan costs no lookups. Only a refused scan looks further, to
  * name the first rule, in this order, that refused it. On PostgreSQL a scan first tries the
- * two-round-trip path (writeCheckInAsRead), whose single statement holds the same conditions and
- * more (the whole row as read); whatever it does not admit comes here.
+ * two-round-trip path (checkInAsRead): one read, which may already refuse it by rules 3 and 4, then
+ * one statement that holds the same conditions and more (the whole row as read); whatever that
+ * path does not decide comes here.
  */
 export async function checkIn(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, keyId: string | null): Promise<Admission> {
   if ((input.ticketId === undefined) === (input.code === undefined)) {
@@ -274,8 +282,9 @@ export type Admission = ReturnType<typeof admission>;
 
 /**
  * PostgreSQL: admits a ticket that is valid and not checked in yet, in two round trips
- * (writeCheckInAsRead above). Undefined when the transactional path must decide: the ticket is
- * not found, is refused, or changed between the read and the write.
+ * (writeCheckInAsRead above), or refuses one that this read shows cancelled or checked in.
+ * Undefined when the transactional path must decide: no such ticket of the event (which of rules
+ * 1 and 2 failed), or the ticket changed between the read and the write.
  */
 async function checkInAsRead(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, scan: Scan): Promise<Admission | undefined> {
   const db = scope.db as Db;
@@ -283,8 +292,11 @@ async function checkInAsRead(scope: TenantScope, eventId: string, input: Static<
     input.ticketId !== undefined
       ? await ticketWithSubscriptionsById(db, scope.accountId, eventId, input.ticketId)
       : await ticketWithSubscriptionsByCode(db, scope.accountId, eventId, input.code!);
-  if (!found || found.status !== 'valid' || found.checkedInAt !== null) return undefined;
+  if (!found) return undefined;
   const { subscriptions, ...ticket } = found;
+  // A double scan at the door is common: refused from this read, which is as good as any (the
+  // ticket of this event exists, so rules 1 and 2 hold).
+  if (ticket.status !== 'valid' || ticket.checkedInAt !== null) refuseTicket(ticket);
   const checkinId = newId('checkin');
   const checkin = admission(checkinId, { ...ticket, checkedInAt: scan.scannedAt, checkinId, updatedAt: scan.now }, scan);
   const messages: OutboxMessage[] = [{ event: 'checkin.completed', data: checkin }];
@@ -309,7 +321,7 @@ async function checkInAsRead(scope: TenantScope, eventId: string, input: Static<
     jobs.map((j) => j.runAt),
     jobs.map((j) => j.createdAt),
     jobs.map((j) => j.updatedAt),
-    ...TICKET_COLUMNS.map((column) => ticket[column]),
+    ...(TICKET_COLUMNS.map((column) => ticket[column]) as unknown as TicketValues),
   );
   if (written.length === 0) return undefined;
   if (jobs.length > 0) afterCommit(db, jobsQueued);
@@ -323,6 +335,11 @@ async function refuseCheckIn(tx: TenantScope, eventId: string, input: Static<typ
   const [ticket] =
     input.ticketId !== undefined ? await ticketById(db, tx.accountId, eventId, input.ticketId) : await ticketByCode(db, tx.accountId, eventId, input.code!);
   if (!ticket) throw new AppError('not_found', `No ticket ${input.ticketId ?? 'with that code'} for event ${eventId}.`);
+  return refuseTicket(ticket);
+}
+
+/** Rules 3 and 4 for a ticket of the event (which proves rules 1 and 2) that was not admitted. */
+function refuseTicket(ticket: Selectable<TicketTable>): never {
   if (ticket.status === 'cancelled') throw new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled.`);
   throw new AppError('already_checked_in', `Ticket ${ticket.id} was checked in at ${iso(ticket.checkedInAt)}.`, {
     ticketId: ticket.id,
