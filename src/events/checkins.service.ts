@@ -36,42 +36,10 @@ const checkInQuery = (by: 'id' | 'code') => (db: Db, accountId: string, eventId:
 const checkInById = prepared(checkInQuery('id'));
 const checkInByCode = prepared(checkInQuery('code'));
 /**
- * On PostgreSQL the same update and its history row are one statement (a data-modifying CTE):
- * each statement of a transaction is a round trip there, and a busy door sends thousands a second.
- */
-const checkInAndRecordWhere = (by: 'id' | 'code') =>
-  prepared((db: Db, accountId: string, eventId: string, value: string, at: number, checkinId: string, now: number, gate: string | null, keyId: string | null) =>
-    db
-      .with('checked', () => checkInQuery(by)(db, accountId, eventId, value, at, checkinId, now))
-      .with('recorded', (qc) =>
-        qc
-          .insertInto('checkins')
-          .columns(['id', 'accountId', 'eventId', 'ticketId', 'action', 'gate', 'scannedAt', 'keyId', 'createdAt'])
-          .expression((eb) =>
-            eb
-              .selectFrom('checked')
-              .select([
-                eb.cast<string>(eb.val(checkinId), 'text').as('id'),
-                'checked.accountId',
-                'checked.eventId',
-                'checked.id',
-                eb.cast<string>(eb.val('checkin'), 'text').as('action'),
-                eb.cast<string | null>(eb.val(gate), 'text').as('gate'),
-                eb.cast<number>(eb.val(at), 'bigint').as('scannedAt'),
-                eb.cast<string | null>(eb.val(keyId), 'text').as('keyId'),
-                eb.cast<number>(eb.val(now), 'bigint').as('createdAt'),
-              ]),
-          ),
-      )
-      .selectFrom('checked')
-      .select(TICKET_COLUMNS),
-  );
-const checkInAndRecordById = checkInAndRecordWhere('id');
-const checkInAndRecordByCode = checkInAndRecordWhere('code');
-/**
- * PostgreSQL's door path in two round trips instead of four or five (BEGIN, the check-in, the
- * outbox message, its delivery jobs when a subscription wants it, COMMIT): on PostgreSQL each
- * statement is a round trip, and a busy door sends thousands a second.
+ * PostgreSQL's door path in two round trips instead of the transactional path's five or six
+ * (BEGIN, the check-in, its history row, the outbox message, its delivery jobs when a subscription
+ * wants it, COMMIT): on PostgreSQL each statement is a round trip, and a busy door sends thousands
+ * a second. The transactional path is left for what this one does not decide, which is rare.
  * First one read: the ticket the scan names, and the account's enabled webhook subscriptions.
  * Then one statement, which PostgreSQL runs as one transaction: the check-in, its history row,
  * its outbox message and the message's delivery jobs, all conditional on the ticket row being
@@ -234,20 +202,12 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   return scope.transaction(async (tx) => {
     const db = tx.db as Db;
     const checkinId = newId('checkin');
-    let checkedIn: Selectable<TicketTable> | undefined;
-    if (onPostgres(db)) {
-      [checkedIn] =
-        input.ticketId !== undefined
-          ? await checkInAndRecordById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now, scan.gate, keyId)
-          : await checkInAndRecordByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now, scan.gate, keyId);
-    } else {
-      [checkedIn] =
-        input.ticketId !== undefined
-          ? await checkInById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now)
-          : await checkInByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now);
-      if (checkedIn) await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', scan.gate, scannedAt, keyId, now);
-    }
+    const [checkedIn] =
+      input.ticketId !== undefined
+        ? await checkInById(db, scope.accountId, eventId, input.ticketId, scannedAt, checkinId, now)
+        : await checkInByCode(db, scope.accountId, eventId, input.code!, scannedAt, checkinId, now);
     if (!checkedIn) return refuseCheckIn(tx, eventId, input);
+    await recordCheckin(db, checkinId, scope.accountId, eventId, checkedIn.id, 'checkin', scan.gate, scannedAt, keyId, now);
     const checkin = admission(checkinId, checkedIn, scan);
     await enqueueMessages(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
     return checkin;
