@@ -152,7 +152,11 @@ for (const engine of ENGINES) {
       await runner.stop(50);
       const slow = await db.selectFrom('jobs').selectAll().where('kind', '=', 'slow').executeTakeFirstOrThrow();
       assert.deepEqual([slow.status, slow.lockedBy, slow.attempts], ['queued', null, 0], 'handed back, its attempt not counted');
+      // Its handler finishing after the hand-back settles nothing: the job is no longer this worker's.
       release();
+      await until(() => runner.busy === 0, 5000, 'the handed-back handler to finish');
+      const after = await db.selectFrom('jobs').selectAll().where('kind', '=', 'slow').executeTakeFirstOrThrow();
+      assert.deepEqual([after.status, after.lockedBy, after.attempts], ['queued', null, 0]);
     });
   });
 }

@@ -28,7 +28,7 @@ export interface RunnerOptions {
  */
 export class JobRunner {
   readonly workerId = `${os.hostname()}:${process.pid}:${newId('queuedJob').slice(-8)}`;
-  private readonly active = new Map<string, { job: JobRow; done: Promise<void> }>();
+  private readonly active = new Map<string, { job: JobRow; done: Promise<void>; renew: NodeJS.Timeout }>();
   private readonly perKind = new Map<string, number>();
   private running = false;
   private wakeUp: (() => void) | null = null;
@@ -116,7 +116,7 @@ export class JobRunner {
       this.perKind.set(kind, running);
       if (running === 0 || handler.concurrency - running === this.batchOf(handler)) this.wake();
     });
-    this.active.set(job.id, { job, done });
+    this.active.set(job.id, { job, done, renew });
   }
 
   private async work(handler: JobHandler, job: JobRow): Promise<void> {
@@ -158,7 +158,14 @@ export class JobRunner {
     const inFlight = [...this.active.values()];
     const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
     await Promise.race([Promise.all(inFlight.map((a) => a.done)), timeout]);
-    await Promise.all([...this.active.values()].map(({ job }) => releaseJob(this.db, job).catch(() => {})));
+    // Handed back: this worker no longer renews their leases (nor keeps the process alive for them);
+    // a handler that finishes later settles nothing, as the lease is no longer this worker's.
+    await Promise.all(
+      [...this.active.values()].map(({ job, renew }) => {
+        clearInterval(renew);
+        return releaseJob(this.db, job).catch(() => {});
+      }),
+    );
   }
 
   get busy(): number {
