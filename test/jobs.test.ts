@@ -131,32 +131,49 @@ for (const engine of ENGINES) {
       assert.deepEqual(givenUp, ['Connection terminated unexpectedly']);
     });
 
-    test('retries wait their delay; a stopping worker hands its jobs back', async (t) => {
+    test('retries wait their delay; a stopping worker hands its jobs back, and their handlers settle nothing after', async (t) => {
       const connect = await open(t, engine);
       const db = (await connect()).db;
-      await enqueueJobs(db, [{ kind: 'flaky', payload: {}, maxAttempts: 5 }, { kind: 'slow', payload: {}, maxAttempts: 5 }]);
+      await enqueueJobs(db, [
+        { kind: 'flaky', payload: {}, maxAttempts: 5 },
+        { kind: 'slow', payload: {}, maxAttempts: 5 },
+        { kind: 'doomed', payload: {}, maxAttempts: 1 },
+      ]);
       const times: number[] = [];
-      let release!: () => void;
+      const signals: AbortSignal[] = [];
+      const givenUp: string[] = [];
+      const held: Array<() => void> = [];
+      const hold = (settle: (resolve: (o: { status: 'done' }) => void, reject: (e: Error) => void) => void) =>
+        new Promise<{ status: 'done' }>((resolve, reject) => held.push(() => settle(resolve, reject)));
       const runner = new JobRunner(
         db,
         engine,
         {
           flaky: { concurrency: 1, work: async () => (times.push(Date.now()), times.length < 3 ? { status: 'retry', delayMs: 200, error: 'not yet' } : { status: 'done' }) },
-          slow: { concurrency: 1, work: () => new Promise((r) => (release = () => r({ status: 'done' }))) },
+          slow: { concurrency: 1, work: (_job, handedBack) => (signals.push(handedBack), hold((resolve) => resolve({ status: 'done' }))) },
+          // Its only attempt: a failure would be given up, were the job still this worker's.
+          doomed: {
+            concurrency: 1,
+            work: (_job, handedBack) => (signals.push(handedBack), hold((_resolve, reject) => reject(new Error('the pool was closed')))),
+            giveUp: async (job) => void givenUp.push(job.kind),
+          },
         },
         { leaseMs: 30_000, pollMs: 20, log: silent },
       );
       runner.start();
-      await until(() => times.length === 3, 5000, 'three tries');
+      await until(() => times.length === 3 && held.length === 2, 5000, 'three tries and two held jobs');
       assert.ok(times[1]! - times[0]! >= 190 && times[2]! - times[1]! >= 190, `delays ${times[1]! - times[0]!}, ${times[2]! - times[1]!}`);
+      assert.deepEqual(signals.map((s) => s.aborted), [false, false]);
       await runner.stop(50);
-      const slow = await db.selectFrom('jobs').selectAll().where('kind', '=', 'slow').executeTakeFirstOrThrow();
-      assert.deepEqual([slow.status, slow.lockedBy, slow.attempts], ['queued', null, 0], 'handed back, its attempt not counted');
-      // Its handler finishing after the hand-back settles nothing: the job is no longer this worker's.
-      release();
-      await until(() => runner.busy === 0, 5000, 'the handed-back handler to finish');
-      const after = await db.selectFrom('jobs').selectAll().where('kind', '=', 'slow').executeTakeFirstOrThrow();
-      assert.deepEqual([after.status, after.lockedBy, after.attempts], ['queued', null, 0]);
+      const handedBack = async () => (await db.selectFrom('jobs').select(['kind', 'status', 'lockedBy', 'attempts']).where('kind', 'in', ['slow', 'doomed']).orderBy('kind').execute()).map((j) => [j.kind, j.status, j.lockedBy, j.attempts]);
+      const expected = [['doomed', 'queued', null, 0], ['slow', 'queued', null, 0]];
+      assert.deepEqual(await handedBack(), expected, 'handed back, their attempts not counted');
+      assert.deepEqual(signals.map((s) => s.aborted), [true, true], 'their handlers are told');
+      // Their handlers finishing after the hand-back settle nothing, and nothing is given up.
+      for (const settle of held) settle();
+      await until(() => runner.busy === 0, 5000, 'the handed-back handlers to finish');
+      assert.deepEqual(await handedBack(), expected);
+      assert.deepEqual(givenUp, []);
     });
   });
 }

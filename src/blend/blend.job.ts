@@ -103,7 +103,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
 
   return {
     concurrency: config.blend.concurrency,
-    async work(job: JobRow): Promise<JobOutcome> {
+    async work(job: JobRow, handedBack: AbortSignal): Promise<JobOutcome> {
       const { jobId } = JSON.parse(job.payload) as { jobId: string };
       const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
       if (!row || row.status === 'completed' || row.status === 'failed') return { status: 'done' };
@@ -113,6 +113,8 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       try {
         result = await withTimeLimit(engineOf().run(specOf(row)));
       } catch (err) {
+        // The process is stopping and gave the job back: another worker runs it again.
+        if (handedBack.aborted) return { status: 'done' };
         const failure =
           err instanceof BlendFailure ? err : new BlendFailure('internal_error', 'the blend failed unexpectedly; it was retried where attempts remained', null, true);
         if (!(err instanceof BlendFailure)) log.error({ err, jobId }, 'blend failed unexpectedly');
@@ -123,6 +125,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         await fail(row, failure, startedAt);
         return { status: 'done' };
       }
+      if (handedBack.aborted) return { status: 'done' };
       const options = JSON.parse(row.options) as { qualityThreshold: number };
       if (result.quality.score < options.qualityThreshold) {
         const failure = new BlendFailure('quality_below_threshold', `quality score ${result.quality.score} is below the threshold ${options.qualityThreshold}`);

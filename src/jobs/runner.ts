@@ -9,7 +9,12 @@ export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number
 export interface JobHandler {
   /** Jobs of this kind worked at once by one process. */
   concurrency: number;
-  work(job: JobRow): Promise<JobOutcome>;
+  /**
+   * Works one job. `handedBack` is aborted when the runner stops and hands the job back to the
+   * queue before the handler finished: from then on the job is not this worker's, so the handler
+   * must not settle its own rows (another worker will run the job again).
+   */
+  work(job: JobRow, handedBack: AbortSignal): Promise<JobOutcome>;
   /** Records the failure where the handler's own rows need it, when the queue gives a job up: its last worker died holding it, or its last attempt threw. */
   giveUp?(job: JobRow, error: string): Promise<void>;
 }
@@ -28,7 +33,7 @@ export interface RunnerOptions {
  */
 export class JobRunner {
   readonly workerId = `${os.hostname()}:${process.pid}:${newId('queuedJob').slice(-8)}`;
-  private readonly active = new Map<string, { job: JobRow; done: Promise<void>; renew: NodeJS.Timeout }>();
+  private readonly active = new Map<string, { job: JobRow; done: Promise<void>; renew: NodeJS.Timeout; handedBack: AbortController }>();
   private readonly perKind = new Map<string, number>();
   private running = false;
   private wakeUp: (() => void) | null = null;
@@ -109,25 +114,28 @@ export class JobRunner {
     const renew = setInterval(() => {
       extendLease(this.db, job, this.options.leaseMs).catch((err) => this.options.log.warn({ err, jobId: job.id }, 'could not extend a job lease'));
     }, Math.max(1000, Math.floor(this.options.leaseMs / 3)));
-    const done = this.work(handler, job).finally(() => {
+    const handedBack = new AbortController();
+    const done = this.work(handler, job, handedBack.signal).finally(() => {
       clearInterval(renew);
       this.active.delete(job.id);
       const running = (this.perKind.get(kind) ?? 1) - 1;
       this.perKind.set(kind, running);
       if (running === 0 || handler.concurrency - running === this.batchOf(handler)) this.wake();
     });
-    this.active.set(job.id, { job, done, renew });
+    this.active.set(job.id, { job, done, renew, handedBack });
   }
 
-  private async work(handler: JobHandler, job: JobRow): Promise<void> {
+  private async work(handler: JobHandler, job: JobRow, handedBack: AbortSignal): Promise<void> {
     let outcome: JobOutcome;
     if (job.attempts > job.maxAttempts) {
       outcome = { status: 'failed', error: `gave up after ${job.maxAttempts} attempts (the last worker died holding it)` };
       await handler.giveUp?.(job, outcome.error).catch((err) => this.options.log.error({ err, jobId: job.id }, 'could not record a job given up'));
     } else {
       try {
-        outcome = await handler.work(job);
+        outcome = await handler.work(job, handedBack);
       } catch (err) {
+        // Handed back (a stopping process closes what its handlers use): not this worker's to settle.
+        if (handedBack.aborted) return;
         this.options.log.error({ err, jobId: job.id, kind: job.kind }, 'job handler failed');
         const error = err instanceof Error ? err.message : String(err);
         outcome = job.attempts < job.maxAttempts ? { status: 'retry', delayMs: 1000 * 2 ** job.attempts, error } : { status: 'failed', error };
@@ -137,6 +145,7 @@ export class JobRunner {
         }
       }
     }
+    if (handedBack.aborted) return;
     try {
       if (outcome.status === 'done') await this.completions.complete(job);
       else if (outcome.status === 'retry') await retryJob(this.db, job, outcome.delayMs, outcome.error);
@@ -156,13 +165,16 @@ export class JobRunner {
     this.wake();
     await this.loop;
     const inFlight = [...this.active.values()];
-    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), graceMs)));
     await Promise.race([Promise.all(inFlight.map((a) => a.done)), timeout]);
-    // Handed back: this worker no longer renews their leases (nor keeps the process alive for them);
-    // a handler that finishes later settles nothing, as the lease is no longer this worker's.
+    clearTimeout(timer);
+    // Handed back: this worker no longer renews their leases (nor keeps the process alive for
+    // them), and their handlers are told, so that finishing later settles nothing.
     await Promise.all(
-      [...this.active.values()].map(({ job, renew }) => {
+      [...this.active.values()].map(({ job, renew, handedBack }) => {
         clearInterval(renew);
+        handedBack.abort();
         return releaseJob(this.db, job).catch(() => {});
       }),
     );
