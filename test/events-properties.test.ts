@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { sql } from 'kysely';
+import { TenantScope } from '../src/db/tenant.js';
+import { lockEvent } from '../src/events/events.repository.js';
 import { ENGINES, freshStorage, startApp, type TestApp, until } from './helpers.js';
 
 /** A published event with the given ticket types (name → quantity), ready to sell. */
@@ -220,6 +222,28 @@ for (const engine of ENGINES) {
       const jobs = await db.selectFrom('jobs').select('payload').where('kind', '=', 'webhook.deliver').execute();
       assert.deepEqual(jobs.map((j) => JSON.parse(j.payload).messageId), [messages[0]!.id]);
       assert.deepEqual((await db.selectFrom('checkins').select('id').where('ticketId', '=', ticket.id).execute()).map((c) => c.id), [checkin.id]);
+    });
+
+    test('taking an event\'s lock writes no version of its row, and holds up no check-in', { skip: engine !== 'postgres' && 'PostgreSQL only: row versions and lock modes' }, async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 5 } });
+      const order = await (await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } })).json();
+      // xmin: the transaction that wrote the row's current version.
+      const version = async () => (await sql<{ v: string }>`select xmin::text as v from events where id = ${eventId}`.execute(api.database.db)).rows[0]!.v;
+      const before = await version();
+      // A payout locks the event (so that two cannot pay the same money) and writes only the payout.
+      assert.equal((await api.fetch(`/v1/events/${eventId}/payouts`, { method: 'POST', key })).status, 201);
+      assert.equal(await version(), before);
+
+      // The lock is an UPDATE's (FOR NO KEY UPDATE), not FOR UPDATE: a check-in, whose history row's
+      // foreign key shares the event row's key, goes on while an order or a payout holds it.
+      await api.database.db.transaction().execute(async (trx) => {
+        assert.ok(await lockEvent(new TenantScope(trx, accountId), eventId));
+        const checkin = api.fetch(`/v1/events/${eventId}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[0].id } });
+        const answer = await Promise.race([checkin, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000).unref())]);
+        assert.equal(answer?.status, 201, 'a check-in must not wait for the event lock');
+      });
     });
 
     test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {

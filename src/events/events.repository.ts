@@ -55,12 +55,22 @@ export async function requireLockedEvent(scope: TenantScope, id: string): Promis
   return event;
 }
 
+const lockedEventById = prepared((db: Db, accountId: string, id: string) =>
+  new TenantScope(db, accountId).selectFrom('events').select(EVENT_COLUMNS).where('id', '=', id).forNoKeyUpdate(),
+);
+
 /**
- * Takes the event's row lock (PostgreSQL) for the rest of the transaction; on SQLite the
- * transaction already holds the database's write lock. A no-op write works on both engines.
+ * The event, locked for the rest of the transaction. On PostgreSQL a row lock, `FOR NO KEY
+ * UPDATE`: the lock an UPDATE takes, so it does not hold up the foreign-key checks of rows
+ * inserted for the event elsewhere (a check-in's history row), and it writes no row version. A
+ * no-op UPDATE would write one for every order, and a selling event's row then grows a chain of
+ * dead versions that every read of it walks until vacuum. On SQLite the transaction already
+ * holds the database's write lock (BEGIN IMMEDIATE), so a read is enough.
  */
 export async function lockEvent(scope: TenantScope, id: string): Promise<EventRow | undefined> {
-  return scope.updateTable('events').set((eb) => ({ updatedAt: eb.ref('updatedAt') })).where('id', '=', id).returningAll().executeTakeFirst();
+  if (!scope.db.isTransaction) throw new Error('lockEvent needs a transaction');
+  if (onPostgres(scope.db)) return (await lockedEventById(scope.db as Db, scope.accountId, id))[0];
+  return findEvent(scope, id);
 }
 
 export interface EventFilters {
