@@ -795,7 +795,8 @@ for (const engine of ENGINES) {
           [{ ticketTypeId: plenty.id, quantity: 2 }, { ticketTypeId: scarce.id, quantity: 2 }],
           [{ ticketTypeId: scarce.id, quantity: 2 }, { ticketTypeId: plenty.id, quantity: 2 }],
         ]) {
-          await problem(await c.post(`/events/${event.id}/orders`, orderBody(items)), 409, 'sold_out');
+          const refused = await problem(await c.post(`/events/${event.id}/orders`, orderBody(items)), 409, 'sold_out');
+          assert.deepEqual([refused.ticketTypeId, refused.available], [scarce.id, 1], 'the type that ran out, whatever the order of the items');
           assert.deepEqual((await listTypes(c, event.id)).map((t) => t.sold), [0, 2], 'the first item was not sold either');
         }
         assert.equal(await ticketCount(c), before, 'no ticket issued');

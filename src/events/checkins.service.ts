@@ -8,7 +8,7 @@ import { AppError, invalid, notFound } from '../errors.js';
 import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
-import { type JobRow, jobRows } from '../jobs/queue.js';
+import { insertJobsUnnest, JOB_ARRAYS, type JobArrays, jobArrays, jobRows } from '../jobs/queue.js';
 import { jobsQueued } from '../jobs/signal.js';
 import { deliveryJobs, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
@@ -73,9 +73,6 @@ const ticketWithSubscriptionsByCode = ticketWithSubscriptions('code');
 type ValuesOf<C extends ReadonlyArray<keyof TicketTable>> = { -readonly [I in keyof C]: TicketTable[C[I] & keyof TicketTable] };
 type TicketValues = ValuesOf<typeof TICKET_COLUMNS>;
 
-/** The columns of a new job that are not null (queue.ts `jobRows`), passed as one array each. */
-type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
-
 const writeCheckInAsRead = prepared(
   (
     db: Db,
@@ -87,18 +84,12 @@ const writeCheckInAsRead = prepared(
     messageId: string,
     eventType: string,
     payload: string,
-    jobIds: string[],
-    jobKinds: string[],
-    jobPayloads: string[],
-    jobStatuses: string[],
-    jobAttempts: number[],
-    jobMaxAttempts: number[],
-    jobRunAt: number[],
-    jobCreatedAt: number[],
-    jobUpdatedAt: number[],
-    ...read: TicketValues
-  ) =>
-    db
+    // The jobs' arrays, then the ticket as read: each a bound value of its own (db/prepared.ts).
+    ...values: [...JobArrays, ...TicketValues]
+  ) => {
+    const jobs = values.slice(0, JOB_ARRAYS) as JobArrays;
+    const read = values.slice(JOB_ARRAYS) as TicketValues;
+    return db
       .with('checked', (qc) =>
         qc
           .updateTable('tickets')
@@ -144,23 +135,10 @@ const writeCheckInAsRead = prepared(
               ]),
           ),
       )
-      .with('queued', (qc) =>
-        qc
-          .insertInto('jobs')
-          .columns(['id', 'kind', 'payload', 'status', 'attempts', 'maxAttempts', 'runAt', 'createdAt', 'updatedAt'])
-          .expression((eb) =>
-            eb
-              .selectFrom([
-                'checked',
-                sql<JobColumns>`unnest(${jobIds}::text[], ${jobKinds}::text[], ${jobPayloads}::text[], ${jobStatuses}::text[], ${jobAttempts}::integer[], ${jobMaxAttempts}::integer[], ${jobRunAt}::bigint[], ${jobCreatedAt}::bigint[], ${jobUpdatedAt}::bigint[])`.as<'j'>(
-                  sql`j(id, kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)`,
-                ),
-              ])
-              .select(['j.id', 'j.kind', 'j.payload', 'j.status', 'j.attempts', 'j.maxAttempts', 'j.runAt', 'j.createdAt', 'j.updatedAt']),
-          ),
-      )
+      .with('queued', (qc) => insertJobsUnnest(qc, 'checked', jobs))
       .selectFrom('checked')
-      .select('checked.id'),
+      .select('checked.id');
+  },
 );
 
 const recordCheckin = prepared(
@@ -272,15 +250,7 @@ async function checkInAsRead(scope: TenantScope, eventId: string, input: Static<
     message.id,
     message.eventType,
     message.payload,
-    jobs.map((j) => j.id),
-    jobs.map((j) => j.kind),
-    jobs.map((j) => j.payload),
-    jobs.map((j) => j.status),
-    jobs.map((j) => j.attempts),
-    jobs.map((j) => j.maxAttempts),
-    jobs.map((j) => j.runAt),
-    jobs.map((j) => j.createdAt),
-    jobs.map((j) => j.updatedAt),
+    ...jobArrays(jobs),
     ...(TICKET_COLUMNS.map((column) => ticket[column]) as unknown as TicketValues),
   );
   if (written.length === 0) return undefined;

@@ -1,11 +1,18 @@
+import { type ExpressionBuilder, type Insertable, sql } from 'kysely';
 import type { Static } from 'typebox';
+import type { Db } from '../db/database.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
+import { afterCommit } from '../db/transaction.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
-import { enqueueMessages, type OutboxMessage } from '../webhooks/outbox.js';
+import { insertJobsUnnest, type JobArrays, jobArrays, jobRows } from '../jobs/queue.js';
+import { jobsQueued } from '../jobs/signal.js';
+import { deliveryJobs, enabledSubscriptions, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CreateOrderBody, TransferBody } from './events.schemas.js';
+import type { OrderTable } from './events.table.js';
 import { presentEvent } from './events.service.js';
 
 type TicketRow = repo.TicketRow;
@@ -42,6 +49,200 @@ function refundOf(ticket: TicketRow): OutboxMessage[] {
     : [];
 }
 
+type OrderRow = Insertable<OrderTable>;
+type SoldItem = { quantity: number; type: repo.TicketTypeRow };
+
+/**
+ * Why an order's inventory was refused: the first of the event's capacity, then its ticket types
+ * by id, that cannot hold it. From the rows as read under the event's lock, which every change of
+ * `sold` takes first (so they are current); the database's conditional updates did the refusing.
+ */
+function soldOut(event: repo.EventRow, sorted: SoldItem[], count: number): AppError {
+  const available = Math.max(0, (event.capacity ?? 0) - event.sold);
+  if (event.capacity !== null && event.sold + count > event.capacity) {
+    return new AppError('sold_out', `Event ${event.id} has ${available} of ${event.capacity} places left.`, { available });
+  }
+  for (const item of sorted) {
+    const left = Math.max(0, item.type.quantity - item.type.sold);
+    if (item.quantity > left) {
+      return new AppError('sold_out', `Ticket type ${item.type.id} has ${left} of ${item.type.quantity} left.`, { ticketTypeId: item.type.id, available: left });
+    }
+  }
+  return new AppError('sold_out', `Event ${event.id} has no places left for this order.`, { available });
+}
+
+const text = (eb: ExpressionBuilder<any, any>, value: string) => eb.cast<string>(eb.val(value), 'text');
+const bigint = (eb: ExpressionBuilder<any, any>, value: number) => eb.cast<number>(eb.val(value), 'bigint');
+
+/**
+ * PostgreSQL: an order's whole write in one statement (data-modifying CTEs). The inventory's two
+ * conditional updates, then, only if both took all of it (`taken`), the order, its tickets, its
+ * outbox messages and their delivery jobs. No row if the inventory was refused. The event's lock
+ * is held from its read to COMMIT, and every order of the event waits for it: this way it is held
+ * for three round trips (the ticket types, this, COMMIT) instead of one per statement.
+ */
+const writeOrderStatement = prepared(
+  (
+    db: Db,
+    accountId: string,
+    eventId: string,
+    count: number,
+    now: number,
+    typeCount: number,
+    typeIds: string[],
+    typeQuantities: number[],
+    orderId: string,
+    buyerName: string,
+    buyerEmail: string,
+    items: string,
+    total: number,
+    currency: string,
+    ticketIds: string[],
+    ticketTypeIds: string[],
+    attendeeNames: string[],
+    attendeeEmails: string[],
+    codes: string[],
+    prices: number[],
+    messageIds: string[],
+    eventTypes: string[],
+    payloads: string[],
+    ...jobs: JobArrays
+  ) =>
+    db
+      .with('event', (qc) =>
+        qc
+          .updateTable('events')
+          .set((eb) => ({ sold: eb('sold', '+', count), ticketsIssued: eb('ticketsIssued', '+', count), updatedAt: now }))
+          .where('accountId', '=', accountId)
+          .where('id', '=', eventId)
+          .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb('sold', '+', count), '<=', eb.ref('capacity'))]))
+          .returning('id'),
+      )
+      .with('types', (qc) =>
+        qc
+          .updateTable('ticketTypes')
+          .from(sql<{ id: string; quantity: number }>`unnest(${typeIds}::text[], ${typeQuantities}::integer[])`.as<'wanted'>(sql`wanted(id, quantity)`))
+          .set((eb) => ({ sold: eb('ticketTypes.sold', '+', eb.ref('wanted.quantity')), updatedAt: now }))
+          .whereRef('ticketTypes.id', '=', 'wanted.id')
+          .where('ticketTypes.accountId', '=', accountId)
+          .where('ticketTypes.eventId', '=', eventId)
+          .where((eb) => eb(eb('ticketTypes.sold', '+', eb.ref('wanted.quantity')), '<=', eb.ref('ticketTypes.quantity')))
+          .returning('ticketTypes.id'),
+      )
+      .with('taken', (qc) => qc.selectFrom('event').select(sql<number>`1`.as('ok')).where(sql<boolean>`(select count(*) from types) = ${typeCount}`))
+      .with('ordered', (qc) =>
+        qc
+          .insertInto('orders')
+          .columns(['id', 'accountId', 'eventId', 'buyerName', 'buyerEmail', 'items', 'total', 'currency', 'status', 'createdAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom('taken')
+              .select([
+                text(eb, orderId).as('id'),
+                text(eb, accountId).as('accountId'),
+                text(eb, eventId).as('eventId'),
+                text(eb, buyerName).as('buyerName'),
+                text(eb, buyerEmail).as('buyerEmail'),
+                text(eb, items).as('items'),
+                bigint(eb, total).as('total'),
+                text(eb, currency).as('currency'),
+                text(eb, 'completed').as('status'),
+                bigint(eb, now).as('createdAt'),
+              ]),
+          ),
+      )
+      .with('issued', (qc) =>
+        qc
+          .insertInto('tickets')
+          .columns(['id', 'accountId', 'eventId', 'ticketTypeId', 'orderId', 'status', 'attendeeName', 'attendeeEmail', 'code', 'price', 'currency', 'refundedAmount', 'createdAt', 'updatedAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom([
+                'taken',
+                sql<{ id: string; ticketTypeId: string; attendeeName: string; attendeeEmail: string; code: string; price: number }>`unnest(${ticketIds}::text[], ${ticketTypeIds}::text[], ${attendeeNames}::text[], ${attendeeEmails}::text[], ${codes}::text[], ${prices}::bigint[])`.as<'t'>(
+                  sql`t(id, ticket_type_id, attendee_name, attendee_email, code, price)`,
+                ),
+              ])
+              .select([
+                't.id',
+                text(eb, accountId).as('accountId'),
+                text(eb, eventId).as('eventId'),
+                't.ticketTypeId',
+                text(eb, orderId).as('orderId'),
+                text(eb, 'valid').as('status'),
+                't.attendeeName',
+                't.attendeeEmail',
+                't.code',
+                't.price',
+                text(eb, currency).as('currency'),
+                bigint(eb, 0).as('refundedAmount'),
+                bigint(eb, now).as('createdAt'),
+                bigint(eb, now).as('updatedAt'),
+              ]),
+          ),
+      )
+      .with('message', (qc) =>
+        qc
+          .insertInto('webhookMessages')
+          .columns(['id', 'accountId', 'eventType', 'payload', 'createdAt'])
+          .expression((eb) =>
+            eb
+              .selectFrom([
+                'taken',
+                sql<{ id: string; eventType: string; payload: string }>`unnest(${messageIds}::text[], ${eventTypes}::text[], ${payloads}::text[])`.as<'m'>(sql`m(id, event_type, payload)`),
+              ])
+              .select(['m.id', text(eb, accountId).as('accountId'), 'm.eventType', 'm.payload', bigint(eb, now).as('createdAt')]),
+          ),
+      )
+      .with('queued', (qc) => insertJobsUnnest(qc, 'taken', jobs))
+      .selectFrom('taken')
+      .select('taken.ok'),
+);
+
+/** Runs writeOrderStatement; false if the inventory was refused (nothing was written then). */
+async function writeOrderAtOnce(
+  tx: TenantScope,
+  order: OrderRow,
+  sorted: SoldItem[],
+  count: number,
+  tickets: TicketRow[],
+  messages: OutboxMessage[],
+  subscriptions: ReadonlyArray<{ id: string; events: string }>,
+  now: number,
+): Promise<boolean> {
+  const rows = messages.map((message) => outboxRow(tx.accountId, message, now));
+  const jobs = jobRows(deliveryJobs(subscriptions, messages, rows), now);
+  const written = await writeOrderStatement(
+    tx.db as Db,
+    tx.accountId,
+    order.eventId,
+    count,
+    now,
+    sorted.length,
+    sorted.map((item) => item.type.id),
+    sorted.map((item) => item.quantity),
+    order.id,
+    order.buyerName,
+    order.buyerEmail,
+    order.items,
+    order.total,
+    order.currency,
+    tickets.map((t) => t.id),
+    tickets.map((t) => t.ticketTypeId),
+    tickets.map((t) => t.attendeeName),
+    tickets.map((t) => t.attendeeEmail),
+    tickets.map((t) => t.code),
+    tickets.map((t) => t.price),
+    rows.map((r) => r.id),
+    rows.map((r) => r.eventType),
+    rows.map((r) => r.payload),
+    ...jobArrays(jobs),
+  );
+  if (written.length === 0) return false;
+  if (jobs.length > 0) afterCommit(tx.db, jobsQueued);
+  return true;
+}
+
 /**
  * Issues the tickets of an order, all or nothing. Inventory is taken with conditional
  * updates inside the transaction (`sold + n <= quantity`, `sold + n <= capacity`), in a fixed
@@ -59,6 +260,8 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   if (count > MAX_TICKETS_PER_ORDER) throw invalid('/items', `may hold at most ${MAX_TICKETS_PER_ORDER} tickets in all`);
 
   return scope.transaction(async (tx) => {
+    // PostgreSQL: read before the event's lock is taken, for writeOrderAtOnce (null on SQLite).
+    const subscriptions = onPostgres(tx.db) ? await enabledSubscriptions(tx.db, scope.accountId) : null;
     const now = Date.now();
     // Locked first, so a concurrent cancel or publish is seen before anything is sold.
     const event = await repo.requireLockedEvent(tx, eventId);
@@ -83,34 +286,9 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       return { ...item, type };
     });
 
-    const takenFromEvent = await tx
-      .updateTable('events')
-      .set((eb) => ({ sold: eb('sold', '+', count), ticketsIssued: eb('ticketsIssued', '+', count), updatedAt: now }))
-      .where('id', '=', eventId)
-      .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb('sold', '+', count), '<=', eb.ref('capacity'))]))
-      .executeTakeFirst();
-    if (Number(takenFromEvent.numUpdatedRows) !== 1) {
-      throw new AppError('sold_out', `Event ${eventId} has ${Math.max(0, (event.capacity ?? 0) - event.sold)} of ${event.capacity} places left.`, {
-        available: Math.max(0, (event.capacity ?? 0) - event.sold),
-      });
-    }
-    for (const item of [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1))) {
-      const taken = await tx
-        .updateTable('ticketTypes')
-        .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
-        .where('id', '=', item.type.id)
-        .where((eb) => eb(eb('sold', '+', item.quantity), '<=', eb.ref('quantity')))
-        .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) !== 1) {
-        const current = await repo.findTicketType(tx, eventId, item.type.id);
-        const left = current ? current.quantity - current.sold : 0;
-        throw new AppError('sold_out', `Ticket type ${item.type.id} has ${left} of ${item.type.quantity} left.`, {
-          ticketTypeId: item.type.id,
-          available: left,
-        });
-      }
-    }
-
+    // Inventory in a fixed order (the event, then ticket types by id), each a conditional update:
+    // the database refuses to sell what is not there, whatever reaches it first.
+    const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const orderId = newId('order');
     const tickets: TicketRow[] = items.flatMap((item) =>
       Array.from({ length: item.quantity }, (_, n) => {
@@ -144,34 +322,50 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     }));
     const total = orderItems.reduce((sum, item) => sum + item.amount, 0);
     const buyer = { name: input.buyer.name, email: input.buyer.email.toLowerCase() };
-    await tx.db
-      .insertInto('orders')
-      .values({
-        id: orderId,
-        accountId: scope.accountId,
-        eventId,
-        buyerName: buyer.name,
-        buyerEmail: buyer.email,
-        items: JSON.stringify(orderItems),
-        total,
-        currency: event.currency,
-        status: 'completed',
-        createdAt: now,
-      })
-      .execute();
-    for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
-
+    const orderRow = {
+      id: orderId,
+      accountId: scope.accountId,
+      eventId,
+      buyerName: buyer.name,
+      buyerEmail: buyer.email,
+      items: JSON.stringify(orderItems),
+      total,
+      currency: event.currency,
+      status: 'completed',
+      createdAt: now,
+    };
     const presentedTickets = tickets.map(presentTicket);
     const order = { id: orderId, eventId, status: 'completed' as const, buyer, items: orderItems, total, currency: event.currency, tickets: presentedTickets, createdAt: iso(now) };
-    await enqueueMessages(
-      tx.db,
-      scope.accountId,
-      [
-        ...presentedTickets.map((ticket): OutboxMessage => ({ event: 'ticket.purchased', data: ticket })),
-        { event: total > 0 ? 'payment.completed' : 'rsvp.submitted', data: { ...order, amount: total } },
-      ],
-      now,
-    );
+    const messages: OutboxMessage[] = [
+      ...presentedTickets.map((ticket): OutboxMessage => ({ event: 'ticket.purchased', data: ticket })),
+      { event: total > 0 ? 'payment.completed' : 'rsvp.submitted', data: { ...order, amount: total } },
+    ];
+
+    if (subscriptions !== null) {
+      // PostgreSQL: one statement (writeOrderStatement); SQLite, in-process, statement by statement.
+      const written = await writeOrderAtOnce(tx, orderRow, sorted, count, tickets, messages, subscriptions, now);
+      if (!written) throw soldOut(event, sorted, count);
+      return order;
+    }
+    const takenFromEvent = await tx
+      .updateTable('events')
+      .set((eb) => ({ sold: eb('sold', '+', count), ticketsIssued: eb('ticketsIssued', '+', count), updatedAt: now }))
+      .where('id', '=', eventId)
+      .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb('sold', '+', count), '<=', eb.ref('capacity'))]))
+      .executeTakeFirst();
+    if (Number(takenFromEvent.numUpdatedRows) !== 1) throw soldOut(event, sorted, count);
+    for (const item of sorted) {
+      const taken = await tx
+        .updateTable('ticketTypes')
+        .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
+        .where('id', '=', item.type.id)
+        .where((eb) => eb(eb('sold', '+', item.quantity), '<=', eb.ref('quantity')))
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) !== 1) throw soldOut(event, sorted, count);
+    }
+    await tx.db.insertInto('orders').values(orderRow).execute();
+    for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
+    await enqueueMessages(tx.db, scope.accountId, messages, now);
     return order;
   });
 }

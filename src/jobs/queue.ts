@@ -1,6 +1,6 @@
-import type { Selectable } from 'kysely';
+import { type QueryCreator, type Selectable, sql } from 'kysely';
 import { WriteBatcher } from '../db/batcher.js';
-import type { Db, Engine, Tx } from '../db/database.js';
+import type { Database, Db, Engine, Tx } from '../db/database.js';
 import { prepared } from '../db/prepared.js';
 import { afterCommit } from '../db/transaction.js';
 import { newId } from '../ids.js';
@@ -35,6 +35,60 @@ export function jobRows(jobs: NewJob[], now: number): JobRow[] {
     updatedAt: now,
     finishedAt: null,
   }));
+}
+
+/** The columns of a new job that are not null (`jobRows`), as one array each: the values of `insertJobsUnnest`. */
+export type JobArrays = [
+  ids: string[],
+  kinds: string[],
+  payloads: string[],
+  statuses: string[],
+  attempts: number[],
+  maxAttempts: number[],
+  runAt: number[],
+  createdAt: number[],
+  updatedAt: number[],
+];
+
+export const JOB_ARRAYS = 9;
+
+export function jobArrays(rows: JobRow[]): JobArrays {
+  return [
+    rows.map((j) => j.id),
+    rows.map((j) => j.kind),
+    rows.map((j) => j.payload),
+    rows.map((j) => j.status),
+    rows.map((j) => j.attempts),
+    rows.map((j) => j.maxAttempts),
+    rows.map((j) => j.runAt),
+    rows.map((j) => j.createdAt),
+    rows.map((j) => j.updatedAt),
+  ];
+}
+
+type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
+
+/**
+ * PostgreSQL: inserts new jobs from `jobArrays` (one `unnest`), once for each row of `gate`, a
+ * common table expression of the same statement that returns one row when the statement's change
+ * was made and none otherwise. For statements that write a change, its outbox message and its
+ * delivery jobs in one round trip.
+ */
+export function insertJobsUnnest<DB extends Database>(qc: QueryCreator<DB>, gate: string, jobs: JobArrays) {
+  const [ids, kinds, payloads, statuses, attempts, maxAttempts, runAt, createdAt, updatedAt] = jobs;
+  return (qc as unknown as QueryCreator<Database>)
+    .insertInto('jobs')
+    .columns(['id', 'kind', 'payload', 'status', 'attempts', 'maxAttempts', 'runAt', 'createdAt', 'updatedAt'])
+    .expression((eb) =>
+      eb
+        .selectFrom([
+          sql.table(gate).as('gate'),
+          sql<JobColumns>`unnest(${ids}::text[], ${kinds}::text[], ${payloads}::text[], ${statuses}::text[], ${attempts}::integer[], ${maxAttempts}::integer[], ${runAt}::bigint[], ${createdAt}::bigint[], ${updatedAt}::bigint[])`.as<'j'>(
+            sql`j(id, kind, payload, status, attempts, max_attempts, run_at, created_at, updated_at)`,
+          ),
+        ])
+        .select(['j.id', 'j.kind', 'j.payload', 'j.status', 'j.attempts', 'j.maxAttempts', 'j.runAt', 'j.createdAt', 'j.updatedAt']),
+    );
 }
 
 /** Adds jobs; call it inside the transaction whose commit should make them visible. */
