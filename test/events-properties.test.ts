@@ -4,6 +4,7 @@ import { parse } from 'csv-parse/sync';
 import { sql } from 'kysely';
 import { TenantScope } from '../src/db/tenant.js';
 import { lockEvent } from '../src/events/events.repository.js';
+import { DELIVERY_MAX_ATTEMPTS } from '../src/webhooks/delivery.js';
 import { ENGINES, freshStorage, startApp, type TestApp, until } from './helpers.js';
 
 /** A published event with the given ticket types (name → quantity), ready to sell. */
@@ -244,6 +245,114 @@ for (const engine of ENGINES) {
         const answer = await Promise.race([checkin, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000).unref())]);
         assert.equal(answer?.status, 201, 'a check-in must not wait for the event lock');
       });
+    });
+
+    test('an order writes exactly its rows: the order, its tickets, its messages and their delivery jobs', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const subscribe = async (events: string[]) => (await (await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: 'https://hooks.example.com/o', events } })).json()).id as string;
+      const all = await subscribe(['*']);
+      const payments = await subscribe(['payment.completed']);
+      const off = await subscribe(['*']);
+      await api.database.db.updateTable('webhookSubscriptions').set({ status: 'disabled' }).where('id', '=', off).execute(); // as failing deliveries do
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 10, price: 2500 }, VIP: { quantity: 10, price: 9000 } });
+      const attendees = [{ name: 'Zoë "Z" O\'Brien, Łódź', email: 'ZOE@example.com' }];
+      const res = await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.VIP, quantity: 1, attendees }, { ticketTypeId: ids.GA, quantity: 2 }] } });
+      assert.equal(res.status, 201);
+      const order = await res.json();
+      const at = Date.parse(order.createdAt);
+      const db = api.database.db;
+
+      const row = await db.selectFrom('orders').selectAll().where('id', '=', order.id).executeTakeFirstOrThrow();
+      assert.deepEqual({ ...row, items: JSON.parse(row.items) }, {
+        id: order.id, accountId: row.accountId, eventId, buyerName: buyer.name, buyerEmail: buyer.email, items: order.items, total: 9000 + 2 * 2500, currency: 'EUR', status: 'completed', createdAt: at,
+      });
+      const tickets = await db.selectFrom('tickets').selectAll().where('orderId', '=', order.id).orderBy('id').execute();
+      assert.deepEqual(
+        tickets,
+        [...order.tickets].sort((a, b) => (a.id < b.id ? -1 : 1)).map((ticket: { id: string; ticketTypeId: string; code: string; price: number; attendee: { name: string; email: string } }) => ({
+          id: ticket.id, accountId: row.accountId, eventId, ticketTypeId: ticket.ticketTypeId, orderId: order.id, status: 'valid', attendeeName: ticket.attendee.name, attendeeEmail: ticket.attendee.email,
+          code: ticket.code, price: ticket.price, currency: 'EUR', refundedAmount: 0, checkedInAt: null, checkinId: null, createdAt: at, updatedAt: at, cancelledAt: null,
+        })),
+      );
+      assert.deepEqual(tickets.map((t) => [t.attendeeName, t.attendeeEmail]).sort(), [['Buyer', 'buyer@example.com'], ['Buyer', 'buyer@example.com'], ['Zoë "Z" O\'Brien, Łódź', 'zoe@example.com']]);
+      for (const type of await db.selectFrom('ticketTypes').select(['id', 'sold', 'updatedAt']).where('eventId', '=', eventId).execute()) {
+        assert.deepEqual([type.sold, type.updatedAt], [type.id === ids.VIP ? 1 : 2, at]);
+      }
+      const event = await db.selectFrom('events').select(['sold', 'ticketsIssued', 'updatedAt']).where('id', '=', eventId).executeTakeFirstOrThrow();
+      assert.deepEqual(event, { sold: 3, ticketsIssued: 3, updatedAt: at });
+
+      const messages = await db.selectFrom('webhookMessages').selectAll().where('eventType', 'in', ['ticket.purchased', 'payment.completed']).orderBy('id').execute();
+      assert.deepEqual(messages.map((m) => [m.eventType, m.createdAt, m.accountId]), [
+        ...order.tickets.map(() => ['ticket.purchased', at, row.accountId]),
+        ['payment.completed', at, row.accountId],
+      ]);
+      assert.deepEqual(messages.map((m) => JSON.parse(m.payload)), messages.map((m, i) => ({
+        id: m.id, event: m.eventType, timestamp: order.createdAt, data: i < order.tickets.length ? order.tickets[i] : { ...order, amount: order.total },
+      })));
+      const ofOrder = new Set(messages.map((m) => m.id));
+      const jobs = (await db.selectFrom('jobs').selectAll().where('kind', '=', 'webhook.deliver').execute()).filter((j) => ofOrder.has(JSON.parse(j.payload).messageId));
+      const wanted = messages.flatMap((m) => [[m.id, all], ...(m.eventType === 'payment.completed' ? [[m.id, payments]] : [])]);
+      assert.deepEqual(jobs.map((j) => [JSON.parse(j.payload).messageId, JSON.parse(j.payload).subscriptionId]).sort(), wanted.sort());
+      for (const job of jobs) {
+        assert.deepEqual(
+          { status: job.status, attempts: job.attempts, maxAttempts: job.maxAttempts, runAt: job.runAt, createdAt: job.createdAt, updatedAt: job.updatedAt, lockedBy: job.lockedBy, finishedAt: job.finishedAt },
+          { status: 'queued', attempts: 0, maxAttempts: DELIVERY_MAX_ATTEMPTS, runAt: at, createdAt: at, updatedAt: at, lockedBy: null, finishedAt: null },
+        );
+      }
+    });
+
+    test('an order refused by both the capacity and a ticket type names the capacity', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { A: { quantity: 2 }, B: { quantity: 5 } }, 3);
+      assert.equal((await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.A, quantity: 2 }] } })).status, 201);
+      const refused = await (await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.A, quantity: 2 }] } })).json();
+      assert.equal(refused.code, 'sold_out');
+      assert.equal(refused.available, 1);
+      assert.equal(refused.ticketTypeId, undefined);
+      assert.match(refused.detail, /has 1 of 3 places left/);
+    });
+
+    test('orders racing the event\'s cancel: nothing is sold on a cancelled event', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const db = api.database.db;
+      for (let round = 0; round < 4; round++) {
+        const { eventId, ids } = await onSale(api, key, { GA: { quantity: 1000 } });
+        const orders = Array.from({ length: 40 }, () => api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } }));
+        await new Promise((resolve) => setTimeout(resolve, 5 + round * 10));
+        assert.equal((await api.fetch(`/v1/events/${eventId}/cancel`, { method: 'POST', key })).status, 200);
+        const statuses = await Promise.all(orders.map(async (order) => (await order).status));
+        assert.ok(statuses.every((status) => status === 201 || status === 409), `only 201 or 409: ${statuses}`);
+        const valid = await db.selectFrom('tickets').select('id').where('eventId', '=', eventId).where('status', '=', 'valid').execute();
+        const event = await db.selectFrom('events').select(['sold', 'status']).where('id', '=', eventId).executeTakeFirstOrThrow();
+        const type = await db.selectFrom('ticketTypes').select('sold').where('id', '=', ids.GA!).executeTakeFirstOrThrow();
+        assert.deepEqual({ valid: valid.length, sold: event.sold, typeSold: type.sold, status: event.status }, { valid: 0, sold: 0, typeSold: 0, status: 'cancelled' }, `round ${round}`);
+      }
+    });
+
+    test('an order that waited for the event\'s lock fans out to a subscription created meanwhile', { skip: engine !== 'postgres' && 'PostgreSQL only: SQLite has one connection, which the held lock would keep' }, async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 10 } });
+      const db = api.database.db;
+      let order: ReturnType<TestApp['fetch']> | undefined;
+      let subscription = '';
+      await db.transaction().execute(async (trx) => {
+        assert.ok(await lockEvent(new TenantScope(trx, accountId), eventId));
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        order = api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } });
+        const waiting = sql<{ n: number }>`
+          select count(*)::int as n from pg_locks w join pg_locks h on h.locktype = 'transactionid' and h.transactionid = w.transactionid and h.granted
+          where w.locktype = 'transactionid' and not w.granted and h.pid = ${rows[0]!.pid}`;
+        await until(async () => (await waiting.execute(db)).rows[0]!.n === 1, 5000, 'the order to wait for the event lock');
+        subscription = (await (await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: 'https://hooks.example.com/late', events: ['*'] } })).json()).id;
+      });
+      assert.equal((await order!).status, 201);
+      const jobs = await db.selectFrom('jobs').select('payload').where('kind', '=', 'webhook.deliver').execute();
+      // ticket.purchased and payment.completed, both committed after the subscription was.
+      assert.equal(jobs.filter((j) => JSON.parse(j.payload).subscriptionId === subscription).length, 2);
     });
 
     test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {

@@ -66,6 +66,24 @@ export interface TicketTypeTable {
   updatedAt: number;
 }
 
+/** Every column by name, for prepared queries (see TICKET_COLUMNS). */
+export const TICKET_TYPE_COLUMNS = [
+  'id',
+  'accountId',
+  'eventId',
+  'name',
+  'description',
+  'price',
+  'currency',
+  'quantity',
+  'sold',
+  'salesStartAt',
+  'salesEndAt',
+  'maxPerOrder',
+  'createdAt',
+  'updatedAt',
+] as const satisfies ReadonlyArray<keyof TicketTypeTable>;
+
 export interface OrderTable {
   id: string;
   accountId: string;

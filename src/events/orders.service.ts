@@ -2,17 +2,17 @@ import { type ExpressionBuilder, type Insertable, sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
-import type { TenantScope } from '../db/tenant.js';
+import { TenantScope } from '../db/tenant.js';
 import { afterCommit } from '../db/transaction.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { newId, randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
 import { insertJobsUnnest, type JobArrays, jobArrays, jobRows } from '../jobs/queue.js';
 import { jobsQueued } from '../jobs/signal.js';
-import { deliveryJobs, enabledSubscriptions, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
+import { deliveryJobs, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CreateOrderBody, TransferBody } from './events.schemas.js';
-import type { OrderTable } from './events.table.js';
+import { type OrderTable, TICKET_TYPE_COLUMNS } from './events.table.js';
 import { presentEvent } from './events.service.js';
 
 type TicketRow = repo.TicketRow;
@@ -47,6 +47,29 @@ function refundOf(ticket: TicketRow): OutboxMessage[] {
   return ticket.price > 0
     ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency } }]
     : [];
+}
+
+const typesListingSubscriptions = prepared((db: Db, accountId: string, eventId: string) =>
+  new TenantScope(db, accountId)
+    .selectFrom('ticketTypes')
+    .select(TICKET_TYPE_COLUMNS)
+    .select((eb) =>
+      eb
+        .selectFrom('webhookSubscriptions')
+        .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(webhook_subscriptions.id, webhook_subscriptions.events)), '[]')`.as('list'))
+        .whereRef('webhookSubscriptions.accountId', '=', 'ticketTypes.accountId')
+        .where('webhookSubscriptions.status', '=', 'enabled')
+        .as('subscriptions'),
+    )
+    .where('eventId', '=', eventId)
+    .orderBy('id'),
+);
+
+/** PostgreSQL: the event's ticket types and the account's enabled subscriptions, in one round trip. */
+async function ticketTypesWithSubscriptions(tx: TenantScope, eventId: string) {
+  const rows = await typesListingSubscriptions(tx.db as Db, tx.accountId, eventId);
+  const subscriptions = (rows[0]?.subscriptions ?? []).map(([id, events]) => ({ id, events }));
+  return { types: rows.map(({ subscriptions: _, ...type }): repo.TicketTypeRow => type), subscriptions };
 }
 
 type OrderRow = Insertable<OrderTable>;
@@ -245,8 +268,9 @@ async function writeOrderAtOnce(
 
 /**
  * Issues the tickets of an order, all or nothing. Inventory is taken with conditional
- * updates inside the transaction (`sold + n <= quantity`, `sold + n <= capacity`), in a fixed
- * order (event, then ticket types by id) so concurrent orders neither oversell nor deadlock.
+ * updates inside the transaction (`sold + n <= capacity`, `sold + n <= quantity`), after the
+ * event's lock, which every writer of the event's inventory takes first: concurrent orders
+ * neither oversell nor deadlock.
  */
 export async function createOrder(scope: TenantScope, eventId: string, input: Static<typeof CreateOrderBody>) {
   const seen = new Set<string>();
@@ -260,8 +284,6 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   if (count > MAX_TICKETS_PER_ORDER) throw invalid('/items', `may hold at most ${MAX_TICKETS_PER_ORDER} tickets in all`);
 
   return scope.transaction(async (tx) => {
-    // PostgreSQL: read before the event's lock is taken, for writeOrderAtOnce (null on SQLite).
-    const subscriptions = onPostgres(tx.db) ? await enabledSubscriptions(tx.db, scope.accountId) : null;
     const now = Date.now();
     // Locked first, so a concurrent cancel or publish is seen before anything is sold.
     const event = await repo.requireLockedEvent(tx, eventId);
@@ -269,7 +291,13 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
     if (now >= event.endsAt) throw new AppError('sales_closed', `Event ${eventId} has ended.`);
 
-    const types = new Map((await repo.listTicketTypes(tx, eventId)).map((t) => [t.id, t]));
+    // Read after the lock (a statement's snapshot is taken when it starts): current inventory, and
+    // on PostgreSQL the subscriptions writeOrderAtOnce fans out to (null on SQLite, whose
+    // enqueueMessages reads them itself).
+    const { types: typeRows, subscriptions } = onPostgres(tx.db)
+      ? await ticketTypesWithSubscriptions(tx, eventId)
+      : { types: await repo.listTicketTypes(tx, eventId), subscriptions: null };
+    const types = new Map(typeRows.map((t) => [t.id, t]));
     const items = input.items.map((item, i) => {
       const type = types.get(item.ticketTypeId);
       if (!type) throw invalid(`/items/${i}/ticketTypeId`, `is not a ticket type of event ${eventId}`);
@@ -286,8 +314,8 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       return { ...item, type };
     });
 
-    // Inventory in a fixed order (the event, then ticket types by id), each a conditional update:
-    // the database refuses to sell what is not there, whatever reaches it first.
+    // Inventory with conditional updates (the event's capacity, then the ticket types): the
+    // database refuses to sell what is not there. `sorted`: the order of soldOut's answer.
     const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const orderId = newId('order');
     const tickets: TicketRow[] = items.flatMap((item) =>

@@ -38,8 +38,7 @@ const BATCH = 200;
 const insertMessage = prepared((db: Db | Tx, id: string, accountId: string, eventType: string, payload: string, createdAt: number) =>
   db.insertInto('webhookMessages').values({ id, accountId, eventType, payload, createdAt }),
 );
-/** The account's enabled subscriptions, to fan a change's messages out to. */
-export const enabledSubscriptions = prepared((db: Db | Tx, accountId: string) =>
+const enabledSubscriptions = prepared((db: Db | Tx, accountId: string) =>
   db.selectFrom('webhookSubscriptions').select(['id', 'events']).where('accountId', '=', accountId).where('status', '=', 'enabled'),
 );
 /** On PostgreSQL, the insert and the lookup in one statement (a data-modifying CTE): one round trip, not two. */
