@@ -1,4 +1,4 @@
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
@@ -10,7 +10,7 @@ import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { insertJobsUnnest, JOB_ARRAYS, type JobArrays, jobArrays, jobRows } from '../jobs/queue.js';
 import { jobsQueued } from '../jobs/signal.js';
-import { deliveryJobs, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
+import { deliveryJobs, enabledSubscriptionsColumn, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import { type CheckinTable, TICKET_COLUMNS, type TicketTable } from './events.table.js';
@@ -55,14 +55,7 @@ const ticketWithSubscriptions = (by: 'id' | 'code') =>
     new TenantScope(db, accountId)
       .selectFrom('tickets')
       .select(TICKET_COLUMNS)
-      .select((eb) =>
-        eb
-          .selectFrom('webhookSubscriptions')
-          .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(webhook_subscriptions.id, webhook_subscriptions.events)), '[]')`.as('list'))
-          .whereRef('webhookSubscriptions.accountId', '=', 'tickets.accountId')
-          .where('webhookSubscriptions.status', '=', 'enabled')
-          .as('subscriptions'),
-      )
+      .select(enabledSubscriptionsColumn('tickets.accountId').as('subscriptions'))
       .where('eventId', '=', eventId)
       .where(by, '=', value),
   );

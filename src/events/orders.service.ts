@@ -9,7 +9,7 @@ import { newId, randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
 import { insertJobsUnnest, type JobArrays, jobArrays, jobRows } from '../jobs/queue.js';
 import { jobsQueued } from '../jobs/signal.js';
-import { deliveryJobs, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
+import { deliveryJobs, enabledSubscriptionsColumn, enqueueMessages, type OutboxMessage, outboxRow } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CreateOrderBody, TransferBody } from './events.schemas.js';
 import { type OrderTable, TICKET_TYPE_COLUMNS } from './events.table.js';
@@ -53,14 +53,7 @@ const typesListingSubscriptions = prepared((db: Db, accountId: string, eventId: 
   new TenantScope(db, accountId)
     .selectFrom('ticketTypes')
     .select(TICKET_TYPE_COLUMNS)
-    .select((eb) =>
-      eb
-        .selectFrom('webhookSubscriptions')
-        .select(sql<Array<[string, string]>>`coalesce(json_agg(json_build_array(webhook_subscriptions.id, webhook_subscriptions.events)), '[]')`.as('list'))
-        .whereRef('webhookSubscriptions.accountId', '=', 'ticketTypes.accountId')
-        .where('webhookSubscriptions.status', '=', 'enabled')
-        .as('subscriptions'),
-    )
+    .select(enabledSubscriptionsColumn('ticketTypes.accountId').as('subscriptions'))
     .where('eventId', '=', eventId)
     .orderBy('id'),
 );

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
 import { newId } from '../ids.js';
@@ -50,6 +51,14 @@ const insertMessageListingSubscriptions = prepared((db: Db | Tx, id: string, acc
     .where('accountId', '=', accountId)
     .where('status', '=', 'enabled'),
 );
+
+/**
+ * PostgreSQL: the enabled subscriptions of the account in `accountColumn` as one JSON column
+ * (`[[id, events], ...]`), for a read that brings a change's rows and its fan-out in one round trip.
+ */
+export function enabledSubscriptionsColumn(accountColumn: string) {
+  return sql<Array<[string, string]>>`(select coalesce(json_agg(json_build_array(s.id, s.events)), '[]') from webhook_subscriptions s where s.account_id = ${sql.ref(accountColumn)} and s.status = 'enabled')`;
+}
 
 /** A message's outbox row, written at `now`: its id, and its body exactly as it will be delivered. */
 export function outboxRow(accountId: string, message: OutboxMessage, now: number) {
