@@ -50,8 +50,6 @@ export type JobArrays = [
   updatedAt: number[],
 ];
 
-export const JOB_ARRAYS = 9;
-
 export function jobArrays(rows: JobRow[]): JobArrays {
   return [
     rows.map((j) => j.id),
@@ -65,6 +63,9 @@ export function jobArrays(rows: JobRow[]): JobArrays {
     rows.map((j) => j.updatedAt),
   ];
 }
+
+/** How many arrays `jobArrays` gives: where they end among a prepared query's arguments. */
+export const JOB_ARRAYS = jobArrays([]).length;
 
 type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
 
