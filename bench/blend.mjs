@@ -18,7 +18,7 @@ import {
   machine,
   makeTempDir,
   median,
-  MONTAGE_BIN,
+  montageArgs,
   montageEnv,
   packageVersion,
   processMemory,
@@ -168,7 +168,7 @@ async function startMontage(dir, extra = {}) {
   const logLevel = process.env.BENCH_STAGES === '1' ? { MONTAGE_LOG_LEVEL: 'info' } : {};
   const env = montageEnv('sqlite', storage, port, { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', ...logLevel, ...extra });
   const apiKey = await createAccountAndKey(env);
-  const proc = startProcess('montage serve', process.execPath, [MONTAGE_BIN, 'serve'], { env });
+  const proc = startProcess('montage serve', process.execPath, montageArgs('serve'), { env });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(proc, `${base}/healthz`);
   return { proc, base, apiKey };

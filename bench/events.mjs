@@ -22,7 +22,7 @@ import {
   loadClient,
   machine,
   makeTempDir,
-  MONTAGE_BIN,
+  montageArgs,
   montageEnv,
   packageVersion,
   percentile,
@@ -73,6 +73,7 @@ function settings() {
     orderWarmup: seconds('BENCH_ORDER_WARMUP', 1000, 100),
     postgresAdminUrl: postgresAdminUrl(),
     profile: process.env.BENCH_PROFILE === '1',
+    serverNodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
   };
   const steady = Math.max(...engines.map((e) => steadyCheckins(s, e)));
   if (s.checkins + s.checkinWarmup + steady > tickets) {
@@ -170,7 +171,7 @@ async function montageServer(s, engine, storage) {
 
   async function start(phase) {
     const prof = profiling(s.profile, `events-${engine}-${phase}`);
-    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, MONTAGE_BIN, 'serve', '--no-worker'], { env });
+    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...s.serverNodeArgs, ...montageArgs('serve', '--no-worker')], { env });
     await waitForHttp(proc, `${base}/healthz`);
     current = { proc, prof, phase };
   }

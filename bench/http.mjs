@@ -14,7 +14,8 @@ import {
   freshPostgres,
   machine,
   makeTempDir,
-  MONTAGE_BIN,
+  MONTAGE_NODE_FLAGS,
+  montageArgs,
   montageEnv,
   packageVersion,
   postgresAdminUrl,
@@ -98,7 +99,7 @@ async function startFloor(s, engine, storage) {
   if (engine === 'sqlite') env.FLOOR_SQLITE_FILE = path.join(storage.floorDir, 'floor.db');
   else env.FLOOR_DATABASE_URL = storage.url;
   const prof = profiling(s, `floor-${engine}`);
-  const server = startProcess(`floor server (${engine})`, process.execPath, [...prof.nodeArgs, path.join(BENCH_DIR, 'floor-server.mjs')], { env });
+  const server = startProcess(`floor server (${engine})`, process.execPath, [...prof.nodeArgs, ...MONTAGE_NODE_FLAGS, path.join(BENCH_DIR, 'floor-server.mjs')], { env });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(server, `${base}/items/1`);
   return { server, prof, target: { url: `${base}/items/500`, headers: {} } };
@@ -111,11 +112,10 @@ async function startFloor(s, engine, storage) {
 async function startMontage(s, engine, storage) {
   const port = await freePort();
   const env = montageEnv(engine, storage, port);
-  const bin = MONTAGE_BIN;
   const apiKey = await createAccountAndKey(env);
 
   const prof = profiling(s, `montage-${engine}`);
-  const server = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, bin, 'serve', '--no-worker'], { env });
+  const server = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...montageArgs('serve', '--no-worker')], { env });
   const base = `http://127.0.0.1:${port}`;
   const headers = { authorization: `Bearer ${apiKey}` };
   await waitForHttp(server, `${base}/healthz`);

@@ -406,8 +406,22 @@ export function montageEnv(engine, storage, port, extra = {}) {
 
 export const MONTAGE_BIN = path.join(ROOT, 'bin', 'montage.js');
 
+/**
+ * The node flags `npm start` runs the server with (package.json: `node FLAGS bin/montage.js serve`;
+ * the bin's shebang gives the same), so that every benchmarked Montage process runs as it does there.
+ */
+export const MONTAGE_NODE_FLAGS = (() => {
+  const start = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
+  const match = /^node((?: --\S+)*) bin\/montage\.js serve$/.exec(start);
+  if (!match) throw new Error(`package.json's start script is not "node [--flags] bin/montage.js serve": ${start}`);
+  return match[1].split(' ').filter(Boolean);
+})();
+
+/** node's arguments for a Montage command, with the flags `npm start` gives the server. */
+export const montageArgs = (...args) => [...MONTAGE_NODE_FLAGS, MONTAGE_BIN, ...args];
+
 /** Runs the Montage CLI with `env`. */
-export const montageCli = (env, ...args) => runCommand(process.execPath, [MONTAGE_BIN, ...args], { env, label: `montage ${args.join(' ')}` });
+export const montageCli = (env, ...args) => runCommand(process.execPath, montageArgs(...args), { env, label: `montage ${args.join(' ')}` });
 
 /** A business account and its first key, made with the CLI; returns the key. */
 export async function createAccountAndKey(env, email = 'bench@example.com') {

@@ -18,7 +18,7 @@ import {
   machine,
   makeTempDir,
   median,
-  MONTAGE_BIN,
+  montageArgs,
   montageEnv,
   packageVersion,
   percentile,
@@ -110,7 +110,7 @@ async function jobCounts(dbUrl) {
 function startWorkers(s, count, env, label) {
   return Array.from({ length: count }, (_, i) => {
     const prof = profiling(s.profile, `webhooks-${label}-worker${i + 1}`);
-    const proc = startProcess(`montage worker ${i + 1} of ${count}`, process.execPath, [...prof.nodeArgs, MONTAGE_BIN, 'worker'], { env });
+    const proc = startProcess(`montage worker ${i + 1} of ${count}`, process.execPath, [...prof.nodeArgs, ...montageArgs('worker')], { env });
     return { proc, prof };
   });
 }
@@ -346,7 +346,7 @@ export async function run() {
   const port = await freePort();
   const env = montageEnv('postgres', storage, port, { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' });
   const apiKey = await createAccountAndKey(env);
-  const server = startProcess('montage serve --no-worker (postgres)', process.execPath, [MONTAGE_BIN, 'serve', '--no-worker'], { env });
+  const server = startProcess('montage serve --no-worker (postgres)', process.execPath, montageArgs('serve', '--no-worker'), { env });
   const m = { base: `http://127.0.0.1:${port}`, headers: { authorization: `Bearer ${apiKey}` } };
   await waitForHttp(server, `${m.base}/healthz`);
   const api = async (method, route, body, status = method === 'POST' ? 201 : 200) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ENGINES, freshStorage, problem, startApp, until } from './helpers.js';
@@ -81,6 +82,25 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('node flags', () => {
+  test('the bin and npm start run node with the same flags, and node takes them', () => {
+    const root = path.resolve(import.meta.dirname, '..');
+    const shebang = fs.readFileSync(path.join(root, 'bin', 'montage.js'), 'utf8').split('\n')[0]!;
+    const start: string = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
+    const fromBin = /^#!(\/usr\/bin\/env) (-S node((?: --\S+)*))$/.exec(shebang);
+    const fromStart = /^node((?: --\S+)*) bin\/montage\.js serve$/.exec(start);
+    assert.ok(fromBin, `the bin's first line: ${shebang}`);
+    assert.ok(fromStart, `npm start: ${start}`);
+    assert.equal(fromBin[3], fromStart[1]);
+    assert.match(fromStart[1]!, / --max-semi-space-size=64\b/);
+    // As the kernel runs the bin (npx, a service manager): the interpreter with the rest of the line
+    // as one argument. node's execArgv then ends with this check's own -p and its script.
+    const run = spawnSync(fromBin[1]!, [fromBin[2]!, '-p', 'process.execArgv.slice(0, -2).join()'], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout.trim(), fromStart[1]!.trim().split(' ').join());
+  });
+});
 
 describe('configuration', () => {
   test('a bad value stops the process with a message naming the variable', async (t) => {
