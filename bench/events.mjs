@@ -22,7 +22,8 @@ import {
   loadClient,
   machine,
   makeTempDir,
-  montageArgs,
+  MONTAGE_BIN,
+  MONTAGE_NODE_FLAGS,
   montageEnv,
   packageVersion,
   percentile,
@@ -171,7 +172,7 @@ async function montageServer(s, engine, storage) {
 
   async function start(phase) {
     const prof = profiling(s.profile, `events-${engine}-${phase}`);
-    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...s.serverNodeArgs, ...montageArgs('serve', '--no-worker')], { env });
+    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...MONTAGE_NODE_FLAGS, ...s.serverNodeArgs, MONTAGE_BIN, 'serve', '--no-worker'], { env });
     await waitForHttp(proc, `${base}/healthz`);
     current = { proc, prof, phase };
   }
@@ -739,11 +740,11 @@ function report(s, runs) {
         ' (the load generator not counted).'
       );
     });
-  const command = commandLine(['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_ENGINES', 'BENCH_EVENT_TICKETS', 'BENCH_CHECKINS', 'BENCH_CHECKIN_WARMUP', 'BENCH_CHECKIN_ROUNDS', 'BENCH_ORDER_WARMUP', 'BENCH_SEED_CONNECTIONS', 'BENCH_EXPORT_RUNS', 'BENCH_ANALYTICS_REQUESTS']);
+  const command = commandLine(['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_ENGINES', 'BENCH_EVENT_TICKETS', 'BENCH_CHECKINS', 'BENCH_CHECKIN_WARMUP', 'BENCH_CHECKIN_ROUNDS', 'BENCH_CHECKIN_STEADY', 'BENCH_ORDER_WARMUP', 'BENCH_SEED_CONNECTIONS', 'BENCH_EXPORT_RUNS', 'BENCH_ANALYTICS_REQUESTS', 'BENCH_SERVER_NODE_ARGS']);
   const markdown = `## Events: seeding, check-in, orders, attendees, export, analytics
 
 What it measures: the event area's hot paths through the API of a real Montage server process
-(\`node bin/montage.js serve --no-worker\`), on SQLite (temp \`DATA_DIR\`) and on PostgreSQL (a fresh
+(\`node ${[...MONTAGE_NODE_FLAGS, ...s.serverNodeArgs].join(' ')} bin/montage.js serve --no-worker\`), on SQLite (temp \`DATA_DIR\`) and on PostgreSQL (a fresh
 database), each engine from empty: an event with ${int(s.tickets)} tickets is built through the order
 API, then checked in, read, exported and summarised; orders under contention run on another event.
 
