@@ -6,6 +6,7 @@ import * as m0003 from './migrations/2026_11_22_0003_jobs_webhooks.js';
 import * as m0004 from './migrations/2026_11_22_0004_blend.js';
 import * as m0005 from './migrations/2026_11_22_0005_sessions.js';
 import * as m0006 from './migrations/2026_11_23_0006_blend_retention.js';
+import * as m0007 from './migrations/2026_11_26_0007_search_statistics.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0004_blend': m0004,
   '2026_11_22_0005_sessions': m0005,
   '2026_11_23_0006_blend_retention': m0006,
+  '2026_11_26_0007_search_statistics': m0007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
