@@ -23,7 +23,7 @@ import {
   machine,
   makeTempDir,
   MONTAGE_BIN,
-  MONTAGE_NODE_FLAGS,
+  montageNodeFlags,
   montageEnv,
   packageVersion,
   percentile,
@@ -172,7 +172,7 @@ async function montageServer(s, engine, storage) {
 
   async function start(phase) {
     const prof = profiling(s.profile, `events-${engine}-${phase}`);
-    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...MONTAGE_NODE_FLAGS, ...s.serverNodeArgs, MONTAGE_BIN, 'serve', '--no-worker'], { env });
+    const proc = startProcess(`montage serve (${engine})`, process.execPath, [...prof.nodeArgs, ...montageNodeFlags(), ...s.serverNodeArgs, MONTAGE_BIN, 'serve', '--no-worker'], { env });
     await waitForHttp(proc, `${base}/healthz`);
     current = { proc, prof, phase };
   }
@@ -744,7 +744,7 @@ function report(s, runs) {
   const markdown = `## Events: seeding, check-in, orders, attendees, export, analytics
 
 What it measures: the event area's hot paths through the API of a real Montage server process
-(\`node ${[...MONTAGE_NODE_FLAGS, ...s.serverNodeArgs].join(' ')} bin/montage.js serve --no-worker\`), on SQLite (temp \`DATA_DIR\`) and on PostgreSQL (a fresh
+(\`node ${[...montageNodeFlags(), ...s.serverNodeArgs].join(' ')} bin/montage.js serve --no-worker\`), on SQLite (temp \`DATA_DIR\`) and on PostgreSQL (a fresh
 database), each engine from empty: an event with ${int(s.tickets)} tickets is built through the order
 API, then checked in, read, exported and summarised; orders under contention run on another event.
 

@@ -14,7 +14,7 @@ import {
   freshPostgres,
   machine,
   makeTempDir,
-  MONTAGE_NODE_FLAGS,
+  montageNodeFlags,
   montageArgs,
   montageEnv,
   packageVersion,
@@ -99,7 +99,7 @@ async function startFloor(s, engine, storage) {
   if (engine === 'sqlite') env.FLOOR_SQLITE_FILE = path.join(storage.floorDir, 'floor.db');
   else env.FLOOR_DATABASE_URL = storage.url;
   const prof = profiling(s, `floor-${engine}`);
-  const server = startProcess(`floor server (${engine})`, process.execPath, [...prof.nodeArgs, ...MONTAGE_NODE_FLAGS, path.join(BENCH_DIR, 'floor-server.mjs')], { env });
+  const server = startProcess(`floor server (${engine})`, process.execPath, [...prof.nodeArgs, ...montageNodeFlags(), path.join(BENCH_DIR, 'floor-server.mjs')], { env });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(server, `${base}/items/1`);
   return { server, prof, target: { url: `${base}/items/500`, headers: {} } };
@@ -273,7 +273,7 @@ for a primary-key read (\`bench/floor-server.mjs\`: Fastify, one route, one prim
 - Software: Node ${m.node}, Fastify ${packageVersion('fastify')}, better-sqlite3 ${packageVersion('better-sqlite3')}, pg ${packageVersion('pg')}${pgVersion ? `, PostgreSQL ${pgVersion}` : ''}, autocannon ${packageVersion('autocannon')}
 - Load: autocannon in its own process, ${s.connections} connections, no pipelining; each measurement ${s.duration} s after a ${s.warmup} s warm-up (discarded); every response checked 2xx
 - Rounds: ${s.rounds === 1 ? '1 (each figure is one measurement)' : `${s.rounds}, interleaved (floor, then each Montage route, per round); figures are medians over the rounds, "vs floor" the median of the per-round ratios`}
-- Servers: each in its own Node process on 127.0.0.1. Montage: \`node ${MONTAGE_NODE_FLAGS.join(' ')} bin/montage.js serve --no-worker\` (the floor with the same node flags),
+- Servers: each in its own Node process on 127.0.0.1. Montage: \`node ${montageNodeFlags().join(' ')} bin/montage.js serve --no-worker\` (the floor with the same node flags),
   \`MONTAGE_LOG_LEVEL=warn\`, business plan with limits set so high that the rate limiter runs but never refuses
   (in-memory limiter: no \`REDIS_URL\`). PostgreSQL: a fresh database per run, pg pool of 10 for both servers.
   The floor's SQLite is WAL with a prepared statement; its PostgreSQL query is a plain parameterised \`pool.query\`.

@@ -407,18 +407,21 @@ export function montageEnv(engine, storage, port, extra = {}) {
 export const MONTAGE_BIN = path.join(ROOT, 'bin', 'montage.js');
 
 /**
- * The node flags `npm start` runs the server with (package.json: `node FLAGS bin/montage.js serve`;
- * the bin's shebang gives the same), so that every benchmarked Montage process runs as it does there.
+ * The node flags `npm start` runs the server with (package.json: `node FLAGS bin/montage.js serve`),
+ * so that every benchmarked Montage process runs as it does there. Read on first use.
  */
-export const MONTAGE_NODE_FLAGS = (() => {
-  const start = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
-  const match = /^node((?: --\S+)*) bin\/montage\.js serve$/.exec(start);
-  if (!match) throw new Error(`package.json's start script is not "node [--flags] bin/montage.js serve": ${start}`);
-  return match[1].split(' ').filter(Boolean);
-})();
+let nodeFlags = null;
+export function montageNodeFlags() {
+  if (nodeFlags) return nodeFlags;
+  const start = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts?.start ?? '';
+  const match = /^node((?:\s+--[\w-]+(?:=\S+)?)*)\s+bin\/montage\.js serve\s*$/.exec(start);
+  if (!match) throw new Error(`package.json's start script is not "node [--flag[=value] ...] bin/montage.js serve": "${start}"`);
+  nodeFlags = match[1].trim().split(/\s+/).filter(Boolean);
+  return nodeFlags;
+}
 
 /** node's arguments for a Montage command, with the flags `npm start` gives the server. */
-export const montageArgs = (...args) => [...MONTAGE_NODE_FLAGS, MONTAGE_BIN, ...args];
+export const montageArgs = (...args) => [...montageNodeFlags(), MONTAGE_BIN, ...args];
 
 /** Runs the Montage CLI with `env`. */
 export const montageCli = (env, ...args) => runCommand(process.execPath, montageArgs(...args), { env, label: `montage ${args.join(' ')}` });

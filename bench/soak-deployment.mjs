@@ -3,11 +3,11 @@
 // proxy in front of the API processes (bench/proxy.mjs), and the webhook receiver.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BENCH_DIR, freePort, MONTAGE_NODE_FLAGS, montageArgs, ROOT, runCommand, startProcess, waitForHttp } from './lib.mjs';
+import { BENCH_DIR, freePort, montageArgs, montageNodeFlags, ROOT, runCommand, startProcess, waitForHttp } from './lib.mjs';
 
 /** How each Montage process is started: compiled dist/ (bin/montage.js), or src/ through tsx. */
 export function montageCommand(s) {
-  return s.source === 'src' ? [process.execPath, [...MONTAGE_NODE_FLAGS, '--import', 'tsx', path.join(ROOT, 'src', 'cli.ts')]] : [process.execPath, montageArgs()];
+  return s.source === 'src' ? [process.execPath, [...montageNodeFlags(), '--import', 'tsx', path.join(ROOT, 'src', 'cli.ts')]] : [process.execPath, montageArgs()];
 }
 
 export async function cli(s, env, ...args) {

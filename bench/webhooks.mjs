@@ -19,6 +19,7 @@ import {
   makeTempDir,
   median,
   montageArgs,
+  montageNodeFlags,
   montageEnv,
   packageVersion,
   percentile,
@@ -287,7 +288,7 @@ function report(s, ctx, runs) {
   const command = commandLine(['BENCH_WEBHOOK_MESSAGES', 'BENCH_WEBHOOK_WORKERS', 'BENCH_WEBHOOK_LATENCY_SAMPLES']);
   const markdown = `## Webhooks: delivery throughput and idle latency
 
-What it measures: how fast \`node bin/montage.js worker\` processes drain a backlog of webhook
+What it measures: how fast \`node ${montageNodeFlags().join(' ')} bin/montage.js worker\` processes drain a backlog of webhook
 deliveries to a fast receiver, with 1 worker process and with 2 at once on the same PostgreSQL
 database, and how long one change takes to reach the receiver when the queue is empty.
 

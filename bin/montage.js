@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=64
-// The young generation's semi-spaces raised to 64 MB: fewer objects outlive a scavenge, so fewer
-// full collections pause a busy server. package.json's start script gives node the same flags
-// (docs/deploy.md, "Node's flags and memory").
+#!/usr/bin/env node
+// `npm start` runs this with node's --max-semi-space-size=64 (package.json), and the service
+// units of docs/deploy.md give it through NODE_OPTIONS ("Node's flags and memory"): the shebang
+// cannot, as BusyBox's env (Alpine) has no -S.
 import '../dist/cli.js';
