@@ -361,36 +361,44 @@ for (const engine of ENGINES) {
 
     test('a search for a common name walks the tickets in page order instead of sorting every match', { skip: engine !== 'postgres' && 'PostgreSQL only: its planner needs statistics on lower(); SQLite walks the ticket order' }, async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
+      const { db } = api.database;
+      const version = await sql<{ version: number }>`select current_setting('server_version_num')::int as version`.execute(db);
+      if (version.rows[0]!.version < 140000) return t.skip('statistics on expressions need PostgreSQL 14');
       const { key, accountId } = await api.account();
       const { eventId, ids } = await onSale(api, key, { GA: { quantity: 30000 } });
       const order = await api.fetch(`/v1/events/${eventId}/orders`, { method: 'POST', key, json: { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }] } });
       assert.equal(order.status, 201);
       const orderId = (await order.json()).id as string;
-      // 20,000 tickets of that order, one in ten for a Nakamura: a page of 100 matches lies in the first ~1,000.
-      const { db } = api.database;
+      // 20,000 tickets of that order, one in ten for a Nakamura and one in ten for a Müller: a page
+      // of 100 matches lies in the first ~1,000.
       await sql`insert into tickets (id, account_id, event_id, ticket_type_id, order_id, status, attendee_name, attendee_email, code, price, currency, created_at, updated_at)
         select 'tkt_' || lpad(i::text, 26, '0'), ${accountId}, ${eventId}, ${ids.GA}, ${orderId}, 'valid',
-          case when i % 10 = 0 then 'Aoife Nakamura' else 'Grace Hopper' end, 'a' || i || '@example.com', md5(i::text), 1000, 'EUR', 0, 0
+          case i % 10 when 0 then 'Aoife Nakamura' when 5 then 'Jürgen Müller' else 'Grace Hopper' end, 'a' || i || '@example.com', md5(i::text), 1000, 'EUR', 0, 0
         from generate_series(1, 20000) as i`.execute(db);
       await sql`analyze tickets`.execute(db);
 
-      const stats = await sql<{ name: string }>`select stxname as name from pg_statistic_ext where stxnamespace = current_schema()::regnamespace order by 1`.execute(db);
-      assert.deepEqual(stats.rows.map((r) => r.name), ['tickets_lower_attendee_email', 'tickets_lower_attendee_name']);
+      const stats = await sql<{ name: string }>`select stxname as name from pg_statistic_ext where stxnamespace = current_schema()::regnamespace`.execute(db);
+      for (const name of ['tickets_lower_attendee_name', 'tickets_lower_attendee_email', 'tickets_fold_attendee_name', 'tickets_fold_attendee_email']) {
+        assert.ok(stats.rows.some((r) => r.name === name), `statistics ${name}`);
+      }
 
-      const query = attendeePageQuery(new TenantScope(db, accountId), eventId, { q: 'nakamura' }, { limit: 100, after: null, listTag: '' }).compile();
-      const { rows } = await db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
-      const nodes: string[] = [];
-      const walk = (node: PlanNode): void => {
-        nodes.push(`${node['Node Type']}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}`);
-        for (const child of node.Plans ?? []) walk(child);
-      };
-      walk(rows[0]!['QUERY PLAN'][0].Plan);
-      assert.ok(!nodes.includes('Sort'), `no sort of the matches: ${nodes.join(' > ')}`);
-      assert.ok(nodes.some((n) => /^Index (Only )?Scan on tickets$/.test(n)), `the tickets read through an index, in page order: ${nodes.join(' > ')}`);
+      // An ASCII search folds with lower(), one beyond ASCII with translate(lower()): both must be planned in page order.
+      for (const [q, name] of [['nakamura', 'Aoife Nakamura'], ['müller', 'Jürgen Müller']] as const) {
+        const query = attendeePageQuery(new TenantScope(db, accountId), eventId, { q }, { limit: 100, after: null, listTag: '' }).compile();
+        const { rows } = await db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+        const nodes: string[] = [];
+        const walk = (node: PlanNode): void => {
+          nodes.push(`${node['Node Type']}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}`);
+          for (const child of node.Plans ?? []) walk(child);
+        };
+        walk(rows[0]!['QUERY PLAN'][0].Plan);
+        assert.ok(!nodes.includes('Sort'), `${q}: no sort of the matches: ${nodes.join(' > ')}`);
+        assert.ok(nodes.some((n) => /^Index (Only )?Scan on tickets$/.test(n)), `${q}: the tickets read through an index, in page order: ${nodes.join(' > ')}`);
 
-      const page = await (await api.fetch(`/v1/events/${eventId}/attendees?limit=100&q=nakamura`, { key })).json();
-      assert.equal(page.data.length, 100);
-      assert.ok(page.data.every((a: { name: string }) => a.name === 'Aoife Nakamura'));
+        const page = await (await api.fetch(`/v1/events/${eventId}/attendees?limit=100&q=${encodeURIComponent(q)}`, { key })).json();
+        assert.equal(page.data.length, 100, q);
+        assert.ok(page.data.every((a: { name: string }) => a.name === name), q);
+      }
     });
 
     test('an export of 5,000 attendees parses back into exactly the rows in the database', async (t) => {
