@@ -29,6 +29,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Filled by the next ANALYZE: now, for a database that already holds tickets (it samples at
   // most 30,000 rows, however large the table).
   await sql`analyze tickets`.execute(db);
+  // The migrations after this one run in the same transaction.
+  await sql`set local lock_timeout to default`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
