@@ -33,7 +33,7 @@ import {
 export const name = 'blend';
 export const description = 'Blend engine: 5 × 4000×3000 JPEGs end to end per blend type, vs ImageMagick and enfuse; GET latency during blends';
 
-const FIXTURES = path.resolve(ROOT, '../shared/fixtures/blend');
+const FIXTURES = path.resolve(ROOT, 'test/fixtures/blend');
 const WIDTH = 4000;
 const HEIGHT = 3000;
 const FRAMES = 5;

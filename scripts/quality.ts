@@ -38,7 +38,7 @@ const option = (name: string) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const fixtures = path.resolve(option('--fixtures') ?? path.join(import.meta.dirname, '../../shared/fixtures/blend'));
+const fixtures = path.resolve(option('--fixtures') ?? path.join(import.meta.dirname, '../test/fixtures/blend'));
 const writeTo = option('--write');
 
 async function decode(bytes: Buffer | string): Promise<RgbImage> {

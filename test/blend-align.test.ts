@@ -9,7 +9,7 @@ import { apply } from '../src/blend/engine/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image.js';
 import { WorkerPool } from '../src/blend/engine/pool.js';
 
-const FIXTURES = path.resolve(import.meta.dirname, '../../shared/fixtures/blend');
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
 interface Box {
   x: number;

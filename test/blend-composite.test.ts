@@ -7,7 +7,7 @@ import { type RgbImage, sharedImage } from '../src/blend/engine/image.js';
 import { WorkerPool } from '../src/blend/engine/pool.js';
 import { segmentPeople } from '../src/blend/engine/segment.js';
 
-const FIXTURES = path.resolve(import.meta.dirname, '../../shared/fixtures/blend');
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 /** NASA portrait of astronaut Eileen Collins (public domain), 416 × 416. */
 const PORTRAIT = path.join(FIXTURES, 'exposure-bracket/gt.png');
 /** A coffee photo: the scene the people are placed in. */

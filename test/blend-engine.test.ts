@@ -13,7 +13,7 @@ import { levelSizes, type Plane, sharedPlane } from '../src/blend/engine/pyramid
 import { darkenRows, lightenRows, meanRows, medianRows, type PointKernel } from '../src/blend/engine/stack.js';
 import { SIMD_MAX_FRAMES } from '../src/blend/engine/stack-simd.js';
 
-const FIXTURES = path.resolve(import.meta.dirname, '../../shared/fixtures/blend');
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
 interface Scenario {
   frames: RgbImage[];

@@ -10,7 +10,7 @@ import { claimJobs } from '../src/jobs/queue.js';
 import { BLEND_KIND } from '../src/blend/blend.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
-const FIXTURES = path.resolve(import.meta.dirname, '../../shared/fixtures/blend');
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
 /** Serves the fixture sets over loopback, plus images that fail in each way a job can. */
 async function imageServer(t: TestContext) {

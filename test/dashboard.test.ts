@@ -12,7 +12,7 @@ import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, unti
 
 const PASSWORD = 'correct horse battery staple';
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../test-output/screenshots');
-const FIXTURES = path.resolve(import.meta.dirname, '../../shared/fixtures/blend');
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
 /** An account that can sign in to the dashboard, and (unless free) an API key of its own. */
 async function member(api: TestApp, plan: Plan = 'business') {

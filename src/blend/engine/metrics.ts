@@ -1,7 +1,7 @@
 import type { RgbImage } from './image.js';
 
 /**
- * Image quality against a reference, exactly as shared/fixtures/blend/README.md defines it,
+ * Image quality against a reference, exactly as test/fixtures/blend/README.md defines it,
  * so scores compare with the fixtures' baselines.
  */
 
