@@ -90,3 +90,28 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+for (const engine of ENGINES) {
+  describe(`RateLimit reset (${engine})`, () => {
+    test('the seconds left that RateLimit reports never exceed the window, at any moment within a second', async (t) => {
+      const blendArea: FastifyPluginAsyncTypebox = async (app) => {
+        app.get('/test/blend-window', { config: { area: 'blend', scope: 'blend' } }, async () => ({ ok: true }));
+      };
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_LIMITS_BUSINESS: 'eventsPerMinute=1000,eventsPerDay=100000,blendPerHour=1000' }, { extraRoutes: blendArea });
+      const windows: Record<string, number> = { 'events-minute': 60, 'events-day': 86400, 'blend-hour': 3600 };
+      // Fresh accounts open fresh windows at different points within a wall-clock second.
+      for (let i = 0; i < 8; i++) {
+        const { key } = await api.account();
+        for (const path of ['/v1/account', '/v1/test/blend-window']) {
+          const res = await api.fetch(path, { key });
+          assert.equal(res.status, 200);
+          const [, name, t] = /^"([\w-]+)";r=\d+;t=(\d+)$/.exec(res.headers.get('ratelimit') ?? '') ?? [];
+          assert.ok(name && windows[name], `RateLimit ${res.headers.get('ratelimit')}`);
+          assert.ok(Number(t) <= windows[name]!, `t=${t} for the ${windows[name]}-second window ${name}`);
+          assert.ok(Number(t) >= windows[name]! - 1, `t=${t}: a window opened just now has (almost) all of it left`);
+        }
+        await new Promise((r) => setTimeout(r, 1000 / 8 + 7));
+      }
+    });
+  });
+}

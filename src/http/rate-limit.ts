@@ -140,7 +140,9 @@ function closestToExhaustion(states: WindowState[]): WindowState {
 /** `X-RateLimit-*` (GitHub style) and the IETF draft's `RateLimit-Policy` / `RateLimit`. */
 export function rateLimitHeaders(verdict: Verdict): Record<string, string> {
   const { closest } = verdict;
-  const secondsLeft = Math.max(0, closest.reset - Math.floor(Date.now() / 1000));
+  // `reset` was rounded up to a whole second; counting from the current second rounded down would
+  // add that rounding twice (t=61 for a 60-second window). Never more than the window itself.
+  const secondsLeft = Math.min(closest.windowSeconds, Math.max(0, closest.reset - Math.ceil(Date.now() / 1000)));
   return {
     'X-RateLimit-Limit': String(closest.limit),
     'X-RateLimit-Remaining': String(closest.remaining),
