@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
@@ -67,7 +67,7 @@ export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
                 description: 'The result image, in the format the job asked for',
                 content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) }])),
               },
-              304: Type.Null(),
+              304: { description: 'Not modified: the If-None-Match header named this ETag. No body.', type: 'null' },
               ...problemResponses,
             },
           },
@@ -77,7 +77,8 @@ export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
           const etag = `"${row.id}"`;
           const maxAge = Math.max(0, Math.min(86_400, request.query.expires - Math.floor(Date.now() / 1000)));
           reply.header('ETag', etag).header('Cache-Control', `private, max-age=${maxAge}, immutable`);
-          if (request.headers['if-none-match'] === etag) return reply.code(304).send(null);
+          // A 304 has no body, so no Content-Type or Content-Length either (RFC 9110 15.4.5): send nothing.
+          if (request.headers['if-none-match'] === etag) return (reply.code(304) as FastifyReply).send();
           const object = await store.open(row.resultKey!);
           if (!object) throw new AppError('not_found', 'The result image is no longer stored.');
           return reply
