@@ -93,6 +93,11 @@ export function listTicketTypes(scope: TenantScope, eventId: string): Promise<Ti
   return scope.selectFrom('ticketTypes').selectAll().where('eventId', '=', eventId).orderBy('id').execute();
 }
 
+/** One page of an event's ticket types, oldest first (the order they were created in). */
+export function pageTicketTypes(scope: TenantScope, eventId: string, page: PageRequest): Promise<TicketTypeRow[]> {
+  return keysetPage(scope.selectFrom('ticketTypes').selectAll().where('eventId', '=', eventId), page, 'ticketTypes.id', 'ticketTypes.id', 'asc').execute();
+}
+
 export function findTicketType(scope: TenantScope, eventId: string, id: string): Promise<TicketTypeRow | undefined> {
   return scope.selectFrom('ticketTypes').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
 }

@@ -19,7 +19,6 @@ const CHECKIN: readonly Scope[] = ['checkin', 'events:write'];
 
 const EventParams = IdParam('Event id (`evt_...`)');
 const TicketParams = IdParam('Ticket id (`tkt_...`)');
-const List = Type.Object({ data: Type.Array(schemas.TicketTypeSchema) });
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
@@ -102,9 +101,16 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/tickets',
     {
       config: { scope: READ },
-      schema: { tags: ['ticket types'], summary: 'List ticket types with live inventory', params: EventParams, response: { 200: List, ...problemResponses } },
+      schema: {
+        tags: ['ticket types'],
+        summary: 'List ticket types with live inventory, oldest first',
+        params: EventParams,
+        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        response: { 200: pageSchema(schemas.TicketTypeSchema), ...problemResponses },
+      },
     },
-    (request) => events.listTicketTypes(scope(request), request.params.id),
+    async (request, reply) =>
+      withLinkHeader(request, reply, await events.listTicketTypes(scope(request), request.params.id, pageRequest(request.query, events.ticketTypesListTag(request.params.id)))),
   );
 
   app.post(

@@ -187,11 +187,13 @@ export async function publishEvent(scope: TenantScope, id: string) {
   });
 }
 
-export async function listTicketTypes(scope: TenantScope, eventId: string) {
+export async function listTicketTypes(scope: TenantScope, eventId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentTicketType>>> {
   const event = await getEvent(scope, eventId);
-  const types = await repo.listTicketTypes(scope, eventId);
-  return { data: types.map((t) => presentTicketType(t, event)) };
+  const rows = await repo.pageTicketTypes(scope, eventId, page);
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event));
 }
+
+export const ticketTypesListTag = (eventId: string) => listTag('ticketTypes', { eventId });
 
 export async function getTicketType(scope: TenantScope, eventId: string, id: string) {
   const event = await getEvent(scope, eventId);
