@@ -17,6 +17,7 @@ import { healthRoutes } from './http/health.js';
 import { completeIdempotencyKey, idempotencyPreHandler, releaseIdempotencyKey } from './http/idempotency.js';
 import { guard } from './http/guard.js';
 import { metricsPlugin } from './http/metrics.js';
+import { registerComponents, swaggerOptions } from './http/openapi.js';
 import { clientErrorHandler, problemPlugin, sendProblem, toAppError, writeProblem } from './http/problem.js';
 import { blendRoutes, resultRoutes } from './blend/blend.routes.js';
 import { createResultStore, type ResultStore } from './blend/storage.js';
@@ -181,22 +182,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken });
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Montage API',
-        version: '1.0.0',
-        description:
-          'Photo blending and event management. Every route answers under both /v1 and /api/v1 (only /v1 is listed). ' +
-          'Errors are RFC 9457 problem details; see /docs/errors for every code.',
-      },
-      servers: [{ url: config.publicUrl }],
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'mtg_ API key' } } },
-      security: [{ apiKey: [] }],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  });
+  registerComponents(app, config);
+  await app.register(swagger, swaggerOptions(config));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   await app.register(errorDocsRoutes);

@@ -1,4 +1,4 @@
-import { type Static, type TSchema, Type } from 'typebox';
+import { type Static, type TSchema, type TUnsafe, Type } from 'typebox';
 
 /** Shared field shapes of the API's schemas. */
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] });
@@ -22,4 +22,14 @@ export function Nullable<T extends TSchema & { type: string }>(schema: T, option
 /** One of fixed strings, as `{ type: 'string', enum }`: serialised directly, where an `anyOf` of literals is validated. */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
   return Type.Unsafe<T[number]>({ ...options, type: 'string', enum: [...values] });
+}
+
+/**
+ * A reference to a named schema (one with an `$id`, registered with the app: see http/openapi.ts),
+ * typed as the schema itself. The OpenAPI document shows it as `#/components/schemas/<$id>`.
+ */
+export function ref<T extends TSchema>(schema: T): TUnsafe<Static<T>> {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('ref() needs a schema with an $id');
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
 }

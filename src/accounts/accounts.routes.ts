@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
-import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
-import { problemResponses } from '../http/problem.js';
-import { AccountSchema, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams } from './accounts.schemas.js';
+import { PageQuery, pageRequest, withLinkHeader } from '../http/paging.js';
+import { ref } from '../schemas.js';
+import { problems } from '../http/openapi.js';
+import { AccountSchema, ApiKeyPage, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams, WebhookSecretSchema } from './accounts.schemas.js';
 import * as accounts from './accounts.service.js';
 
 export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -13,9 +14,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/account',
     {
       schema: {
+        operationId: 'getAccount',
         tags: ['account'],
         summary: "The caller's account, plan, limits, usage of each rate-limit window and the key's scopes",
-        response: { 200: AccountSchema, ...problemResponses },
+        response: { 200: ref(AccountSchema) },
       },
     },
     (request) => accounts.describeAccount(app.db, app.config, app.rateLimits, request.principal!),
@@ -26,10 +28,11 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: 'webhooks' },
       schema: {
+        operationId: 'getAccountWebhookSecret',
         tags: ['account'],
         summary: "The account's signing secret for deliveries to a blend job's own webhookUrl",
         description: 'Subscriptions have their own secrets; this one signs deliveries that have no subscription.',
-        response: { 200: Type.Object({ secret: Type.String({ examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) }), ...problemResponses },
+        response: { 200: ref(WebhookSecretSchema) },
       },
     },
     async (request, reply) => {
@@ -43,10 +46,11 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: 'all' },
       schema: {
+        operationId: 'listApiKeys',
         tags: ['account'],
         summary: "List the account's API keys, newest first (secrets are never shown again)",
         querystring: Type.Object(PageQuery, { additionalProperties: false }),
-        response: { 200: pageSchema(ApiKeySchema), ...problemResponses },
+        response: { 200: ref(ApiKeyPage) },
       },
     },
     async (request, reply) =>
@@ -58,11 +62,12 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: 'all', idempotent: false },
       schema: {
+        operationId: 'createApiKey',
         tags: ['account'],
         summary: 'Create an API key; the response is the only time the key is shown',
         description: 'Idempotency-Key is not honoured here: a stored response would hold the secret.',
         body: CreateKeyBody,
-        response: { 201: CreatedApiKeySchema, ...problemResponses },
+        response: { 201: ref(CreatedApiKeySchema) },
       },
     },
     async (request, reply) => {
@@ -77,7 +82,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/keys/:id',
     {
       config: { scope: 'all' },
-      schema: { tags: ['account'], summary: 'Read an API key', params: KeyParams, response: { 200: ApiKeySchema, ...problemResponses } },
+      schema: { operationId: 'getApiKey', tags: ['account'], summary: 'Read an API key', params: KeyParams, response: { 200: ref(ApiKeySchema) } },
     },
     (request) => accounts.getApiKey(scope(request.principal!.accountId), request.params.id),
   );
@@ -87,10 +92,11 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: 'all' },
       schema: {
+        operationId: 'revokeApiKey',
         tags: ['account'],
         summary: 'Revoke an API key: it stops working at once (revoking twice is a no-op)',
         params: KeyParams,
-        response: { 200: ApiKeySchema, ...problemResponses },
+        response: { 200: ref(ApiKeySchema) },
       },
     },
     async (request) => {

@@ -1,15 +1,18 @@
 import { Type } from 'typebox';
+import { pageSchema } from '../http/paging.js';
 import { NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
-import { SCOPES } from './accounts.service.js';
+import { SCOPES, type Scope } from './accounts.service.js';
 
-export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)), { description: 'API key scope' });
+export const ScopeSchema = StringEnum(SCOPES, { description: 'API key scope' });
+/** The scopes of a key, as answered (the service hands out its read-only lists). */
+const Scopes = Type.Unsafe<readonly Scope[]>(Type.Array(ScopeSchema, { maxItems: SCOPES.length }));
 
 export const ApiKeySchema = Type.Object(
   {
     id: Type.String({ examples: ['key_01jd0c8n4ffm5b6d2x0v9k3q7r'] }),
     name: Type.String(),
     prefix: Type.String({ description: 'First 8 characters of the key, for recognising it.', examples: ['mtg_7Hq2'] }),
-    scopes: Type.Array(ScopeSchema),
+    scopes: Scopes,
     createdAt: Timestamp,
     lastUsedAt: NullableTimestamp,
     expiresAt: NullableTimestamp,
@@ -32,7 +35,7 @@ export const CreateKeyBody = Type.Object(
     scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true })),
     expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working.' })),
   },
-  { examples: [{ name: 'Door scanner, north gate', scopes: ['checkin'] }], additionalProperties: false },
+  { $id: 'CreateApiKeyRequest', examples: [{ name: 'Door scanner, north gate', scopes: ['checkin'] }], additionalProperties: false },
 );
 
 const WindowUsage = Type.Object({
@@ -59,7 +62,7 @@ export const AccountSchema = Type.Object(
       id: Type.String(),
       name: Type.String(),
       prefix: Type.String(),
-      scopes: Type.Array(ScopeSchema),
+      scopes: Scopes,
       expiresAt: NullableTimestamp,
     }),
   },
@@ -67,3 +70,13 @@ export const AccountSchema = Type.Object(
 );
 
 export const KeyParams = Type.Object({ id: Type.String({ description: 'API key id (`key_...`)' }) });
+
+export const ApiKeyPage = pageSchema('ApiKeyPage', ApiKeySchema);
+
+export const WebhookSecretSchema = Type.Object(
+  { secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/=]+$', maxLength: 100, examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) },
+  { $id: 'WebhookSecret' },
+);
+
+/** Every named schema of the account area, for the OpenAPI document's components. */
+export const accountComponents = [AccountSchema, ApiKeySchema, ApiKeyPage, CreatedApiKeySchema, CreateKeyBody, WebhookSecretSchema];

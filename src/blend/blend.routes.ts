@@ -1,11 +1,13 @@
+import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
-import { pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
-import { problemResponses } from '../http/problem.js';
-import { BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
+import { pageRequest, withLinkHeader } from '../http/paging.js';
+import { ref } from '../schemas.js';
+import { problems } from '../http/openapi.js';
+import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
 import * as blend from './blend.service.js';
 import { CONTENT_TYPES, type OutputFormat } from './media.js';
 import type { ResultStore } from './storage.js';
@@ -22,11 +24,12 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config,
       schema: {
+        operationId: 'startBlend',
         tags,
         summary: 'Start a blend job: the images are fetched, aligned and blended in the background',
         description: 'Answers 202 with the queued job and `Location` of its status. Poll the status or receive blend.* webhooks.',
         body: startBody(app.config.blend.maxImages),
-        response: { 202: BlendJobSchema, ...problemResponses },
+        response: { 202: ref(BlendJobSchema) },
       },
     },
     async (request, reply) => {
@@ -37,15 +40,20 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/blend/status/:jobId',
-    { config, schema: { tags, summary: "A blend job's status, and its result once completed", params: JobParams, response: { 200: BlendJobSchema, ...problemResponses } } },
+    { config, schema: { operationId: 'getBlendStatus', tags, summary: "A blend job's status, and its result once completed", params: JobParams, response: { 200: ref(BlendJobSchema) } } },
     (request) => blend.getJob(scope(request), request.params.jobId, app.config),
   );
 
   app.get(
     '/blend/jobs',
-    { config, schema: { tags, summary: 'Blend jobs, newest first, filtered by project and status', querystring: ListJobsQuery, response: { 200: pageSchema(BlendJobSchema), ...problemResponses } } },
+    { config, schema: { operationId: 'listBlendJobs', tags, summary: 'Blend jobs, newest first, filtered by project and status', querystring: ListJobsQuery, response: { 200: ref(BlendJobPage) } } },
     async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, pageRequest(request.query, blend.jobsListTag(request.query)), app.config)),
   );
+};
+
+const RESULT_HEADERS = {
+  ETag: { type: 'string', maxLength: 40, description: 'The job id, quoted: send it back as If-None-Match.' },
+  'Cache-Control': { type: 'string', maxLength: 100, description: '`private, max-age=<seconds until the URL expires, at most a day>, immutable`' },
 };
 
 /** Result images behind signed URLs: no API key, so they work in an <img> tag. */
@@ -57,6 +65,7 @@ export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
         {
           schema: {
             hide: prefix !== '/v1',
+            operationId: 'getBlendResult',
             tags: ['blend'],
             summary: 'A result image, by the signed URL of its job status (no API key)',
             security: [],
@@ -65,10 +74,11 @@ export function resultRoutes(store: ResultStore): FastifyPluginAsyncTypebox {
             response: {
               200: {
                 description: 'The result image, in the format the job asked for',
-                content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) }])),
+                headers: RESULT_HEADERS,
+                content: Object.fromEntries(Object.values(CONTENT_TYPES).map((type) => [type, { schema: Type.Unsafe<Buffer | Readable>({ type: 'string', format: 'binary', maxLength: 2_000_000_000 }) }])),
               },
-              304: { description: 'Not modified: the If-None-Match header named this ETag. No body.', type: 'null' },
-              ...problemResponses,
+              304: { description: 'Not modified: the If-None-Match header named this ETag. No body.', type: 'null', headers: RESULT_HEADERS },
+              ...problems('invalid_signature', 'result_url_expired', 'not_found'),
             },
           },
         },

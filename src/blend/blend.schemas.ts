@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageQuery } from '../http/paging.js';
+import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
@@ -9,7 +9,16 @@ export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'fai
 const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
 const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
 
-export const startBody = (maxImages: number) =>
+const startBodies = new Map<number, ReturnType<typeof makeStartBody>>();
+
+/** The body of POST /blend/start for a server that takes up to `maxImages` images: one schema object per size. */
+export function startBody(maxImages: number) {
+  let schema = startBodies.get(maxImages);
+  if (!schema) startBodies.set(maxImages, (schema = makeStartBody(maxImages)));
+  return schema;
+}
+
+const makeStartBody = (maxImages: number) =>
   Type.Object(
     {
       projectId: ProjectId,
@@ -31,6 +40,7 @@ export const startBody = (maxImages: number) =>
       webhookUrl: Type.Optional(Type.String({ maxLength: 2048, description: "This job's blend.* events are also sent here, signed with the account's webhook secret." })),
     },
     {
+      $id: 'StartBlendRequest',
       additionalProperties: false,
       examples: [{ projectId: 'wedding-2026-06-14', images: ['https://images.example.com/1.jpg', 'https://images.example.com/2.jpg', 'https://images.example.com/3.jpg'], options: { blendType: 'median' } }],
     },
@@ -88,3 +98,8 @@ export const ResultQuery = Type.Object(
   { expires: Type.Integer({ minimum: 0, description: 'Unix seconds' }), signature: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }) },
   { additionalProperties: false },
 );
+
+export const BlendJobPage = pageSchema('BlendJobPage', BlendJobSchema);
+
+/** Every named schema of the blend area, for the OpenAPI document's components (`maxImages`: the server's limit). */
+export const blendComponents = (maxImages: number) => [BlendJobSchema, BlendJobPage, startBody(maxImages)];

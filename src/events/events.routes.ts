@@ -1,11 +1,12 @@
+import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Scope } from '../accounts/accounts.service.js';
 import { TenantScope } from '../db/tenant.js';
-import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
-import { problemResponses } from '../http/problem.js';
-import { IdParam } from '../schemas.js';
+import { PageQuery, pageRequest, withLinkHeader } from '../http/paging.js';
+import { problems } from '../http/openapi.js';
+import { IdParam, ref } from '../schemas.js';
 import * as analytics from './analytics.service.js';
 import * as attendees from './attendees.service.js';
 import * as checkins from './checkins.service.js';
@@ -28,7 +29,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events',
     {
       config: { scope: READ },
-      schema: { tags, summary: 'List events, newest first', querystring: schemas.EventListQuery, response: { 200: pageSchema(schemas.EventSchema), ...problemResponses } },
+      schema: { operationId: 'listEvents', tags, summary: 'List events, newest first', querystring: schemas.EventListQuery, response: { 200: ref(schemas.EventPage) } },
     },
     async (request, reply) => withLinkHeader(request, reply, await events.listEvents(scope(request), request.query, pageRequest(request.query, events.eventsListTag(request.query)))),
   );
@@ -37,7 +38,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events',
     {
       config: { scope: WRITE },
-      schema: { tags, summary: 'Create an event (as a draft)', body: schemas.CreateEventBody, response: { 201: schemas.EventSchema, ...problemResponses } },
+      schema: { operationId: 'createEvent', tags, summary: 'Create an event (as a draft)', body: schemas.CreateEventBody, response: { 201: ref(schemas.EventSchema) } },
     },
     async (request, reply) => {
       const event = await events.createEvent(scope(request), request.body);
@@ -47,7 +48,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/events/:id',
-    { config: { scope: READ }, schema: { tags, summary: 'Read an event', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } } },
+    { config: { scope: READ }, schema: { operationId: 'getEvent', tags, summary: 'Read an event', params: EventParams, response: { 200: ref(schemas.EventSchema) } } },
     async (request) => events.presentEvent(await events.getEvent(scope(request), request.params.id)),
   );
 
@@ -56,12 +57,13 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: WRITE },
       schema: {
+        operationId: 'updateEvent',
         tags,
         summary: 'Update an event (partial)',
         description: 'Once ticket types exist the currency is fixed; capacity may not drop below the tickets sold; a cancelled event does not change.',
         params: EventParams,
         body: schemas.UpdateEventBody,
-        response: { 200: schemas.EventSchema, ...problemResponses },
+        response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_tickets', 'capacity_below_sold') },
       },
     },
     (request) => events.updateEvent(scope(request), request.params.id, request.body),
@@ -71,7 +73,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id',
     {
       config: { scope: WRITE },
-      schema: { tags, summary: 'Delete an event that never issued a ticket', params: EventParams, response: { 204: Type.Null(), ...problemResponses } },
+      schema: { operationId: 'deleteEvent', tags, summary: 'Delete an event that never issued a ticket', params: EventParams, response: { 204: Type.Null(), ...problems('event_has_tickets') } },
     },
     async (request, reply) => {
       await events.deleteEvent(scope(request), request.params.id);
@@ -83,7 +85,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/publish',
     {
       config: { scope: WRITE },
-      schema: { tags, summary: 'Publish an event (needs a ticket type; publishing again is a no-op)', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } },
+      schema: { operationId: 'publishEvent', tags, summary: 'Publish an event (needs a ticket type; publishing again is a no-op)', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_no_ticket_types') } },
     },
     (request) => events.publishEvent(scope(request), request.params.id),
   );
@@ -92,7 +94,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/cancel',
     {
       config: { scope: WRITE },
-      schema: { tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: schemas.EventSchema, ...problemResponses } },
+      schema: { operationId: 'cancelEvent', tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled') } },
     },
     (request) => orders.cancelEvent(scope(request), request.params.id),
   );
@@ -102,11 +104,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: READ },
       schema: {
+        operationId: 'listTicketTypes',
         tags: ['ticket types'],
         summary: 'List ticket types with live inventory, oldest first',
         params: EventParams,
         querystring: Type.Object(PageQuery, { additionalProperties: false }),
-        response: { 200: pageSchema(schemas.TicketTypeSchema), ...problemResponses },
+        response: { 200: ref(schemas.TicketTypePage) },
       },
     },
     async (request, reply) =>
@@ -117,7 +120,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/tickets',
     {
       config: { scope: WRITE },
-      schema: { tags: ['ticket types'], summary: 'Create a ticket type', params: EventParams, body: schemas.CreateTicketTypeBody, response: { 201: schemas.TicketTypeSchema, ...problemResponses } },
+      schema: { operationId: 'createTicketType', tags: ['ticket types'], summary: 'Create a ticket type', params: EventParams, body: schemas.CreateTicketTypeBody, response: { 201: ref(schemas.TicketTypeSchema), ...problems('event_cancelled') } },
     },
     async (request, reply) => {
       const type = await events.createTicketType(scope(request), request.params.id, request.body);
@@ -129,7 +132,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/tickets/:ticketTypeId',
     {
       config: { scope: READ },
-      schema: { tags: ['ticket types'], summary: 'Read a ticket type with live inventory', params: schemas.EventTicketParams, response: { 200: schemas.TicketTypeSchema, ...problemResponses } },
+      schema: { operationId: 'getTicketType', tags: ['ticket types'], summary: 'Read a ticket type with live inventory', params: schemas.EventTicketParams, response: { 200: ref(schemas.TicketTypeSchema) } },
     },
     (request) => events.getTicketType(scope(request), request.params.id, request.params.ticketTypeId),
   );
@@ -139,11 +142,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: WRITE },
       schema: {
+        operationId: 'updateTicketType',
         tags: ['ticket types'],
         summary: 'Update a ticket type (quantity not below sold; price only before any sale)',
         params: schemas.EventTicketParams,
         body: schemas.UpdateTicketTypeBody,
-        response: { 200: schemas.TicketTypeSchema, ...problemResponses },
+        response: { 200: ref(schemas.TicketTypeSchema), ...problems('event_cancelled', 'quantity_below_sold', 'price_locked') },
       },
     },
     (request) => events.updateTicketType(scope(request), request.params.id, request.params.ticketTypeId, request.body),
@@ -154,12 +158,13 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: WRITE },
       schema: {
+        operationId: 'createOrder',
         tags: ['orders'],
         summary: 'Place an order: issues its tickets, all or nothing',
         description: 'Never sells more than a ticket type\'s quantity or the event\'s capacity, whatever the concurrency. Send an Idempotency-Key to retry safely.',
         params: EventParams,
         body: schemas.CreateOrderBody,
-        response: { 201: schemas.OrderSchema, ...problemResponses },
+        response: { 201: ref(schemas.OrderSchema), ...problems('sold_out', 'sales_closed', 'event_not_published', 'event_cancelled') },
       },
     },
     async (request, reply) => {
@@ -172,14 +177,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/orders/:id',
     {
       config: { scope: READ },
-      schema: { tags: ['orders'], summary: 'Read an order with its tickets (their current state)', params: IdParam('Order id (`ord_...`)'), response: { 200: schemas.OrderSchema, ...problemResponses } },
+      schema: { operationId: 'getOrder', tags: ['orders'], summary: 'Read an order with its tickets (their current state)', params: IdParam('Order id (`ord_...`)'), response: { 200: ref(schemas.OrderSchema) } },
     },
     (request) => orders.getOrder(scope(request), request.params.id),
   );
 
   app.get(
     '/tickets/:id',
-    { config: { scope: READ }, schema: { tags: ['tickets'], summary: 'Read a ticket', params: TicketParams, response: { 200: schemas.TicketSchema, ...problemResponses } } },
+    { config: { scope: READ }, schema: { operationId: 'getTicket', tags: ['tickets'], summary: 'Read a ticket', params: TicketParams, response: { 200: ref(schemas.TicketSchema) } } },
     (request) => orders.getTicket(scope(request), request.params.id),
   );
 
@@ -187,7 +192,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/tickets/:id/cancel',
     {
       config: { scope: WRITE },
-      schema: { tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: schemas.TicketSchema, ...problemResponses } },
+      schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') } },
     },
     (request) => orders.cancelTicket(scope(request), request.params.id),
   );
@@ -197,11 +202,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: WRITE },
       schema: {
+        operationId: 'transferTicket',
         tags: ['tickets'],
         summary: 'Transfer a ticket to a new holder; it gets a new code and the old one stops working',
         params: TicketParams,
         body: schemas.TransferBody,
-        response: { 200: schemas.TicketSchema, ...problemResponses },
+        response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') },
       },
     },
     (request) => orders.transferTicket(scope(request), request.params.id, request.body),
@@ -211,7 +217,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/attendees',
     {
       config: { scope: READ },
-      schema: { tags: ['attendees'], summary: 'List attendees (one per valid ticket) and their check-in status', params: EventParams, querystring: schemas.AttendeeListQuery, response: { 200: pageSchema(schemas.AttendeeSchema), ...problemResponses } },
+      schema: { operationId: 'listAttendees', tags: ['attendees'], summary: 'List attendees (one per valid ticket) and their check-in status', params: EventParams, querystring: schemas.AttendeeListQuery, response: { 200: ref(schemas.AttendeePage) } },
     },
     async (request, reply) => {
       const tag = attendees.attendeesListTag(request.params.id, request.query);
@@ -224,6 +230,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: READ },
       schema: {
+        operationId: 'exportAttendees',
         tags: ['attendees'],
         summary: 'Export attendees as CSV (default) or NDJSON, streamed',
         description: 'Cells starting with = + - @ are prefixed with an apostrophe so spreadsheets do not run them as formulas.',
@@ -233,11 +240,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: {
             description: 'CSV or NDJSON',
             content: {
-              'text/csv': { schema: Type.String({ examples: [attendees.EXPORT_EXAMPLES.csv] }) },
-              'application/x-ndjson': { schema: Type.String({ examples: [attendees.EXPORT_EXAMPLES.json] }) },
+              'text/csv': { schema: Type.Unsafe<string | Readable>({ type: 'string', examples: [attendees.EXPORT_EXAMPLES.csv] }) },
+              'application/x-ndjson': { schema: Type.Unsafe<string | Readable>({ type: 'string', examples: [attendees.EXPORT_EXAMPLES.json] }) },
             },
           },
-          ...problemResponses,
         },
       },
     },
@@ -252,12 +258,13 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { scope: CHECKIN },
       schema: {
+        operationId: 'checkIn',
         tags: ['check-in'],
         summary: 'Check a ticket in by ticketId or by code',
         description: 'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId.',
         params: EventParams,
         body: schemas.CheckinBody,
-        response: { 201: schemas.CheckinSchema, ...problemResponses },
+        response: { 201: ref(schemas.CheckinSchema), ...problems('already_checked_in', 'ticket_cancelled') },
       },
     },
     async (request, reply) => {
@@ -270,7 +277,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/checkins',
     {
       config: { scope: READ },
-      schema: { tags: ['check-in'], summary: 'The check-in history: every check-in and undo (who, when, gate), newest first', params: EventParams, querystring: schemas.CheckinListQuery, response: { 200: pageSchema(schemas.CheckinHistorySchema), ...problemResponses } },
+      schema: { operationId: 'listCheckIns', tags: ['check-in'], summary: 'The check-in history: every check-in and undo (who, when, gate), newest first', params: EventParams, querystring: schemas.CheckinListQuery, response: { 200: ref(schemas.CheckinHistoryPage) } },
     },
     async (request, reply) => {
       const tag = checkins.checkinsListTag(request.params.id, request.query.ticketId);
@@ -282,7 +289,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/checkins/:childId',
     {
       config: { scope: READ },
-      schema: { tags: ['check-in'], summary: 'Read a check-in (or undo) with its ticket as it is now', params: schemas.EventChildParams, response: { 200: schemas.CheckinSchema, ...problemResponses } },
+      schema: { operationId: 'getCheckIn', tags: ['check-in'], summary: 'Read a check-in (or undo) with its ticket as it is now', params: schemas.EventChildParams, response: { 200: ref(schemas.CheckinSchema) } },
     },
     (request) => checkins.getCheckIn(scope(request), request.params.id, request.params.childId),
   );
@@ -291,14 +298,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/checkin/:ticketId',
     {
       config: { scope: CHECKIN },
-      schema: { tags: ['check-in'], summary: 'Undo the check-in of a ticket', params: schemas.EventCheckinParams, response: { 200: schemas.TicketSchema, ...problemResponses } },
+      schema: { operationId: 'undoCheckIn', tags: ['check-in'], summary: 'Undo the check-in of a ticket', params: schemas.EventCheckinParams, response: { 200: ref(schemas.TicketSchema), ...problems('not_checked_in', 'ticket_cancelled') } },
     },
     (request) => checkins.undoCheckIn(scope(request), request.params.id, request.params.ticketId, request.principal!.keyId),
   );
 
   app.get(
     '/events/:id/analytics',
-    { config: { scope: READ }, schema: { tags: ['analytics'], summary: 'Totals: tickets, money, check-ins, per ticket type', params: EventParams, response: { 200: schemas.AnalyticsSchema, ...problemResponses } } },
+    { config: { scope: READ }, schema: { operationId: 'getEventAnalytics', tags: ['analytics'], summary: 'Totals: tickets, money, check-ins, per ticket type', params: EventParams, response: { 200: ref(schemas.AnalyticsSchema) } } },
     (request) => analytics.eventAnalytics(scope(request), request.params.id),
   );
 
@@ -306,7 +313,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/analytics/sales',
     {
       config: { scope: READ },
-      schema: { tags: ['analytics'], summary: 'Sales and cancellations per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: schemas.SalesSeriesSchema, ...problemResponses } },
+      schema: { operationId: 'getSalesSeries', tags: ['analytics'], summary: 'Sales and cancellations per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: ref(schemas.SalesSeriesSchema) } },
     },
     (request) => analytics.salesSeries(scope(request), request.params.id, request.query),
   );
@@ -315,14 +322,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/analytics/checkins',
     {
       config: { scope: READ },
-      schema: { tags: ['analytics'], summary: 'Check-ins and undos per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: schemas.CheckinSeriesSchema, ...problemResponses } },
+      schema: { operationId: 'getCheckInSeries', tags: ['analytics'], summary: 'Check-ins and undos per minute, hour or day (empty buckets are zeros)', params: EventParams, querystring: schemas.SeriesQuery, response: { 200: ref(schemas.CheckinSeriesSchema) } },
     },
     (request) => analytics.checkinSeries(scope(request), request.params.id, request.query),
   );
 
   app.post(
     '/events/:id/payouts',
-    { config: { scope: WRITE }, schema: { tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: schemas.PayoutSchema, ...problemResponses } } },
+    { config: { scope: WRITE }, schema: { operationId: 'createPayout', tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: ref(schemas.PayoutSchema), ...problems('nothing_to_pay_out') } } },
     async (request, reply) => {
       const payout = await analytics.createPayout(scope(request), request.params.id);
       return reply.code(201).header('Location', `/v1/events/${payout.eventId}/payouts/${payout.id}`).send(payout);
@@ -331,7 +338,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/events/:id/payouts/:childId',
-    { config: { scope: READ }, schema: { tags: ['payouts'], summary: 'Read a payout', params: schemas.EventChildParams, response: { 200: schemas.PayoutSchema, ...problemResponses } } },
+    { config: { scope: READ }, schema: { operationId: 'getPayout', tags: ['payouts'], summary: 'Read a payout', params: schemas.EventChildParams, response: { 200: ref(schemas.PayoutSchema) } } },
     (request) => analytics.getPayout(scope(request), request.params.id, request.params.childId),
   );
 
@@ -339,7 +346,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/payouts',
     {
       config: { scope: READ },
-      schema: { tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: pageSchema(schemas.PayoutSchema), ...problemResponses } },
+      schema: { operationId: 'listPayouts', tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: ref(schemas.PayoutPage) } },
     },
     async (request, reply) =>
       withLinkHeader(request, reply, await analytics.listPayouts(scope(request), request.params.id, pageRequest(request.query, analytics.payoutsListTag(request.params.id)))),

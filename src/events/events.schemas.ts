@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { PageQuery } from '../http/paging.js';
-import { Currency, Email, Money, Name, Nullable, NullableTimestamp, Person, StringEnum, Timestamp } from '../schemas.js';
+import { PageQuery, pageSchema } from '../http/paging.js';
+import { Currency, Email, Money, Name, Nullable, NullableTimestamp, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
 const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' }), Type.String({ maxLength: 500 }), {
@@ -60,7 +60,7 @@ export const CreateEventBody = Type.Object(
     currency: Currency,
     metadata: Type.Optional(Metadata),
   },
-  { examples: [{ name: 'Launch night', startsAt: '2027-05-01T18:00:00+02:00', endsAt: '2027-05-01T23:00:00+02:00', timezone: 'Europe/Berlin', currency: 'EUR', capacity: 300, venue: { name: 'Hall 7', city: 'Berlin', country: 'DE' } }], additionalProperties: false },
+  { $id: 'CreateEventRequest', examples: [{ name: 'Launch night', startsAt: '2027-05-01T18:00:00+02:00', endsAt: '2027-05-01T23:00:00+02:00', timezone: 'Europe/Berlin', currency: 'EUR', capacity: 300, venue: { name: 'Hall 7', city: 'Berlin', country: 'DE' } }], additionalProperties: false },
 );
 
 export const UpdateEventBody = Type.Object(
@@ -76,7 +76,7 @@ export const UpdateEventBody = Type.Object(
     currency: Type.Optional(Currency),
     metadata: Type.Optional(Metadata),
   },
-  { examples: [{ capacity: 350, metadata: { crmId: '4711' } }], additionalProperties: false, minProperties: 1 },
+  { $id: 'UpdateEventRequest', examples: [{ capacity: 350, metadata: { crmId: '4711' } }], additionalProperties: false, minProperties: 1 },
 );
 
 export const EventListQuery = Type.Object(
@@ -121,7 +121,7 @@ export const CreateTicketTypeBody = Type.Object(
     salesEndAt: Type.Optional(Timestamp),
     maxPerOrder: Type.Optional(MaxPerOrder),
   },
-  { examples: [{ name: 'Early bird', price: 2500, quantity: 100, maxPerOrder: 4, salesEndAt: '2027-04-01T00:00:00Z' }], additionalProperties: false },
+  { $id: 'CreateTicketTypeRequest', examples: [{ name: 'Early bird', price: 2500, quantity: 100, maxPerOrder: 4, salesEndAt: '2027-04-01T00:00:00Z' }], additionalProperties: false },
 );
 
 export const UpdateTicketTypeBody = Type.Object(
@@ -134,7 +134,7 @@ export const UpdateTicketTypeBody = Type.Object(
     salesEndAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
     maxPerOrder: Type.Optional(Type.Union([MaxPerOrder, Type.Null()])),
   },
-  { examples: [{ quantity: 150, salesEndAt: '2027-04-15T00:00:00Z' }], additionalProperties: false, minProperties: 1 },
+  { $id: 'UpdateTicketTypeRequest', examples: [{ quantity: 150, salesEndAt: '2027-04-15T00:00:00Z' }], additionalProperties: false, minProperties: 1 },
 );
 
 export const TicketSchema = Type.Object(
@@ -173,6 +173,7 @@ export const CreateOrderBody = Type.Object(
     ),
   },
   {
+    $id: 'CreateOrderRequest',
     examples: [{ buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 2, attendees: [{ name: 'Charles Babbage', email: 'charles@example.com' }] }] }],
     additionalProperties: false,
   },
@@ -187,13 +188,13 @@ export const OrderSchema = Type.Object(
     items: Type.Array(Type.Object({ ticketTypeId: Type.String(), quantity: Type.Integer(), unitPrice: Money, amount: Money })),
     total: Money,
     currency: Currency,
-    tickets: Type.Array(TicketSchema),
+    tickets: Type.Array(ref(TicketSchema), { maxItems: 2000 }),
     createdAt: Timestamp,
   },
   { $id: 'Order' },
 );
 
-export const TransferBody = Type.Object({ attendee: Person }, { examples: [{ attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }], additionalProperties: false });
+export const TransferBody = Type.Object({ attendee: Person }, { $id: 'TransferTicketRequest', examples: [{ attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }], additionalProperties: false });
 
 export const AttendeeSchema = Type.Object(
   {
@@ -232,7 +233,7 @@ export const CheckinBody = Type.Object(
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
-  { examples: [{ code: 'h0HFNKsRHaUT6fWW9eYOuL', gate: 'north' }], additionalProperties: false, description: 'Exactly one of ticketId and code.' },
+  { $id: 'CheckInRequest', examples: [{ code: 'h0HFNKsRHaUT6fWW9eYOuL', gate: 'north' }], additionalProperties: false, description: 'Exactly one of ticketId and code.' },
 );
 
 export const CheckinSchema = Type.Object(
@@ -244,7 +245,7 @@ export const CheckinSchema = Type.Object(
     checkedInAt: Timestamp,
     gate: Nullable(Type.String()),
     createdAt: Timestamp,
-    ticket: TicketSchema,
+    ticket: ref(TicketSchema),
     attendee: Person,
   },
   { $id: 'Checkin' },
@@ -341,3 +342,27 @@ export const EventTicketParams = Type.Object({ id: Type.String(), ticketTypeId: 
 export const EventCheckinParams = Type.Object({ id: Type.String(), ticketId: Type.String() }, { additionalProperties: false });
 export const EventChildParams = Type.Object({ id: Type.String(), childId: Type.String() }, { additionalProperties: false });
 export { Email };
+
+export const EventPage = pageSchema('EventPage', EventSchema);
+export const TicketTypePage = pageSchema('TicketTypePage', TicketTypeSchema);
+export const AttendeePage = pageSchema('AttendeePage', AttendeeSchema);
+export const CheckinHistoryPage = pageSchema('CheckinHistoryPage', CheckinHistorySchema);
+export const PayoutPage = pageSchema('PayoutPage', PayoutSchema);
+
+/** What payment.completed and rsvp.submitted carry: the order, and the amount paid (0 for an RSVP). */
+export const OrderPaymentSchema = Type.Object({ ...OrderSchema.properties, amount: Money }, { $id: 'OrderPayment' });
+
+/** What payment.refunded carries: the ticket whose price was refunded. */
+export const RefundSchema = Type.Object(
+  { orderId: Type.String(), ticketId: Type.String(), amount: Money, currency: Currency },
+  { $id: 'Refund' },
+);
+
+/** Every named schema of the event area, for the OpenAPI document's components. */
+export const eventComponents = [
+  EventSchema, EventPage, CreateEventBody, UpdateEventBody,
+  TicketTypeSchema, TicketTypePage, CreateTicketTypeBody, UpdateTicketTypeBody,
+  TicketSchema, OrderSchema, CreateOrderBody, TransferBody, OrderPaymentSchema, RefundSchema,
+  AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinHistorySchema, CheckinHistoryPage,
+  AnalyticsSchema, SalesSeriesSchema, CheckinSeriesSchema, PayoutSchema, PayoutPage,
+];

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type SelectQueryBuilder, sql } from 'kysely';
 import { type TSchema, Type } from 'typebox';
 import { AppError } from '../errors.js';
-import { Nullable } from '../schemas.js';
+import { Nullable, ref } from '../schemas.js';
 
 /** Query parameters every list accepts (API.md section 6). */
 export const PageQuery = {
@@ -11,12 +11,16 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the previous page.' })),
 };
 
-export const pageSchema = <T extends TSchema>(item: T) =>
-  Type.Object({
-    data: Type.Array(item),
-    hasMore: Type.Boolean(),
-    nextCursor: Nullable(Type.String()),
-  });
+/** The page of a list, `{ data, hasMore, nextCursor }`, as a named schema (`EventPage`, ...). */
+export const pageSchema = <T extends TSchema>(name: string, item: T) =>
+  Type.Object(
+    {
+      data: Type.Array(ref(item), { maxItems: 100 }),
+      hasMore: Type.Boolean({ description: 'Whether another page follows.' }),
+      nextCursor: Nullable(Type.String({ maxLength: 512, description: 'The `cursor` of the next page; null on the last page.' })),
+    },
+    { $id: name, description: 'One page of a list; the `Link` header names the next page too.' },
+  );
 
 export interface Page<T> {
   data: T[];

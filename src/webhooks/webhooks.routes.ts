@@ -2,10 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
-import { pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
-import { problemResponses } from '../http/problem.js';
-import { IdParam } from '../schemas.js';
-import { AttemptSchema, CreatedSubscriptionSchema, CreateSubscriptionBody, ListQuery, SubscriptionSchema } from './webhooks.schemas.js';
+import { pageRequest, withLinkHeader } from '../http/paging.js';
+import { problems } from '../http/openapi.js';
+import { IdParam, ref } from '../schemas.js';
+import { AttemptPage, CreatedSubscriptionSchema, CreateSubscriptionBody, ListQuery, SubscriptionPage, SubscriptionSchema } from './webhooks.schemas.js';
 import * as webhooks from './webhooks.service.js';
 
 const Params = IdParam('Webhook subscription id (`wh_...`)');
@@ -17,7 +17,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/webhooks',
-    { config, schema: { tags, summary: 'List webhook subscriptions, newest first (no secrets)', querystring: ListQuery, response: { 200: pageSchema(SubscriptionSchema), ...problemResponses } } },
+    { config, schema: { operationId: 'listWebhookSubscriptions', tags, summary: 'List webhook subscriptions, newest first (no secrets)', querystring: ListQuery, response: { 200: ref(SubscriptionPage) } } },
     async (request, reply) => withLinkHeader(request, reply, await webhooks.listSubscriptions(scope(request), pageRequest(request.query, webhooks.subscriptionsListTag()))),
   );
 
@@ -26,11 +26,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { ...config, idempotent: false },
       schema: {
+        operationId: 'createWebhookSubscription',
         tags,
         summary: 'Subscribe an endpoint to events; the response is the only time the signing secret is shown',
         description: 'Idempotency-Key is not honoured here: a stored response would hold the secret.',
         body: CreateSubscriptionBody,
-        response: { 201: CreatedSubscriptionSchema, ...problemResponses },
+        response: { 201: ref(CreatedSubscriptionSchema), ...problems('too_many_subscriptions') },
       },
     },
     async (request, reply) => {
@@ -41,13 +42,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/webhooks/:id',
-    { config, schema: { tags, summary: 'Read a webhook subscription', params: Params, response: { 200: SubscriptionSchema, ...problemResponses } } },
+    { config, schema: { operationId: 'getWebhookSubscription', tags, summary: 'Read a webhook subscription', params: Params, response: { 200: ref(SubscriptionSchema) } } },
     (request) => webhooks.getSubscription(scope(request), request.params.id),
   );
 
   app.delete(
     '/webhooks/:id',
-    { config, schema: { tags, summary: 'Delete a webhook subscription; nothing more is delivered to it', params: Params, response: { 204: Type.Null(), ...problemResponses } } },
+    { config, schema: { operationId: 'deleteWebhookSubscription', tags, summary: 'Delete a webhook subscription; nothing more is delivered to it', params: Params, response: { 204: Type.Null() } } },
     async (request, reply) => {
       await webhooks.deleteSubscription(scope(request), request.params.id);
       return reply.code(204).send(null);
@@ -58,7 +59,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/webhooks/:id/deliveries',
     {
       config,
-      schema: { tags, summary: 'Delivery attempts to this subscription, newest first', params: Params, querystring: ListQuery, response: { 200: pageSchema(AttemptSchema), ...problemResponses } },
+      schema: { operationId: 'listWebhookDeliveries', tags, summary: 'Delivery attempts to this subscription, newest first', params: Params, querystring: ListQuery, response: { 200: ref(AttemptPage) } },
     },
     async (request, reply) =>
       withLinkHeader(request, reply, await webhooks.listAttempts(scope(request), request.params.id, pageRequest(request.query, webhooks.attemptsListTag(request.params.id)))),
