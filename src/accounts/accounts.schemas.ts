@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { pageSchema } from '../http/paging.js';
-import { NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
+import { NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
 import { SCOPES, type Scope } from './accounts.service.js';
 
 export const ScopeSchema = StringEnum(SCOPES, { description: 'API key scope' });
@@ -33,7 +33,7 @@ export const CreateKeyBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true })),
-    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working.' })),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'When the key stops working.' })),
   },
   { $id: 'CreateApiKeyRequest', examples: [{ name: 'Door scanner, north gate', scopes: ['checkin'] }], additionalProperties: false },
 );
@@ -69,7 +69,7 @@ export const AccountSchema = Type.Object(
   { $id: 'Account' },
 );
 
-export const KeyParams = Type.Object({ id: Type.String({ description: 'API key id (`key_...`)' }) });
+export const KeyParams = Type.Object({ id: PathId('API key id (`key_...`)') });
 
 export const ApiKeyPage = pageSchema('ApiKeyPage', ApiKeySchema);
 

@@ -5,14 +5,14 @@ import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
 import { pageRequest, withLinkHeader } from '../http/paging.js';
-import { ref } from '../schemas.js';
+import { PathId, ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
 import * as blend from './blend.service.js';
 import { CONTENT_TYPES, type OutputFormat } from './media.js';
 import type { ResultStore } from './storage.js';
 
-const JobParams = Type.Object({ jobId: Type.String({ description: 'Blend job id (`job_...`)' }) }, { additionalProperties: false });
+const JobParams = Type.Object({ jobId: PathId('Blend job id (`job_...`)') }, { additionalProperties: false });
 
 export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);

@@ -7,7 +7,7 @@ import { BLEND_TYPES } from './pipeline.js';
 
 export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
 const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
-const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
+const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', maxLength: 128, description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
 
 const startBodies = new Map<number, ReturnType<typeof makeStartBody>>();
 
@@ -93,9 +93,9 @@ export const ListJobsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const ResultParams = Type.Object({ file: Type.String({ pattern: '^job_[0-9a-z]{26}\\.(jpg|png|webp|avif)$' }) }, { additionalProperties: false });
+export const ResultParams = Type.Object({ file: Type.String({ pattern: '^job_[0-9a-z]{26}\\.(jpg|png|webp|avif)$', maxLength: 35 }) }, { additionalProperties: false });
 export const ResultQuery = Type.Object(
-  { expires: Type.Integer({ minimum: 0, description: 'Unix seconds' }), signature: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }) },
+  { expires: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Unix seconds' }), signature: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$', maxLength: 43 }) },
   { additionalProperties: false },
 );
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
-import { Currency, Email, Money, Name, Nullable, NullableTimestamp, Person, ref, StringEnum, Timestamp } from '../schemas.js';
+import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
 const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' }), Type.String({ maxLength: 500 }), {
@@ -13,14 +13,14 @@ const Venue = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     address: Type.Optional(Type.String({ maxLength: 500 })),
     city: Type.Optional(Type.String({ maxLength: 200 })),
-    country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2' })),
+    country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2, description: 'ISO 3166-1 alpha-2' })),
   },
   { additionalProperties: false },
 );
 const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000 });
-const Capacity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
-const Quantity = Type.Integer({ minimum: 1, maximum: 1_000_000 });
-const MaxPerOrder = Type.Integer({ minimum: 1, maximum: 100 });
+const Capacity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
+const Quantity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
+const MaxPerOrder = Type.Integer({ format: 'int32', minimum: 1, maximum: 100 });
 
 export const EventStatus = StringEnum(['draft', 'published', 'cancelled']);
 
@@ -164,7 +164,7 @@ export const CreateOrderBody = Type.Object(
       Type.Object(
         {
           ticketTypeId: Type.String({ minLength: 1, maxLength: 64 }),
-          quantity: Type.Integer({ minimum: 1, maximum: 100 }),
+          quantity: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
           attendees: Type.Optional(Type.Array(Person, { maxItems: 100, description: 'Holders; tickets past the list go to the buyer.' })),
         },
         { additionalProperties: false },
@@ -338,9 +338,9 @@ export const PayoutSchema = Type.Object(
   { $id: 'Payout' },
 );
 
-export const EventTicketParams = Type.Object({ id: Type.String(), ticketTypeId: Type.String() }, { additionalProperties: false });
-export const EventCheckinParams = Type.Object({ id: Type.String(), ticketId: Type.String() }, { additionalProperties: false });
-export const EventChildParams = Type.Object({ id: Type.String(), childId: Type.String() }, { additionalProperties: false });
+export const EventTicketParams = Type.Object({ id: PathId(), ticketTypeId: PathId() }, { additionalProperties: false });
+export const EventCheckinParams = Type.Object({ id: PathId(), ticketId: PathId() }, { additionalProperties: false });
+export const EventChildParams = Type.Object({ id: PathId(), childId: PathId() }, { additionalProperties: false });
 export { Email };
 
 export const EventPage = pageSchema('EventPage', EventSchema);

@@ -7,7 +7,7 @@ import { Nullable, ref } from '../schemas.js';
 
 /** Query parameters every list accepts (API.md section 6). */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' })),
+  limit: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the previous page.' })),
 };
 
