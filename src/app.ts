@@ -23,6 +23,7 @@ import { createResultStore, type ResultStore } from './blend/storage.js';
 import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
 import { validatorCompiler } from './http/validation.js';
+import { loggableUrl } from './http/log-url.js';
 import { newId } from './ids.js';
 
 declare module 'fastify' {
@@ -78,7 +79,12 @@ function nulPath(value: unknown): string | 'too_deep' | null {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie'],
+      // Fastify's own request lines (if any) name the URL as the request log does: without secrets.
+      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: loggableUrl(req.url), host: req.host, remoteAddress: req.ip }) },
+    },
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     requestIdHeader: false,
@@ -174,7 +180,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onResponse', (request, reply, done) => {
     done();
     request.log.info(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      { method: request.method, url: loggableUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       'request',
     );
   });
