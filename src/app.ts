@@ -1,3 +1,4 @@
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -75,6 +76,25 @@ function nulPath(value: unknown): string | 'too_deep' | null {
   }
   return null;
 }
+
+/**
+ * CORS for browser clients on other origins (a door-scanner web app), on the API only: the
+ * dashboard is same-origin and signs in with a cookie. Keys travel in Authorization, so no
+ * credentials mode is ever allowed: a page elsewhere cannot ride on a dashboard session.
+ */
+function corsOptions(origins: string[]): FastifyCorsOptions {
+  return {
+    origin: origins[0] === '*' ? '*' : origins,
+    credentials: false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+    exposedHeaders: ['Link', 'Location', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', 'Content-Disposition', 'RateLimit', 'RateLimit-Policy', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    maxAge: CORS_MAX_AGE_SECONDS,
+    // Any OPTIONS is answered (204) rather than a plain-text 400 when it lacks the preflight headers.
+    strictPreflight: false,
+  };
+}
+const CORS_MAX_AGE_SECONDS = 600;
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
@@ -218,6 +238,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         route.preValidation = [...existing, refuseBody];
       }
     });
+    // Before the guard: a preflight is answered without a key and spends no rate limit.
+    if (config.corsOrigins.length > 0) await api.register(cors, corsOptions(config.corsOrigins));
     api.addHook('onRequest', (request, reply) => guard(app.db, app.keyCache, app.rateLimits, request, reply));
     api.addHook('preHandler', (request, reply, done) => {
       if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined) return done();
