@@ -1,4 +1,4 @@
-import cors, { type FastifyCorsOptions } from '@fastify/cors';
+import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -25,6 +25,7 @@ import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
 import { validatorCompiler } from './http/validation.js';
 import { loggableUrl } from './http/log-url.js';
+import { corsOptions } from './http/cors.js';
 import { newId } from './ids.js';
 
 declare module 'fastify' {
@@ -76,25 +77,6 @@ function nulPath(value: unknown): string | 'too_deep' | null {
   }
   return null;
 }
-
-/**
- * CORS for browser clients on other origins (a door-scanner web app), on the API only: the
- * dashboard is same-origin and signs in with a cookie. Keys travel in Authorization, so no
- * credentials mode is ever allowed: a page elsewhere cannot ride on a dashboard session.
- */
-function corsOptions(origins: string[]): FastifyCorsOptions {
-  return {
-    origin: origins[0] === '*' ? '*' : origins,
-    credentials: false,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
-    exposedHeaders: ['Link', 'Location', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', 'Content-Disposition', 'RateLimit', 'RateLimit-Policy', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
-    maxAge: CORS_MAX_AGE_SECONDS,
-    // Any OPTIONS is answered (204) rather than a plain-text 400 when it lacks the preflight headers.
-    strictPreflight: false,
-  };
-}
-const CORS_MAX_AGE_SECONDS = 600;
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
