@@ -1,3 +1,4 @@
+import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -24,6 +25,8 @@ import { createResultStore, type ResultStore } from './blend/storage.js';
 import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
 import { validatorCompiler } from './http/validation.js';
+import { loggableUrl } from './http/log-url.js';
+import { corsOptions } from './http/cors.js';
 import { newId } from './ids.js';
 
 declare module 'fastify' {
@@ -79,7 +82,12 @@ function nulPath(value: unknown): string | 'too_deep' | null {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie'],
+      // Fastify's own request lines (if any) name the URL as the request log does: without secrets.
+      serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: loggableUrl(req.url), host: req.host, remoteAddress: req.ip }) },
+    },
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     requestIdHeader: false,
@@ -175,13 +183,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onResponse', (request, reply, done) => {
     done();
     request.log.info(
-      { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      { method: request.method, url: loggableUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       'request',
     );
   });
 
   await app.register(problemPlugin);
-  await app.register(metricsPlugin, { token: config.metricsToken });
+  await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
   registerComponents(app, config);
   await app.register(swagger, swaggerOptions(config));
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -199,6 +207,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         route.preValidation = [...existing, refuseBody];
       }
     });
+    // Before the guard: a preflight is answered without a key and spends no rate limit.
+    if (config.corsOrigins.length > 0) await api.register(cors, corsOptions(config.corsOrigins));
     api.addHook('onRequest', (request, reply) => guard(app.db, app.keyCache, app.rateLimits, request, reply));
     api.addHook('preHandler', (request, reply, done) => {
       if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined) return done();

@@ -30,6 +30,12 @@ export interface Config {
   sessionTtlMs: number;
   /** Whether the dashboard lets anyone create an account (on the free plan). */
   dashboardSignup: boolean;
+  /** A listener of its own for /metrics (then the API port has none); null: /metrics is on the API port. */
+  metricsPort: number | null;
+  /** Where that listener binds. */
+  metricsHost: string;
+  /** Origins whose browser pages may call the API (CORS); `*` for any; empty: CORS is off. */
+  corsOrigins: string[];
 }
 
 /** Bounds on every blend job (BLEND.md, section Limits); each breach is a failure code. */
@@ -195,5 +201,41 @@ export function loadConfig(env: Env = process.env): Config {
     databaseWaitMs: env.MONTAGE_DATABASE_WAIT === '0' ? 0 : duration(env, 'MONTAGE_DATABASE_WAIT', '30s'),
     sessionTtlMs: duration(env, 'MONTAGE_SESSION_TTL', '12h'),
     dashboardSignup: flag(env, 'MONTAGE_DASHBOARD_SIGNUP'),
+    ...metricsListener(env, port),
+    corsOrigins: corsOrigins(env, 'MONTAGE_CORS_ORIGINS'),
   };
+}
+
+function metricsListener(env: Env, apiPort: number): { metricsPort: number | null; metricsHost: string } {
+  const metricsPort = env.MONTAGE_METRICS_PORT ? integer(env, 'MONTAGE_METRICS_PORT', 0, 1, 65535) : null;
+  if (metricsPort !== null && metricsPort === apiPort) throw new ConfigError('MONTAGE_METRICS_PORT', `must differ from PORT (${apiPort})`);
+  const metricsHost = env.MONTAGE_METRICS_HOST || '127.0.0.1';
+  if (env.MONTAGE_METRICS_HOST && metricsPort === null) throw new ConfigError('MONTAGE_METRICS_HOST', 'has no effect without MONTAGE_METRICS_PORT');
+  return { metricsPort, metricsHost };
+}
+
+/**
+ * `https://door.example.com,https://app.example.com`: each an origin as a browser sends it
+ * (scheme, host, port if not the default; no path, no trailing slash), or `*` alone.
+ */
+function corsOrigins(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  const list = raw.split(',').map((part) => part.trim());
+  if (list.includes('*')) {
+    if (list.length > 1) throw new ConfigError(name, '* allows every origin and cannot be listed with others');
+    return ['*'];
+  }
+  for (const origin of list) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      // reported below
+    }
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== origin) {
+      throw new ConfigError(name, `"${origin}" is not an origin such as https://app.example.com (scheme and host, a port if not the default, nothing after)`);
+    }
+  }
+  return [...new Set(list)];
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { describe, test } from 'node:test';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -161,6 +162,45 @@ for (const engine of ENGINES) {
         'invalid_request',
       );
       assert.equal(body.errors[0].path, '/headers/idempotency-key');
+    });
+
+    test('a key belongs to the route and its decoded IDs: a percent-encoded spelling of the same order path replays', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const post = async (path: string, json: unknown) => {
+        const res = await api.fetch(path, { method: 'POST', key, json });
+        assert.ok(res.status < 300, `${path}: ${res.status} ${await res.clone().text()}`);
+        return res.json();
+      };
+      const startsAt = Date.now() + 30 * 86_400_000;
+      const event = await post('/v1/events', { name: 'Idempotent', startsAt: new Date(startsAt).toISOString(), endsAt: new Date(startsAt + 3_600_000).toISOString(), timezone: 'UTC', currency: 'EUR' });
+      const type = await post(`/v1/events/${event.id}/tickets`, { name: 'General', price: 2500, quantity: 10 });
+      await post(`/v1/events/${event.id}/publish`, undefined);
+      const order = JSON.stringify({ buyer: { name: 'Ada', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: 1 }] });
+
+      // Raw request lines, exactly as written: fetch would keep them too, but this leaves no doubt.
+      const raw = (path: string) =>
+        new Promise<{ status: number; replayed: string | undefined; body: string }>((resolve, reject) => {
+          const req = http.request(`${api.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'order-once' } }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, replayed: res.headers['idempotent-replayed'] as string | undefined, body }));
+          });
+          req.on('error', reject);
+          req.end(order);
+        });
+      const encodedId = `%${event.id.charCodeAt(0).toString(16)}${event.id.slice(1)}`; // evt_... with its "e" percent-encoded
+      const first = await raw(`/v1/events/${event.id}/orders`);
+      assert.equal(first.status, 201, first.body);
+      for (const path of [`/v1/events/${encodedId}/orders`, `/api/v1/events/${encodedId}/orders`, `/v1/%65vents/${event.id}/orders`, `/v1/events/${encodedId.replace('_', '%5F')}/orders`]) {
+        const again = await raw(path);
+        assert.equal(again.status, 201, `${path}: ${again.body}`);
+        assert.equal(again.replayed, 'true', path);
+        assert.equal(again.body, first.body, path);
+      }
+      const orders = await (await api.fetch(`/v1/events/${event.id}/attendees`, { key })).json();
+      assert.equal(orders.data.length, 1, 'one order, one ticket');
     });
   });
 }

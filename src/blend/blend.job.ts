@@ -118,6 +118,8 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         const failure =
           err instanceof BlendFailure ? err : new BlendFailure('internal_error', 'the blend failed unexpectedly; it was retried where attempts remained', null, true);
         if (!(err instanceof BlendFailure)) log.error({ err, jobId }, 'blend failed unexpectedly');
+        // What the client is not told (a resolved address) is kept here; never the image URL, which may carry a token of theirs.
+        else if (failure.internal && failure.internal !== failure.message) log.warn({ jobId, imageIndex: failure.imageIndex, reason: failure.internal }, 'image fetch failed');
         if (failure.retryable && job.attempts < job.maxAttempts) {
           await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
           return { status: 'retry', delayMs: 2000 * 2 ** (job.attempts - 1), error: failure.message };

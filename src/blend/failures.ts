@@ -13,6 +13,7 @@ export type BlendFailureCode = (typeof BLEND_FAILURE_CODES)[number];
 /**
  * A failure the job reports to its client. `retryable` failures (a server error or timeout
  * while fetching) are tried again while attempts remain; the others can never succeed.
+ * `internal` is what only the server log may hold (the address a client's host name resolved to).
  */
 export class BlendFailure extends Error {
   constructor(
@@ -20,6 +21,7 @@ export class BlendFailure extends Error {
     message: string,
     readonly imageIndex: number | null = null,
     readonly retryable = false,
+    readonly internal: string | null = null,
   ) {
     super(message);
   }

@@ -6,7 +6,8 @@ import { BlendFailure } from './failures.js';
  * Fetches image `index` of a job through the SSRF-safe client, within the job's byte, redirect
  * and time limits (the pipeline fetches every image at once). A failure names the image's index;
  * only a server-side error or a timeout is worth another attempt (a 404 or a refused address
- * never will succeed).
+ * never will succeed). The failure's message is the client's; the address a name resolved to or
+ * a socket tried is in its `internal` text, for the log.
  */
 export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy): Promise<Buffer> {
   let response;
@@ -25,9 +26,9 @@ export async function fetchImage(url: string, index: number, limits: BlendLimits
         throw new BlendFailure('image_too_large', `image ${index} is larger than ${limits.maxImageBytes} bytes`, index);
       case 'timeout':
       case 'network':
-        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, true);
+        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, true, err.internal);
       default:
-        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index);
+        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, false, err.internal);
     }
   }
   if (response.status >= 300 && response.status < 400) {

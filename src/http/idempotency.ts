@@ -29,9 +29,14 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-/** `/api/v1/x` and `/v1/x` are one route, so they share idempotency keys. */
-export function idempotencyPath(url: string): string {
-  const path = url.split('?')[0]!;
+/**
+ * What a key is bound to besides account and method: the route's pattern with its decoded
+ * parameters put back in one canonical spelling, so `/v1/events/evt_1/orders` and the same path
+ * with any character percent-encoded (`/v1/%65vents/%65vt_1/orders`) are one request, as they are
+ * one route with one event to the server. `/api/v1/x` and `/v1/x` are one route too.
+ */
+export function idempotencyPath(pattern: string, params: Record<string, string>): string {
+  const path = pattern.replace(/:(\w+)|\*/g, (_match, name: string | undefined) => encodeURIComponent(params[name ?? '*'] ?? ''));
   return path.startsWith('/api/v1/') ? path.slice(4) : path;
 }
 
@@ -158,7 +163,7 @@ export async function idempotencyPreHandler(db: Db, request: FastifyRequest, rep
     {
       accountId: request.principal.accountId,
       method: request.method,
-      path: idempotencyPath(request.url),
+      path: idempotencyPath(request.routeOptions.url ?? request.url.split('?')[0]!, request.params as Record<string, string>),
       idempotencyKey: Array.isArray(header) ? header.join(',') : header,
     },
     request.body,

@@ -27,7 +27,7 @@ const SWEEP_MS = 15 * 60_000;
 export function startWorkers(handle: DatabaseHandle, config: Config, log: WorkerLog): Workers {
   const store = createResultStore(config);
   const blend = blendJobHandler(handle.db, config, store, log);
-  const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config), [BLEND_KIND]: blend };
+  const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend };
   const runner = new JobRunner(handle.db, handle.engine, handlers, { leaseMs: config.jobLeaseMs, log });
   runner.start();
   // On PostgreSQL, jobs queued by other processes wake this one (main.ts announces this one's).

@@ -15,9 +15,15 @@ import { isPrivateAddress } from './addresses.js';
 export type SafeFetchErrorCode = 'invalid_url' | 'blocked_address' | 'timeout' | 'too_large' | 'too_many_redirects' | 'network';
 
 export class SafeFetchError extends Error {
+  /**
+   * @param message what the client who gave the URL may read: never an address that a name of
+   *   theirs resolved to, which could map an internal network for them.
+   * @param internal the whole story (resolved addresses, socket errors) for the server log only.
+   */
   constructor(
     readonly code: SafeFetchErrorCode,
     message: string,
+    readonly internal: string = message,
   ) {
     super(message);
   }
@@ -67,20 +73,27 @@ export function checkOutboundUrl(raw: string, policy: AddressPolicy): URL {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SafeFetchError('invalid_url', 'only http and https URLs are allowed');
   if (url.username || url.password) throw new SafeFetchError('invalid_url', 'credentials in the URL are not allowed');
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host) && policy(host)) throw new SafeFetchError('blocked_address', `${host} is a private or loopback address`);
+  if (net.isIP(host) && policy(host)) throw new SafeFetchError('blocked_address', `${host} is a private or reserved address`);
   if (policy !== OPEN && /(^|\.)localhost\.?$/i.test(host)) throw new SafeFetchError('blocked_address', `${host} is a loopback name`);
   return url;
 }
 
-/** A resolver that refuses names whose addresses (any of them) are private. */
-function guardedLookup(policy: AddressPolicy): LookupFunction {
+/**
+ * A resolver that refuses names whose addresses (any of them) are private. The error tells the
+ * client only that the name resolves to a private or reserved address; which one is for the log.
+ */
+export function guardedLookup(policy: AddressPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 4);
       const list = addresses as dns.LookupAddress[];
       const blocked = list.find((a) => policy(a.address));
       if (blocked) {
-        const error = new SafeFetchError('blocked_address', `${hostname} resolves to ${blocked.address}, a private or loopback address`);
+        const error = new SafeFetchError(
+          'blocked_address',
+          `${hostname} resolves to a private or reserved address`,
+          `${hostname} resolves to ${blocked.address}, a private or reserved address`,
+        );
         return callback(error as NodeJS.ErrnoException, '', 4);
       }
       if (list.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 4);
@@ -128,8 +141,22 @@ function once(url: URL, request: SafeRequest, deadline: number): Promise<SafeRes
       }
     };
     const timer = setTimeout(() => finish(new SafeFetchError('timeout', `no answer within ${request.timeoutMs} ms`)), remaining);
+    // The connection itself is checked too, with the same policy: whatever path an address took
+    // to the socket (a literal, a resolver answer), the peer it connected to must be allowed.
+    req.on('socket', (socket) => {
+      const check = () => {
+        const peer = socket.remoteAddress;
+        if (peer !== undefined && request.policy(peer)) {
+          const error = new SafeFetchError('blocked_address', `${url.hostname} is a private or reserved address`, `${url.hostname} connected to ${peer}, a private or reserved address`);
+          finish(error);
+          socket.destroy();
+        }
+      };
+      if (socket.connecting) socket.once('connect', check);
+      else check();
+    });
     req.on('error', (err: NodeJS.ErrnoException) => {
-      finish(err instanceof SafeFetchError ? err : new SafeFetchError('network', err.code ? `${err.code}: ${err.message}` : err.message));
+      finish(err instanceof SafeFetchError ? err : networkError(err));
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -153,6 +180,25 @@ function once(url: URL, request: SafeRequest, deadline: number): Promise<SafeRes
     if (request.body !== undefined) req.end(request.body);
     else req.end();
   });
+}
+
+/**
+ * A socket error as the client may read it: its code and a plain reason. Node's own message names
+ * the address and port it tried ("connect ECONNREFUSED 10.0.0.5:80"); that goes to the log only.
+ */
+function networkError(err: NodeJS.ErrnoException): SafeFetchError {
+  const reasons: Record<string, string> = {
+    ECONNREFUSED: 'the connection was refused',
+    ECONNRESET: 'the connection was reset',
+    EHOSTUNREACH: 'the host cannot be reached',
+    ENETUNREACH: 'the network cannot be reached',
+    ETIMEDOUT: 'the connection timed out',
+    ENOTFOUND: 'the host name does not resolve',
+    EAI_AGAIN: 'the host name could not be resolved',
+    EPIPE: 'the connection was closed',
+  };
+  const reason = (err.code && reasons[err.code]) ?? (err.code?.startsWith('ERR_TLS') || err.code?.includes('CERT') ? 'the TLS handshake failed' : 'the connection failed');
+  return new SafeFetchError('network', err.code ? `${reason} (${err.code})` : reason, err.code ? `${err.code}: ${err.message}` : err.message);
 }
 
 export async function safeFetch(raw: string, request: SafeRequest): Promise<SafeResponse> {

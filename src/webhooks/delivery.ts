@@ -9,6 +9,10 @@ import { addressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
 import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from './webhooks.table.js';
 
 export const DELIVER_KIND = 'webhook.deliver';
+
+interface DeliveryLog {
+  warn(obj: object, msg: string): void;
+}
 /** A ceiling only: the retry schedule decides how often a delivery is tried. */
 export const DELIVERY_MAX_ATTEMPTS = 50;
 const TIMEOUT_MS = 10_000;
@@ -62,7 +66,7 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
  * retried on the configured schedule with the same `webhook-id`; a subscription that has kept
  * failing for the configured span is disabled, not deleted. Every attempt is recorded.
  */
-export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64): JobHandler {
+export function webhookDeliveryHandler(db: Db, config: Config, log?: DeliveryLog, concurrency = 64): JobHandler {
   const policy = addressPolicy(config.allowPrivateNetwork);
   const store = deliveryStore(db);
   return {
@@ -105,7 +109,12 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
         statusCode = response.status;
         snippet = storable(response.body.toString('utf8'));
       } catch (err) {
+        // The tenant reads `error` (GET deliveries, the dashboard): it never names the address their
+        // host name resolved to; the log does, with the delivery's job and message (not the URL).
         error = storable(err instanceof SafeFetchError ? `${err.code}: ${err.message}` : String(err));
+        if (err instanceof SafeFetchError && err.internal !== err.message) {
+          log?.warn({ jobId: job.id, messageId: message.id, subscriptionId: subscription?.id, reason: err.internal }, 'webhook delivery failed');
+        }
       }
       const now = Date.now();
       // The outcome stands whatever happens to its record: a delivered message must not be sent again.
