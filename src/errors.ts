@@ -9,6 +9,7 @@ export const ERROR_CODES = {
   api_key_expired: { status: 401, title: 'API key expired' },
   plan_required: { status: 403, title: 'Plan required' },
   insufficient_scope: { status: 403, title: 'Insufficient scope' },
+  key_exceeds_maker: { status: 403, title: 'Key exceeds its maker' },
   invalid_signature: { status: 403, title: 'Invalid signature' },
   csrf_failed: { status: 403, title: 'CSRF check failed' },
   signup_disabled: { status: 403, title: 'Sign-up disabled' },
