@@ -85,7 +85,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const account = await repo.findAccountByEmail(app.db, email);
       const matches = await verifyPassword(request.body.password, account?.passwordHash ?? (await decoyHash()));
       if (!account?.passwordHash || !matches) throw new AppError('unauthorized', WRONG_CREDENTIALS);
-      await limits.succeeded(email);
+      await limits.succeeded(email, request.ip);
       return signIn(reply, account);
     },
   );
