@@ -1,46 +1,249 @@
+/** One error code as clients see it: its status and title, and its section of `/docs/errors`. */
+export interface ErrorCodeDefinition {
+  status: number;
+  title: string;
+  /** What happened, in words for an API user (a sentence or two). */
+  happened: string;
+  /** What the client does about it: its next step. */
+  next: string;
+}
+
 /**
- * Every failure a client can act on has a stable `code`; this table is the one
- * place that maps codes to HTTP statuses and titles (API.md section 3).
+ * Every failure a client can act on has a stable `code`; this table is the one place that maps
+ * codes to HTTP statuses and titles (API.md section 3), and holds what `/docs/errors` says about
+ * each: a code cannot be added without `happened` and `next` (the type below demands them, and
+ * test/error-docs.test.ts checks that they say something).
  */
 export const ERROR_CODES = {
-  invalid_request: { status: 400, title: 'Invalid request' },
-  unauthorized: { status: 401, title: 'Unauthorized' },
-  api_key_revoked: { status: 401, title: 'API key revoked' },
-  api_key_expired: { status: 401, title: 'API key expired' },
-  plan_required: { status: 403, title: 'Plan required' },
-  insufficient_scope: { status: 403, title: 'Insufficient scope' },
-  invalid_signature: { status: 403, title: 'Invalid signature' },
-  csrf_failed: { status: 403, title: 'CSRF check failed' },
-  signup_disabled: { status: 403, title: 'Sign-up disabled' },
-  not_found: { status: 404, title: 'Not found' },
-  result_url_expired: { status: 410, title: 'Result URL expired' },
-  already_checked_in: { status: 409, title: 'Already checked in' },
-  not_checked_in: { status: 409, title: 'Not checked in' },
-  ticket_cancelled: { status: 409, title: 'Ticket cancelled' },
-  ticket_checked_in: { status: 409, title: 'Ticket checked in' },
-  sold_out: { status: 409, title: 'Sold out' },
-  sales_closed: { status: 409, title: 'Sales closed' },
-  event_not_published: { status: 409, title: 'Event not published' },
-  event_cancelled: { status: 409, title: 'Event cancelled' },
-  event_has_tickets: { status: 409, title: 'Event has tickets' },
-  event_has_no_ticket_types: { status: 409, title: 'Event has no ticket types' },
-  idempotency_key_reused: { status: 409, title: 'Idempotency key reused' },
-  idempotency_request_in_progress: { status: 409, title: 'Idempotent request in progress' },
-  nothing_to_pay_out: { status: 409, title: 'Nothing to pay out' },
-  too_many_subscriptions: { status: 409, title: 'Too many webhook subscriptions' },
-  capacity_below_sold: { status: 409, title: 'Capacity below tickets sold' },
-  quantity_below_sold: { status: 409, title: 'Quantity below tickets sold' },
-  price_locked: { status: 409, title: 'Price locked after sales' },
-  conflict: { status: 409, title: 'Conflict' },
-  request_timeout: { status: 408, title: 'Request timeout' },
-  payload_too_large: { status: 413, title: 'Payload too large' },
-  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
-  expectation_failed: { status: 417, title: 'Expectation failed' },
-  headers_too_large: { status: 431, title: 'Request headers too large' },
-  rate_limited: { status: 429, title: 'Rate limited' },
-  internal_error: { status: 500, title: 'Internal error' },
-  unavailable: { status: 503, title: 'Unavailable' },
-} as const satisfies Record<string, { status: number; title: string }>;
+  invalid_request: {
+    status: 400,
+    title: 'Invalid request',
+    happened: 'The body, query string or path did not pass validation: a missing or unknown field, a value of the wrong type or out of range, or malformed JSON.',
+    next: 'Read `errors`: each entry names the failing field as a JSON pointer (`path`) and what is wrong with it. Fix the request and send it again; sending it unchanged fails the same way.',
+  },
+  unauthorized: {
+    status: 401,
+    title: 'Unauthorized',
+    happened: 'The request carried no API key, a malformed Authorization header, or a key this server does not know (or, in the dashboard, no valid session).',
+    next: 'Send `Authorization: Bearer <API_KEY>` with a key of the form `mtg_` and 40 characters, exactly as it was shown when it was created. Create a new key if it was lost: keys cannot be shown again.',
+  },
+  api_key_revoked: {
+    status: 401,
+    title: 'API key revoked',
+    happened: 'The API key was revoked (in the dashboard, over the API or with the command line) and no longer works.',
+    next: 'Use another key of the account, or have its owner create a new one. A revoked key never works again.',
+  },
+  api_key_expired: {
+    status: 401,
+    title: 'API key expired',
+    happened: 'The API key passed its `expiresAt` time and no longer works; `detail` says when it expired.',
+    next: 'Create a new key (with a later expiry, or none) and replace the old one wherever it is used.',
+  },
+  plan_required: {
+    status: 403,
+    title: 'Plan required',
+    happened: 'The account is on the free plan, which has no API access and cannot create keys.',
+    next: 'Ask the operator of this server to move the account to the Business plan or above; the same request then succeeds.',
+  },
+  insufficient_scope: {
+    status: 403,
+    title: 'Insufficient scope',
+    happened: 'The API key is valid but its scopes do not allow this route (a `checkin` key reading events, for example). `requiredScopes` lists the scopes that would.',
+    next: 'Use a key that holds one of `requiredScopes`, or create one with them. Managing keys needs a key that holds every scope.',
+  },
+  key_exceeds_maker: {
+    status: 403,
+    title: 'Key exceeds its maker',
+    happened: 'A key asked to create a key that would outlive it or hold a scope it lacks; a key can only make keys within its own bounds. `errors` names the field (`/expiresAt` or `/scopes`).',
+    next: 'Ask for an expiry no later than the calling key\'s and only scopes it holds (or leave them out to inherit them), or create the key in the dashboard or with the command line.',
+  },
+  invalid_signature: {
+    status: 403,
+    title: 'Invalid signature',
+    happened: "The blend result URL's signature does not match: the URL was changed or cut short after it was handed out.",
+    next: "Read the job's status (`GET /v1/blend/status/:jobId`) for a fresh `resultUrl`, and use it exactly as given.",
+  },
+  csrf_failed: {
+    status: 403,
+    title: 'CSRF check failed',
+    happened: 'A request made with the dashboard session cookie changes something but did not carry the session\'s `X-CSRF-Token` header (or carried a wrong one).',
+    next: 'Send the `csrfToken` from the sign-in answer (or `GET /dashboard/api/session`) as `X-CSRF-Token` on every request that changes something (anything but GET, HEAD and OPTIONS). API clients use an API key instead and need no token.',
+  },
+  signup_disabled: {
+    status: 403,
+    title: 'Sign-up disabled',
+    happened: 'This server does not let anyone create an account from the dashboard.',
+    next: 'Ask the operator of this server for an account; they create it with the command line.',
+  },
+  not_found: {
+    status: 404,
+    title: 'Not found',
+    happened: 'There is no such route, or no resource with this id in your account (an id of another account, or of the wrong shape, is answered the same way).',
+    next: 'Check the path and the id (ids carry a prefix such as `evt_` or `tkt_`), and that you use a key of the account that owns the resource. Retrying does not help.',
+  },
+  result_url_expired: {
+    status: 410,
+    title: 'Result URL expired',
+    happened: "The blend result URL is past its validity (7 days by default); the image may still exist.",
+    next: "Read the job's status (`GET /v1/blend/status/:jobId`): a completed job returns a freshly signed `resultUrl`.",
+  },
+  already_checked_in: {
+    status: 409,
+    title: 'Already checked in',
+    happened: 'The ticket was checked in before; a ticket admits once. `checkedInAt` and `checkinId` tell when and which check-in.',
+    next: 'Do not admit the holder again unless you undo the first check-in (`DELETE /v1/events/:id/checkin/:ticketId`); show `checkedInAt` at the door to settle disputes.',
+  },
+  not_checked_in: {
+    status: 409,
+    title: 'Not checked in',
+    happened: 'An undo of a check-in was asked for a ticket that is not checked in (never, or already undone).',
+    next: 'Nothing to undo: read the ticket to see its state. Repeating the undo is safe and answers the same.',
+  },
+  ticket_cancelled: {
+    status: 409,
+    title: 'Ticket cancelled',
+    happened: 'The ticket is cancelled, so it can no longer be checked in, transferred or cancelled again.',
+    next: 'Do not admit its holder with it; the buyer needs a new ticket (a new order). Read the ticket for its state.',
+  },
+  ticket_checked_in: {
+    status: 409,
+    title: 'Ticket checked in',
+    happened: 'The ticket is checked in, so it cannot be cancelled or transferred.',
+    next: 'Undo the check-in first (`DELETE /v1/events/:id/checkin/:ticketId`) if the change is really wanted, then try again.',
+  },
+  sold_out: {
+    status: 409,
+    title: 'Sold out',
+    happened: 'The order asked for more tickets than are left, of a ticket type or of the event\'s capacity; nothing was sold.',
+    next: 'Read the inventory (`GET /v1/events/:id/tickets`, field `available`) and order at most that many, or another ticket type.',
+  },
+  sales_closed: {
+    status: 409,
+    title: 'Sales closed',
+    happened: 'The ticket type is not on sale at this moment (before `salesStartAt`, after `salesEndAt`), or the event has ended; nothing was sold.',
+    next: 'Order within the sales window the ticket type shows, or change the window with `PATCH /v1/events/:id/tickets/:ticketTypeId`.',
+  },
+  event_not_published: {
+    status: 409,
+    title: 'Event not published',
+    happened: 'The event is still a draft, and drafts sell no tickets.',
+    next: 'Publish it (`POST /v1/events/:id/publish`), then place the order again.',
+  },
+  event_cancelled: {
+    status: 409,
+    title: 'Event cancelled',
+    happened: 'The event is cancelled: it cannot change, sell tickets or be cancelled again.',
+    next: 'Nothing can be done with this event any more; create a new event if it takes place after all.',
+  },
+  event_has_tickets: {
+    status: 409,
+    title: 'Event has tickets',
+    happened: 'The event has issued tickets (cancelled ones count), so it cannot be deleted, nor its currency changed.',
+    next: 'Cancel the event instead (`POST /v1/events/:id/cancel`), which cancels and refunds its tickets and keeps the record.',
+  },
+  event_has_no_ticket_types: {
+    status: 409,
+    title: 'Event has no ticket types',
+    happened: 'An event without a ticket type cannot be published: nothing could be sold.',
+    next: 'Create a ticket type (`POST /v1/events/:id/tickets`), then publish again.',
+  },
+  idempotency_key_reused: {
+    status: 409,
+    title: 'Idempotency key reused',
+    happened: 'This `Idempotency-Key` was used on this route in the last 24 hours with another body; nothing was done.',
+    next: 'Use a new key for a new operation. Reuse a key only to retry the very same request, with the same body.',
+  },
+  idempotency_request_in_progress: {
+    status: 409,
+    title: 'Idempotent request in progress',
+    happened: 'A request with the same `Idempotency-Key` is still being processed.',
+    next: 'Wait a moment and retry with the same key and body: you then get the first request\'s answer, and the operation happens once.',
+  },
+  nothing_to_pay_out: {
+    status: 409,
+    title: 'Nothing to pay out',
+    happened: "The event's net revenue has been paid out already (or it has none).",
+    next: 'Nothing to do now; pay out again after more tickets are sold. `GET /v1/events/:id/payouts` lists what was paid.',
+  },
+  too_many_subscriptions: {
+    status: 409,
+    title: 'Too many webhook subscriptions',
+    happened: 'The account has as many webhook subscriptions as it may have.',
+    next: 'Delete a subscription you no longer need (`DELETE /v1/webhooks/:id`), or subscribe one URL to several events instead of one URL per event.',
+  },
+  capacity_below_sold: {
+    status: 409,
+    title: 'Capacity below tickets sold',
+    happened: "The event's capacity cannot go below the number of valid tickets it has sold.",
+    next: 'Ask for a capacity at least as large as the tickets sold (see `GET /v1/events/:id/analytics`), or cancel tickets first.',
+  },
+  quantity_below_sold: {
+    status: 409,
+    title: 'Quantity below tickets sold',
+    happened: "A ticket type's quantity cannot go below the number of its tickets sold.",
+    next: 'Ask for a quantity at least as large as `sold` of the ticket type (`GET /v1/events/:id/tickets`).',
+  },
+  price_locked: {
+    status: 409,
+    title: 'Price locked after sales',
+    happened: 'The ticket type has sold tickets, so its price is fixed: buyers paid the old one.',
+    next: 'Keep the price, or create a new ticket type with the new price and end the sales of the old one (`salesEndAt`).',
+  },
+  conflict: {
+    status: 409,
+    title: 'Conflict',
+    happened: 'The resource exists already: an account with this email (emails are compared ignoring case and Unicode width).',
+    next: 'Sign in to the existing account, or use another email.',
+  },
+  request_timeout: {
+    status: 408,
+    title: 'Request timeout',
+    happened: 'The request (its headers or body) did not arrive completely in time.',
+    next: 'Retry; if it keeps happening, check the network between the client and the server, or send a smaller body.',
+  },
+  payload_too_large: {
+    status: 413,
+    title: 'Payload too large',
+    happened: 'The request body is larger than this server accepts (1 MiB unless the operator set another size).',
+    next: 'Send a smaller body: fewer items per request, or split the work into several requests.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    title: 'Unsupported media type',
+    happened: 'The request has a body but it is not declared as JSON.',
+    next: 'Send the body as JSON with `Content-Type: application/json`.',
+  },
+  expectation_failed: {
+    status: 417,
+    title: 'Expectation failed',
+    happened: 'The request carried an `Expect` header this server does not meet; the only one it meets is `100-continue`.',
+    next: 'Send the request without the `Expect` header, or with `Expect: 100-continue`.',
+  },
+  headers_too_large: {
+    status: 431,
+    title: 'Request headers too large',
+    happened: 'The request line and headers together are larger than this server accepts, often because of a very long URL or many cookies.',
+    next: 'Shorten the URL (put large data in a JSON body) and drop the headers and cookies the API does not need.',
+  },
+  rate_limited: {
+    status: 429,
+    title: 'Rate limited',
+    happened: "The account used up one of its rate-limit windows (per minute, per day or per hour for blending), or there were too many dashboard sign-in attempts; the request was not carried out.",
+    next: 'Wait the number of seconds in `Retry-After`, then retry. The `RateLimit` and `X-RateLimit-*` headers of every answer show what is left, so a client can slow down before it gets here.',
+  },
+  internal_error: {
+    status: 500,
+    title: 'Internal error',
+    happened: 'Something failed inside the server; it is not a problem with your request.',
+    next: 'Retry later (POST requests with their `Idempotency-Key`, so nothing happens twice). If it persists, report the `requestId` to the operator: the server log has the details under it.',
+  },
+  unavailable: {
+    status: 503,
+    title: 'Unavailable',
+    happened: 'The server cannot serve the request right now: its database cannot be reached, or it is shutting down.',
+    next: 'Retry after `Retry-After` seconds (POST requests with their `Idempotency-Key`); another server process may answer meanwhile.',
+  },
+} as const satisfies Record<string, ErrorCodeDefinition>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
+import { parse as parseCsvWith } from 'csv-parse/sync';
 import type { Engine } from '../src/db/database.js';
 import { type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
@@ -1162,6 +1163,41 @@ for (const engine of ENGINES) {
 
         const checkedIn = await c.get(`/events/${event.id}/attendees/export?checkedIn=true&format=csv`);
         assert.deepEqual(parseCsv(await checkedIn.text()).slice(1).map((r) => r[2]), ['Plain Name'], 'filters apply to the export');
+      });
+
+      test('export as CSV: every cell quoted, and a formula after any separator neutralised (a spreadsheet splitting on ; sees no formula)', async () => {
+        const c = await client();
+        const { event, types } = await publishedEvent(c, { types: [{ name: 'VIP;=1+1' }] });
+        // [name as sent, name as exported]: each piece that a split on , ; | tab or a line break would make a cell of its own.
+        const names: Array<[string, string]> = [
+          ['Müller;=HYPERLINK("http://evil.example")', `Müller;'=HYPERLINK("http://evil.example")`],
+          ['Jo; +1 555', `Jo;' +1 555`],
+          ['x;"=cmd"', `x;'"=cmd"`],
+          ['a|@SUM(A1)', `a|'@SUM(A1)`],
+          ['tab\t-2', `tab\t'-2`],
+          ['line\n=3', `line\n'=3`],
+          ['comma,@x', `comma,'@x`],
+          ['=start;=again', `'=start;'=again`],
+          ['Smith-Jones', 'Smith-Jones'],
+          ["Zoë O'Brien, Jr.", "Zoë O'Brien, Jr."],
+          ['a;b', 'a;b'],
+        ];
+        await buy(c, event.id, [{ ticketTypeId: types[0].id, quantity: names.length, attendees: names.map(([name], i) => ({ name, email: `guest${i}@example.com` })) }]);
+        const text = await (await c.get(`/events/${event.id}/attendees/export`)).text();
+
+        const [header, ...rows] = parseCsvWith(text, { relax_column_count: false }) as string[][];
+        assert.equal(header!.join(','), 'ticketId,orderId,name,email,ticketTypeId,ticketTypeName,checkedIn,checkedInAt');
+        assert.deepEqual(rows.map((r) => r[2]), names.map(([, exported]) => exported));
+        assert.ok(rows.every((r) => r[5] === "VIP;'=1+1"), 'every column gets the rule');
+        for (const line of text.split('\r\n').slice(1, -1)) assert.match(line, /^"[^]*"$/, 'every data cell is quoted');
+        assert.ok(text.includes(',"false",""\r\n'), 'booleans and empty cells are quoted too');
+
+        // What a spreadsheet sees when it splits on another delimiter, or on every line break, ignoring quotes.
+        for (const delimiter of [';', ',', '\t', '|']) {
+          const cells = (parseCsvWith(text, { delimiter, quote: false, relax_column_count: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][]).flat();
+          const formulas = cells.filter((cell) => /^[=+\-@\t\r]/.test(cell.replace(/^[ "]+/, '')));
+          assert.deepEqual(formulas, [], `split on ${JSON.stringify(delimiter)}: no cell starts a formula`);
+        }
       });
 
       test('export as format=json is NDJSON: one attendee object per line', async () => {

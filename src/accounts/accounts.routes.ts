@@ -65,7 +65,8 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createApiKey',
         tags: ['account'],
         summary: 'Create an API key; the response is the only time the key is shown',
-        description: 'Idempotency-Key is not honoured here: a stored response would hold the secret.',
+        description:
+          'A key made with a key expires no later than its maker and holds none of the scopes its maker lacks (403 key_exceeds_maker, naming the field); without expiresAt or scopes it gets its maker\'s. Idempotency-Key is not honoured here: a stored response would hold the secret.',
         body: CreateKeyBody,
         response: { 201: ref(CreatedApiKeySchema) },
       },
@@ -73,7 +74,8 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { name, scopes, expiresAt } = request.body;
       const principal = request.principal!;
-      const created = await accounts.createApiKey(app.db, { id: principal.accountId, plan: principal.plan }, { name, scopes, expiresAt });
+      const account = { id: principal.accountId, plan: principal.plan };
+      const created = await accounts.createApiKey(app.db, account, { name, scopes, expiresAt }, principal.keyBounds);
       return reply.code(201).header('Location', `/v1/keys/${created.id}`).header('Cache-Control', 'no-store').send(created);
     },
   );

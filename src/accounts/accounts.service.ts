@@ -17,8 +17,18 @@ export type Scope = (typeof SCOPES)[number];
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const MAX_KEY_LIFETIME_MS = 5 * 365 * 86_400_000;
 
+/**
+ * The one form in which emails are stored and compared: NFKC (fullwidth `ａ` is `a`, `ℌ` is `H`),
+ * then lower case (after NFKC, which can make capitals: `㎒` is `MHz`), trimmed. Every place an
+ * email comes in (sign-up, sign-in, the command line) goes through it.
+ */
+export function canonicalEmail(email: string): string {
+  return email.normalize('NFKC').trim().toLowerCase();
+}
+
+/** The canonical email, refused (400) unless it looks like one. */
 export function normaliseEmail(email: string): string {
-  const normalised = email.trim().toLowerCase();
+  const normalised = canonicalEmail(email);
   if (!EMAIL.test(normalised)) throw invalid('/email', 'must be an email address');
   return normalised;
 }
@@ -55,7 +65,7 @@ export async function createAccount(db: Db, input: NewAccount) {
 
 export async function accountByEmail(db: Db, email: string) {
   const account = await repo.findAccountByEmail(db, normaliseEmail(email));
-  if (!account) throw new AppError('not_found', `No account with email ${email.trim().toLowerCase()}.`);
+  if (!account) throw new AppError('not_found', `No account with email ${canonicalEmail(email)}.`);
   return account;
 }
 
@@ -77,17 +87,50 @@ export interface NewKey {
 
 const MIN_KEY_LIFETIME_MS = 60_000;
 
-/** Creates a key; the returned `key` is the only time the secret is ever seen. */
-export async function createApiKey(db: Db, account: { id: string; plan: string }, input: NewKey) {
+/**
+ * What a key made by a key may have at most: its maker's scopes (`null`: every scope) and expiry
+ * (`null`: none). The owner (dashboard session, command line) makes keys without bounds.
+ */
+export interface KeyBounds {
+  readonly scopes: readonly Scope[] | null;
+  readonly expiresAt: number | null;
+}
+
+/** A request for more than the maker holds: 403, naming the field. */
+const beyondMaker = (path: string, message: string) =>
+  new AppError('key_exceeds_maker', `${path} ${message}`, {}, [{ path, message }]);
+
+/**
+ * The scopes and expiry of a key made by a key: no scope its maker lacks, no later expiry; what
+ * the request leaves out is the maker's.
+ */
+function boundedByMaker(maker: KeyBounds, scopes: Scope[] | null, expiresAt: number | null) {
+  if (scopes !== null && maker.scopes !== null) {
+    const extra = scopes.filter((s) => !maker.scopes!.includes(s));
+    if (extra.length > 0) throw beyondMaker('/scopes', `has ${extra.join(', ')}, which the key making it lacks; it holds ${maker.scopes.join(', ')}`);
+  }
+  if (maker.expiresAt !== null && expiresAt !== null && expiresAt > maker.expiresAt) {
+    throw beyondMaker('/expiresAt', `is later than the expiry of the key making it, ${iso(maker.expiresAt)}`);
+  }
+  return { scopes: scopes ?? (maker.scopes ? [...maker.scopes] : null), expiresAt: expiresAt ?? maker.expiresAt };
+}
+
+/**
+ * Creates a key; the returned `key` is the only time the secret is ever seen. `maker`: the bounds
+ * of the key that asks for it (API), or null when the owner does (dashboard, command line).
+ */
+export async function createApiKey(db: Db, account: { id: string; plan: string }, input: NewKey, maker: KeyBounds | null = null) {
   if (account.plan === 'free') {
     throw new AppError('plan_required', 'Creating API keys requires the Business plan or above.');
   }
-  const scopes = parseScopes(input.scopes);
+  const requestedScopes = parseScopes(input.scopes);
   const now = Date.now();
-  const expiresAt = input.expiresAt !== undefined ? parseTime(input.expiresAt, '/expiresAt') : input.expiresInMs !== undefined ? now + input.expiresInMs : null;
-  if (expiresAt !== null && (expiresAt < now + MIN_KEY_LIFETIME_MS || expiresAt > now + MAX_KEY_LIFETIME_MS)) {
+  const requestedExpiry = input.expiresAt !== undefined ? parseTime(input.expiresAt, '/expiresAt') : input.expiresInMs !== undefined ? now + input.expiresInMs : null;
+  if (requestedExpiry !== null && (requestedExpiry < now + MIN_KEY_LIFETIME_MS || requestedExpiry > now + MAX_KEY_LIFETIME_MS)) {
     throw invalid(input.expiresAt !== undefined ? '/expiresAt' : '--expires-in', 'must be between 1 minute and 5 years from now');
   }
+  // An inherited expiry may be under a minute away: it is the maker's, not a typo.
+  const { scopes, expiresAt } = maker ? boundedByMaker(maker, requestedScopes, requestedExpiry) : { scopes: requestedScopes, expiresAt: requestedExpiry };
   const key = generateApiKey();
   const row = {
     id: newId('apiKey'),
@@ -157,6 +200,8 @@ export interface Principal {
   readonly plan: Plan;
   readonly keyId: string;
   readonly scopes: readonly Scope[];
+  /** Bounds on the keys this caller makes: its own, when it is a key; null for the owner's session. */
+  readonly keyBounds: KeyBounds | null;
   readonly key: { readonly id: string; readonly name: string; readonly prefix: string; readonly scopes: readonly Scope[]; readonly expiresAt: string | null };
 }
 
@@ -202,6 +247,7 @@ export async function authenticate(db: Db, cache: AuthCache, authorization: stri
       plan: key.plan as Plan,
       keyId: key.id,
       scopes: Object.freeze(scopes),
+      keyBounds: Object.freeze({ scopes: key.scopes === null ? null : Object.freeze(scopes), expiresAt: key.expiresAt }),
       key: Object.freeze({ id: key.id, name: key.name, prefix: key.prefix, scopes, expiresAt: iso(key.expiresAt) }),
     });
     principals.set(key, principal);

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import * as repo from '../accounts/accounts.repository.js';
-import { createAccount } from '../accounts/accounts.service.js';
+import { canonicalEmail, createAccount } from '../accounts/accounts.service.js';
 import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import { AppError } from '../errors.js';
 import { problemResponses } from '../http/problem.js';
@@ -80,12 +80,12 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/dashboard/api/login',
     { schema: { ...api, body: Credentials, response: { 200: SessionSchema, ...problemResponses } } },
     async (request, reply) => {
-      const email = request.body.email.trim().toLowerCase();
+      const email = canonicalEmail(request.body.email);
       await limits.attempt(email, request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
       const account = await repo.findAccountByEmail(app.db, email);
       const matches = await verifyPassword(request.body.password, account?.passwordHash ?? (await decoyHash()));
       if (!account?.passwordHash || !matches) throw new AppError('unauthorized', WRONG_CREDENTIALS);
-      await limits.succeeded(email);
+      await limits.succeeded(email, request.ip);
       return signIn(reply, account);
     },
   );
@@ -95,7 +95,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { ...api, body: Credentials, response: { 200: SessionSchema, ...problemResponses } } },
     async (request, reply) => {
       if (!app.config.dashboardSignup) throw new AppError('signup_disabled', 'This server does not take sign-ups; ask its operator for an account.');
-      await limits.attempt(request.body.email.trim().toLowerCase(), request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
+      await limits.attempt(canonicalEmail(request.body.email), request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
       const account = await createAccount(app.db, { email: request.body.email, password: request.body.password, plan: 'free' });
       return signIn(reply, account);
     },

@@ -102,6 +102,8 @@ export async function sessionPrincipal(db: Db, request: FastifyRequest): Promise
     plan: session.plan,
     keyId: session.id,
     scopes,
+    // The owner, signed in: keys made here are not bounded by another key.
+    keyBounds: null,
     key: { id: session.id, name: 'Dashboard session', prefix: 'session', scopes, expiresAt: iso(session.expiresAt) },
   };
 }

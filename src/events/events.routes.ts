@@ -233,7 +233,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'exportAttendees',
         tags: ['attendees'],
         summary: 'Export attendees as CSV (default) or NDJSON, streamed',
-        description: 'Cells starting with = + - @ are prefixed with an apostrophe so spreadsheets do not run them as formulas.',
+        description:
+          'CSV: every cell is quoted; a cell, or any piece of it after , ; | tab or a line break, that starts with = + - @ tab or CR (past spaces and quotes) gets an apostrophe in front, so spreadsheets do not run it as a formula. NDJSON carries values as they are.',
         params: EventParams,
         querystring: schemas.ExportQuery,
         response: {
