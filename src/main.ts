@@ -139,14 +139,13 @@ async function worker(config: Config): Promise<void> {
   setInterval(() => {}, 1 << 30);
 }
 
-
 const VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
 
 /**
  * Commander's error messages, as one line: "error: unknown command 'kyes'\n(Did you mean keys?)"
  * becomes "Unknown command 'kyes'. Did you mean 'keys'?".
  */
-export function usageLine(message: string): string {
+function usageLine(message: string): string {
   const [, text = message, oneOf = '', names] = /^(?:error: )?([\s\S]*?)(?:\n\(Did you mean (one of )?(.+)\?\))?\s*$/.exec(message) ?? [];
   const sentence = text.charAt(0).toUpperCase() + text.slice(1);
   if (!names) return sentence;
