@@ -407,15 +407,15 @@ export function montageEnv(engine, storage, port, extra = {}) {
 export const MONTAGE_BIN = path.join(ROOT, 'bin', 'montage.js');
 
 /**
- * The node flags `npm start` runs the server with (package.json: `node FLAGS bin/montage.js serve`),
+ * The node flags `npm start` runs the server with (package.json: `exec node FLAGS bin/montage.js serve`),
  * so that every benchmarked Montage process runs as it does there. Read on first use.
  */
 let nodeFlags = null;
 export function montageNodeFlags() {
   if (nodeFlags) return nodeFlags;
   const start = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts?.start ?? '';
-  const match = /^node((?:\s+--[\w-]+(?:=\S+)?)*)\s+bin\/montage\.js serve\s*$/.exec(start);
-  if (!match) throw new Error(`package.json's start script is not "node [--flag[=value] ...] bin/montage.js serve": "${start}"`);
+  const match = /^(?:exec\s+)?node((?:\s+--[\w-]+(?:=\S+)?)*)\s+bin\/montage\.js serve\s*$/.exec(start);
+  if (!match) throw new Error(`package.json's start script is not "[exec] node [--flag[=value] ...] bin/montage.js serve": "${start}"`);
   nodeFlags = match[1].trim().split(/\s+/).filter(Boolean);
   return nodeFlags;
 }

@@ -1,35 +1,34 @@
-import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
 import { pino } from 'pino';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
-import { buildApp } from './app.js';
+import { CLI_INVOCATION, describeDatabase, PACKAGE_ROOT, startupBanner } from './banner.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
 import { notifyOtherProcesses } from './jobs/signal.js';
-import { startWorkers, type WorkerLog } from './jobs/workers.js';
+import type { WorkerLog } from './jobs/workers.js';
 
-const USAGE = `Usage: montage <command>
-
-  serve [--no-worker]        API server (and background workers unless --no-worker); same as npm start
-  worker                     background workers only
-  migrate                    apply database migrations
-  accounts create --email E [--plan free|business|enterprise] [--password P]
-  keys create --email E [--name N] [--scopes a,b] [--expires-in 30d]
-  keys list --email E
-  keys revoke KEY_ID
-
-Configuration comes from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, ...): see README.md.`;
+/** Exit status of a command line that could not be understood (unknown command or option, missing value). */
+export const USAGE_ERROR = 2;
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
 /** Opens the database, brings it up to date (unless the command is `migrate` itself) and runs `work`. */
 async function withDatabase<T>(config: Config, work: (handle: DatabaseHandle) => Promise<T>, migrate = true): Promise<T> {
   const handle = openDatabase(config);
+  // On stderr, so that stdout stays what scripts read: a key made in another database than the
+  // server's is the mistake this line is there to show.
+  process.stderr.write(`Database: ${describeDatabase(handle)}\n`);
   try {
     if (migrate) await migrateToLatest(handle);
     return await work(handle);
+  } catch (err) {
+    if (isDatabaseUnavailable(err)) throw new AppError('unavailable', `The database (${handle.location}) cannot be reached: ${(err as Error).message}`);
+    throw err;
   } finally {
     await handle.close();
   }
@@ -64,13 +63,6 @@ async function openForService(config: Config, log: (line: string) => void): Prom
   }
 }
 
-function parseExpiresIn(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const match = /^(\d{1,6})([mhd])$/.exec(text);
-  if (!match) throw new AppError('invalid_request', '--expires-in takes <n>m, <n>h or <n>d, e.g. 30d.');
-  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
-}
-
 /**
  * On SIGTERM or SIGINT, runs `stop` (given the time it may take) and exits 0; if it fails, or has
  * not finished within MONTAGE_SHUTDOWN_TIMEOUT, exits 1 anyway: a leased job left behind is taken
@@ -103,7 +95,10 @@ function onShutdown(config: Config, log: WorkerLog, stop: (graceMs: number) => P
   }
 }
 
+// The server and the workers (the blend engine, sharp) are loaded by the commands that run them only:
+// `keys create` or `--help` starts in a fraction of the time.
 async function serve(config: Config, withWorker: boolean): Promise<void> {
+  const [{ buildApp }, { startWorkers }] = await Promise.all([import('./app.js'), import('./jobs/workers.js')]);
   const handle = await openForService(config, (line) => process.stderr.write(`${line}\n`));
   const app = await buildApp(config, { database: handle });
   try {
@@ -125,24 +120,11 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
     await handle.close();
   });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  const base = config.publicUrl;
-  out('');
-  out(`Montage is running (${handle.engine}: ${handle.location}${withWorker ? ', with workers' : ''})`);
-  out(`  API       ${base}/v1   (also ${base}/api/v1)`);
-  out(`  API docs  ${base}/docs   (OpenAPI: ${base}/openapi.json)`);
-  out(`  Dashboard ${base}/dashboard   (sign in with an account made with --password)`);
-  out(`  Health    ${base}/healthz  ${base}/readyz  ${base}/metrics`);
-  if (Number(accounts.n) === 0) {
-    out('');
-    out('No accounts yet. Create one and its first API key in another terminal:');
-    out('  npx montage accounts create --email you@example.com --plan business');
-    out('  npx montage keys create --email you@example.com');
-    out(`Then: curl -H "Authorization: Bearer <key>" ${base}/v1/account`);
-  }
-  out('');
+  for (const line of startupBanner({ config, database: handle, withWorker, accounts: Number(accounts.n) })) out(line);
 }
 
 async function worker(config: Config): Promise<void> {
+  const { startWorkers } = await import('./jobs/workers.js');
   const log = pino({ level: config.logLevel });
   const handle = await openForService(config, (line) => log.warn(line));
   const workers = startWorkers(handle, config, log);
@@ -157,103 +139,189 @@ async function worker(config: Config): Promise<void> {
   setInterval(() => {}, 1 << 30);
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const [command, sub] = argv;
-  if (!command || command === 'help' || command === '--help' || command === '-h') {
-    out(USAGE);
-    return command ? 0 : 1;
-  }
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${err.message}\n`);
-      return 1;
+const VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
+
+/**
+ * Commander's error messages, as one line: "error: unknown command 'kyes'\n(Did you mean keys?)"
+ * becomes "Unknown command 'kyes'. Did you mean 'keys'?".
+ */
+function usageLine(message: string): string {
+  const [, text = message, oneOf = '', names] = /^(?:error: )?([\s\S]*?)(?:\n\(Did you mean (one of )?(.+)\?\))?\s*$/.exec(message) ?? [];
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  if (!names) return sentence;
+  return `${sentence}. Did you mean ${oneOf}${names.split(', ').map((name) => `'${name}'`).join(', ')}?`;
+}
+
+/** The full name of a command, for the hint after a usage error: "montage keys create". */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** Every command and subcommand: usage errors as one line and a hint, never an exit of their own. */
+function configureTree(command: Command): void {
+  command
+    .exitOverride()
+    .showSuggestionAfterError()
+    .showHelpAfterError(`Run '${commandPath(command)} --help' for its usage.`)
+    .configureOutput({ outputError: (text, write) => write(`${usageLine(text)}\n`) });
+  for (const sub of command.commands) configureTree(sub);
+}
+
+/**
+ * Options a command cannot run without. Checked before the action rather than by commander's
+ * requiredOption, which runs first of all: a mistyped `--emial` is then reported as unknown, with
+ * `--email` suggested, rather than as a missing `--email`.
+ */
+const REQUIRED = new WeakSet<Option>();
+function required(flags: string, description: string): Option {
+  const option = new Option(flags, `${description} (required)`);
+  REQUIRED.add(option);
+  return option;
+}
+
+function checkRequired(command: Command): void {
+  for (const option of command.options) {
+    if (REQUIRED.has(option) && command.getOptionValue(option.attributeName()) === undefined) {
+      command.error(`error: required option '${option.flags}' not specified`, { exitCode: USAGE_ERROR, code: 'commander.missingMandatoryOptionValue' });
     }
-    throw err;
-  }
-  try {
-    return await run(config, command, sub, argv);
-  } catch (err) {
-    if (err instanceof AppError) {
-      process.stderr.write(`${err.code}: ${err.detail}\n`);
-      return 1;
-    }
-    throw err;
   }
 }
 
-async function run(config: Config, command: string, sub: string | undefined, argv: string[]): Promise<number> {
-  const options = {
-    email: { type: 'string' },
-    plan: { type: 'string' },
-    password: { type: 'string' },
-    name: { type: 'string' },
-    scopes: { type: 'string' },
-    'expires-in': { type: 'string' },
-    'no-worker': { type: 'boolean' },
-  } as const;
-  const rest = command === 'accounts' || command === 'keys' ? argv.slice(2) : argv.slice(1);
-  const { values, positionals } = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
-  const requireEmail = () => {
-    if (!values.email) throw new AppError('invalid_request', '--email is required.');
-    return values.email;
-  };
+function parseExpiresIn(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^(\d{1,6})([mhd])$/.exec(text);
+  if (!match) throw new AppError('invalid_request', '--expires-in takes <n>m, <n>h or <n>d, e.g. 30d.');
+  return Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
+}
 
-  switch (`${command}${command === 'accounts' || command === 'keys' ? ` ${sub ?? ''}` : ''}`) {
-    case 'serve':
-      await serve(config, !values['no-worker']);
-      return 0;
-    case 'worker':
-      await worker(config);
-      return 0;
-    case 'migrate':
-      await withDatabase(config, async (handle) => {
+/** The command line. Each action loads the configuration itself, so that --help needs none. */
+export function program(): Command {
+  const montage = new Command('montage')
+    .description('Self-hostable API server for photo blending and event management.')
+    .version(VERSION, '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'print this help')
+    .helpCommand('help [command]', 'print the help of a command')
+    .addHelpText(
+      'after',
+      `
+Run it in the checkout (the folder of Montage's package.json) as:
+  ${CLI_INVOCATION} <command> [options]
+--no stops npx from downloading an unrelated package of the same name; -- hands the options
+that follow (--help too) to montage. npm start is ${CLI_INVOCATION} serve.
+
+Configuration comes from the environment (PORT, HOST, DATA_DIR, DATABASE_URL, REDIS_URL, ...),
+see README.md. Each command that uses the database names it on stderr ("Database: ..."): run the
+commands with the DATA_DIR or DATABASE_URL of the server they are meant for.`,
+    );
+
+  montage
+    .command('serve')
+    .description('API server and background workers in one process (npm start)')
+    .option('--no-worker', 'API server only, beside any number of `montage worker` processes')
+    .action(async (options: { worker: boolean }) => serve(loadConfig(), options.worker));
+
+  montage
+    .command('worker')
+    .description('background workers only (blend jobs, webhook deliveries)')
+    .action(async () => worker(loadConfig()));
+
+  montage
+    .command('migrate')
+    .description('apply database migrations (every start also does)')
+    .action(async () =>
+      withDatabase(loadConfig(), async (handle) => {
         const applied = await migrateToLatest(handle);
         out(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');
-      }, false);
-      return 0;
-    case 'accounts create':
-      return withDatabase(config, async ({ db }) => {
-        const account = await createAccount(db, { email: requireEmail(), plan: values.plan as Plan | undefined, password: values.password });
+      }, false),
+    );
+
+  const accounts = montage.command('accounts').description('accounts: create');
+  accounts
+    .command('create')
+    .description('create an account')
+    .addOption(required('--email <email>', "the account's email"))
+    .option('--plan <plan>', 'free, business or enterprise (default: business)')
+    .option('--password <password>', 'a password, to sign in to the dashboard')
+    .action(async (options: { email: string; plan?: string; password?: string }) =>
+      withDatabase(loadConfig(), async ({ db }) => {
+        const account = await createAccount(db, { email: options.email, plan: options.plan as Plan | undefined, password: options.password });
         out(`Created account ${account.id} (${account.email}, plan ${account.plan})`);
-        return 0;
-      });
-    case 'keys create':
-      return withDatabase(config, async ({ db }) => {
-        const account = await accountByEmail(db, requireEmail());
+      }),
+    );
+
+  const keys = montage.command('keys').description('API keys: create, list, revoke');
+  keys
+    .command('create')
+    .description('create an API key and print it, alone on the last line (shown only once)')
+    .addOption(required('--email <email>', 'the email of the account the key is for'))
+    .option('--name <name>', 'a name to recognise the key by')
+    .option('--scopes <list>', 'comma-separated: blend, events:read, events:write, checkin, webhooks (default: all)')
+    .option('--expires-in <duration>', '<n>m, <n>h or <n>d, e.g. 30d (default: never)')
+    .action(async (options: { email: string; name?: string; scopes?: string; expiresIn?: string }) =>
+      withDatabase(loadConfig(), async ({ db }) => {
+        const account = await accountByEmail(db, options.email);
         const key = await createApiKey(db, account, {
-          name: values.name,
-          scopes: values.scopes?.split(',').map((s) => s.trim()),
-          expiresInMs: parseExpiresIn(values['expires-in']),
+          name: options.name,
+          scopes: options.scopes?.split(',').map((s) => s.trim()),
+          expiresInMs: parseExpiresIn(options.expiresIn),
         });
         out(`Created key ${key.id} "${key.name}" for ${account.email}; scopes ${key.scopes.join(',')}${key.expiresAt ? `; expires ${key.expiresAt}` : ''}.`);
         out('Store it now: it is shown only once.');
         out(key.key);
-        return 0;
-      });
-    case 'keys list':
-      return withDatabase(config, async ({ db }) => {
-        const account = await accountByEmail(db, requireEmail());
+      }),
+    );
+  keys
+    .command('list')
+    .description("list an account's keys (never their secrets)")
+    .addOption(required('--email <email>', "the account's email"))
+    .action(async (options: { email: string }) =>
+      withDatabase(loadConfig(), async ({ db }) => {
+        const account = await accountByEmail(db, options.email);
         const rows = await new TenantScope(db, account.id).selectFrom('apiKeys').selectAll().orderBy('id', 'desc').execute();
         for (const key of rows.map(presentKey)) {
           const state = key.revokedAt ? 'revoked' : key.expiresAt && Date.parse(key.expiresAt) <= Date.now() ? 'expired' : 'active';
           out([key.id, key.prefix, state, key.name, key.scopes.join(','), `created ${key.createdAt}`, `last used ${key.lastUsedAt ?? 'never'}`].join('\t'));
         }
         if (rows.length === 0) out(`No keys for ${account.email}.`);
-        return 0;
-      });
-    case 'keys revoke':
-      return withDatabase(config, async ({ db }) => {
-        const id = positionals[0];
-        if (!id) throw new AppError('invalid_request', 'Name the key: montage keys revoke KEY_ID.');
+      }),
+    );
+  keys
+    .command('revoke')
+    .description('revoke a key: running servers refuse it within MONTAGE_AUTH_CACHE_TTL (2 s)')
+    .argument('<key-id>', 'the id of the key (key_..., see keys list)')
+    .action(async (id: string) =>
+      withDatabase(loadConfig(), async ({ db }) => {
         const key = await revokeApiKeyById(db, id);
         out(`Revoked ${key.id} (${key.prefix}...) at ${key.revokedAt}`);
-        return 0;
-      });
-    default:
-      process.stderr.write(`Unknown command: ${argv.join(' ')}\n${USAGE}\n`);
+      }),
+    );
+
+  montage.hook('preAction', (_, action) => checkRequired(action));
+  configureTree(montage);
+  return montage;
+}
+
+/**
+ * Runs the command line; resolves to the exit status: 0, 1 for a refusal (one line `code: message`
+ * or `Configuration error: ...` on stderr), 2 for a command line that could not be understood.
+ */
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await program().parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (err) {
+    // Help and version end with exit code 0; every other CommanderError is a usage error, already printed.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : USAGE_ERROR;
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
       return 1;
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`${err.code}: ${err.detail}\n`);
+      return 1;
+    }
+    throw err;
   }
 }
