@@ -27,7 +27,7 @@ interface Log {
 export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Log): JobHandler & { close(): Promise<void> } {
   let engine: BlendEngine | null = null;
   // Threads start with the first job, so processes that never blend pay nothing for them.
-  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork)));
+  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl));
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
     return transaction(db, async (tx) => {

@@ -77,6 +77,8 @@ export class BlendEngine {
   constructor(
     private readonly limits: BlendLimits,
     private readonly policy: AddressPolicy,
+    /** The server's own address: images under its `/samples/` are read from disk (samples.ts). */
+    private readonly publicUrl: string,
   ) {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
@@ -113,7 +115,7 @@ export class BlendEngine {
     // decodes the rest. Work on a frame whose image fails is dropped: the failure is reported in
     // image order once every image has settled.
     const analysis = engineModule('analysis');
-    const decoding = spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels)));
+    const decoding = spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy, this.publicUrl).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels)));
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
     );
