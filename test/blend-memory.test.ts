@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { jobMemory, jobPixels, MemoryBudget } from '../src/blend/memory.js';
+import { loadConfig } from '../src/config.js';
 import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -117,6 +118,18 @@ for (const engine of ENGINES) {
 }
 
 describe('blend memory budget', () => {
+  test('MONTAGE_BLEND_MAX_JOB_PIXELS and MONTAGE_BLEND_MEMORY: defaults, sizes, and errors naming the variable', () => {
+    const defaults = loadConfig({}).blend;
+    assert.equal(defaults.maxJobPixels, 120_000_000);
+    assert.ok(defaults.memoryBytes > 0 && defaults.memoryBytes <= os.totalmem() / 2);
+    assert.equal(loadConfig({ MONTAGE_BLEND_MAX_JOB_PIXELS: '60000000' }).blend.maxJobPixels, 60_000_000);
+    const sizes: Array<[string, number]> = [['2GB', 2e9], ['512MB', 512e6], ['1.5GiB', 1.5 * 1024 ** 3], ['1073741824', 1073741824], ['64 mib', 64 * 1024 ** 2]];
+    for (const [text, bytes] of sizes) assert.equal(loadConfig({ MONTAGE_BLEND_MEMORY: text }).blend.memoryBytes, bytes, text);
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MEMORY: 'lots' }), /^Error: MONTAGE_BLEND_MEMORY: must be a size such as 2GB/);
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MEMORY: '1KB' }), /MONTAGE_BLEND_MEMORY: must be at least/);
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_JOB_PIXELS: 'many' }), /MONTAGE_BLEND_MAX_JOB_PIXELS: must be a whole number/);
+  });
+
   test('a job counts each frame at least at the size of the first', () => {
     assert.equal(jobPixels([{ width: 10, height: 10 }, { width: 5, height: 5 }, { width: 20, height: 10 }]), 100 + 100 + 200);
     assert.ok(jobMemory('exposure', false, 1e6) > jobMemory('mean', false, 1e6));
