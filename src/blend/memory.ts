@@ -6,9 +6,9 @@ import type { BlendType } from './pipeline.js';
  * A job's pixels are known from the images' headers before anything is decoded: each frame is
  * decoded at its own size and then brought to the first frame's, so a frame costs the larger of
  * its own and the first frame's pixel count (`jobPixels`). The job pixel budget
- * (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is estimated as its
- * pixels times the peak bytes per pixel per frame measured for its blend type (`BYTES_PER_PIXEL`),
- * and a process admits jobs while their estimates fit in `MONTAGE_BLEND_MEMORY` (`MemoryBudget`).
+ * (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is estimated from its
+ * pixels and blend type as measured (`jobMemory`), and a process admits jobs while their
+ * estimates fit in `MONTAGE_BLEND_MEMORY` (`MemoryBudget`).
  */
 
 /**
@@ -17,17 +17,18 @@ import type { BlendType } from './pipeline.js';
  * measured by `bench/blend-memory.mjs` at 15, 60 and 120 megapixels in 5 and 10 frames, every frame
  * shifted so that alignment warps it (docs/blend.md, "Memory"). The base is what a job costs
  * beyond its pixels (threads' scratch, libvips' buffers); the per-pixel figures are the smallest
- * that, with that base, cover every measurement of the type, rounded up.
+ * that, with that base, cover every measurement of the type, rounded up (`darken` is `lighten`'s
+ * kernel, `layers` the four layer modes, measured as `overlay`).
  */
 export const JOB_BASE_BYTES = 200e6;
 
 export const BYTES_PER_PIXEL = {
   mean: 7,
   median: 7,
-  lighten: 8,
-  darken: 8,
-  layers: 8,
-  exposure: 9,
+  lighten: 7,
+  darken: 7,
+  layers: 7,
+  exposure: 10,
   focus: 9,
   composite: 9,
 } as const;
