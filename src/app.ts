@@ -21,6 +21,7 @@ import { metricsPlugin } from './http/metrics.js';
 import { registerComponents, swaggerOptions } from './http/openapi.js';
 import { clientErrorHandler, problemPlugin, sendProblem, toAppError, writeProblem } from './http/problem.js';
 import { blendRoutes, resultRoutes } from './blend/blend.routes.js';
+import { sampleRoutes } from './blend/samples.routes.js';
 import { createResultStore, type ResultStore } from './blend/storage.js';
 import { AppError } from './errors.js';
 import { RateLimits } from './http/rate-limit.js';
@@ -239,6 +240,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (options.extraRoutes) await api.register(options.extraRoutes);
   };
   await app.register(resultRoutes(app.resultStore));
+  await app.register(sampleRoutes);
   await app.register(dashboardRoutes);
   await app.register(versioned, { prefix: '/v1', listed: true });
   await app.register(versioned, { prefix: '/api/v1', listed: false });

@@ -53,6 +53,10 @@ export interface BlendLimits {
   threads: number;
   /** How long a finished job and its result image are kept (0: for ever). */
   retentionMs: number;
+  /** Pixels one job may hold: the sum over its frames of the larger of the frame's and the first frame's pixel count. */
+  maxJobPixels: number;
+  /** Bytes the blend jobs of one process may hold at once, by their estimates (src/blend/memory.ts); a job that would exceed it waits. */
+  memoryBytes: number;
 }
 
 export type Plan = 'free' | 'business' | 'enterprise';
@@ -82,6 +86,9 @@ const DEFAULT_LIMITS: Record<ApiPlan, PlanLimits> = {
   enterprise: { blendPerHour: 10000, eventsPerMinute: 10000, eventsPerDay: 1000000 },
 };
 
+/** Pixels per blend job: 10 frames of 12 MP, 5 of 24 MP, 2 of 60 MP (docs/blend.md, "Memory", sizes its memory). */
+const DEFAULT_MAX_JOB_PIXELS = 120_000_000;
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** Parses `500ms`, `5s`, `5m`, `2h`, `7d`; returns milliseconds or null when malformed. */
@@ -107,6 +114,25 @@ function duration(env: Env, name: string, fallback: string): number {
   const ms = parseDuration(raw);
   if (ms === null || ms <= 0) throw new ConfigError(name, `must be a duration such as 30s, 5m, 2h or 7d, got "${raw}"`);
   return ms;
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+
+/** A size in bytes: `1073741824`, `512MB`, `2GB`, `1.5GiB`. */
+function size(env: Env, name: string, fallback: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const match = /^(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?$/i.exec(raw.trim());
+  if (!match) throw new ConfigError(name, `must be a size such as 2GB, 512MB or a number of bytes, got "${raw}"`);
+  const value = Math.round(Number(match[1]) * SIZE_UNITS[(match[2] ?? '').toLowerCase()]!);
+  if (value < min) throw new ConfigError(name, `must be at least ${min} bytes, got ${value}`);
+  return value;
+}
+
+/** Memory this process may use: the machine's, or its container's limit when lower. */
+function availableMemory(): number {
+  const constrained = typeof process.constrainedMemory === 'function' ? process.constrainedMemory() : 0;
+  return constrained && constrained > 0 ? Math.min(constrained, os.totalmem()) : os.totalmem();
 }
 
 function flag(env: Env, name: string): boolean {
@@ -190,6 +216,8 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: integer(env, 'MONTAGE_BLEND_CONCURRENCY', Math.max(1, Math.floor(os.availableParallelism() / 2)), 1, 64),
       threads: integer(env, 'MONTAGE_BLEND_THREADS', os.availableParallelism(), 1, 64),
       retentionMs: env.MONTAGE_BLEND_RETENTION === '0' ? 0 : duration(env, 'MONTAGE_BLEND_RETENTION', '30d'),
+      maxJobPixels: integer(env, 'MONTAGE_BLEND_MAX_JOB_PIXELS', DEFAULT_MAX_JOB_PIXELS, 1024, 10_000_000_000),
+      memoryBytes: size(env, 'MONTAGE_BLEND_MEMORY', Math.floor(availableMemory() / 2), 1024 * 1024),
     },
     logLevel,
     jobLeaseMs: duration(env, 'MONTAGE_JOB_LEASE', '30s'),

@@ -27,7 +27,7 @@ interface Log {
 export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Log): JobHandler & { close(): Promise<void> } {
   let engine: BlendEngine | null = null;
   // Threads start with the first job, so processes that never blend pay nothing for them.
-  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork)));
+  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl));
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
     return transaction(db, async (tx) => {
@@ -93,6 +93,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     return settle(row, changes, (failed) => ({ event: 'blend.failed', data: presentJob(failed, config) }));
   }
 
+  /** The job's time limit, from when it is admitted (waiting for memory is not the job's time). */
   function withTimeLimit<T>(work: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
@@ -107,38 +108,58 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       const { jobId } = JSON.parse(job.payload) as { jobId: string };
       const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
       if (!row || row.status === 'completed' || row.status === 'failed') return { status: 'done' };
-      const startedAt = Date.now();
-      await start(job, row, startedAt);
-      let result: BlendResult;
+      // The job stays queued while its images are fetched and while it waits for memory; it is
+      // processing (startedAt, blend.started) from when this process admits it, and holds its
+      // memory until its outcome is recorded.
+      let startedAt = Date.now();
+      let started = false;
+      const markStarted = async () => {
+        startedAt = Date.now();
+        await start(job, row, startedAt);
+        started = true;
+      };
+      let release: (() => void) | null = null;
       try {
-        result = await withTimeLimit(engineOf().run(specOf(row)));
-      } catch (err) {
-        // The process is stopping and gave the job back: another worker runs it again.
-        if (handedBack.aborted) return { status: 'done' };
-        const failure =
-          err instanceof BlendFailure ? err : new BlendFailure('internal_error', 'the blend failed unexpectedly; it was retried where attempts remained', null, true);
-        if (!(err instanceof BlendFailure)) log.error({ err, jobId }, 'blend failed unexpectedly');
-        // What the client is not told (a resolved address) is kept here; never the image URL, which may carry a token of theirs.
-        else if (failure.internal && failure.internal !== failure.message) log.warn({ jobId, imageIndex: failure.imageIndex, reason: failure.internal }, 'image fetch failed');
-        if (failure.retryable && job.attempts < job.maxAttempts) {
-          await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
-          return { status: 'retry', delayMs: 2000 * 2 ** (job.attempts - 1), error: failure.message };
+        const spec = specOf(row);
+        let result: BlendResult;
+        try {
+          const engine = engineOf();
+          const fetched = await engine.fetch(spec);
+          release = await engine.admit(spec, fetched, handedBack);
+          await markStarted();
+          result = await withTimeLimit(engine.run(spec, fetched));
+        } catch (err) {
+          // The process is stopping and gave the job back: another worker runs it again.
+          if (handedBack.aborted) return { status: 'done' };
+          const failure =
+            err instanceof BlendFailure ? err : new BlendFailure('internal_error', 'the blend failed unexpectedly; it was retried where attempts remained', null, true);
+          if (!(err instanceof BlendFailure)) log.error({ err, jobId }, 'blend failed unexpectedly');
+          // What the client is not told (a resolved address) is kept here; never the image URL, which may carry a token of theirs.
+          else if (failure.internal && failure.internal !== failure.message) log.warn({ jobId, imageIndex: failure.imageIndex, reason: failure.internal }, 'image fetch failed');
+          if (failure.retryable && job.attempts < job.maxAttempts) {
+            await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
+            return { status: 'retry', delayMs: 2000 * 2 ** (job.attempts - 1), error: failure.message };
+          }
+          // A job refused before it was admitted (an image that cannot be fetched, a job too large) still started, and says so.
+          if (!started) await markStarted();
+          await fail(row, failure, startedAt);
+          return { status: 'done' };
         }
-        await fail(row, failure, startedAt);
+        if (handedBack.aborted) return { status: 'done' };
+        const options = JSON.parse(row.options) as { qualityThreshold: number };
+        if (result.quality.score < options.qualityThreshold) {
+          const failure = new BlendFailure('quality_below_threshold', `quality score ${result.quality.score} is below the threshold ${options.qualityThreshold}`);
+          await fail(row, failure, startedAt, result);
+          return { status: 'done' };
+        }
+        const resultKey = `${row.accountId}/${resultFileName({ id: row.id, resultFormat: result.format })}`;
+        await store.put(resultKey, result.image);
+        await complete(row, result, resultKey, startedAt);
+        log.info({ jobId, blendType: result.blendTypeUsed, autoReason: result.autoReason, ms: Date.now() - startedAt, stages: result.stages }, 'blend completed');
         return { status: 'done' };
+      } finally {
+        release?.();
       }
-      if (handedBack.aborted) return { status: 'done' };
-      const options = JSON.parse(row.options) as { qualityThreshold: number };
-      if (result.quality.score < options.qualityThreshold) {
-        const failure = new BlendFailure('quality_below_threshold', `quality score ${result.quality.score} is below the threshold ${options.qualityThreshold}`);
-        await fail(row, failure, startedAt, result);
-        return { status: 'done' };
-      }
-      const resultKey = `${row.accountId}/${resultFileName({ id: row.id, resultFormat: result.format })}`;
-      await store.put(resultKey, result.image);
-      await complete(row, result, resultKey, startedAt);
-      log.info({ jobId, blendType: result.blendTypeUsed, autoReason: result.autoReason, ms: Date.now() - startedAt, stages: result.stages }, 'blend completed');
-      return { status: 'done' };
     },
     async giveUp(job: JobRow, error: string) {
       const { jobId } = JSON.parse(job.payload) as { jobId: string };

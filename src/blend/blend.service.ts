@@ -12,7 +12,9 @@ import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-htt
 import { iso } from '../time.js';
 import type { BlendJobTable } from './blend.table.js';
 import type { ListJobsQuery, startBody } from './blend.schemas.js';
+import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
+import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
 import type { BlendSpec, BlendType } from './pipeline.js';
 import type { ResultStore } from './storage.js';
@@ -38,18 +40,27 @@ function resolveOptions(blendType: BlendType, options: StartBody['options']): St
   };
 }
 
-/** Refuses at the edge what the fetch would refuse later: bad schemes, credentials, private literals. */
-function checkUrl(url: string, path: string, config: Config): void {
+/**
+ * Refuses at the edge what the fetch would refuse later: bad schemes, credentials, private
+ * literals. The server's own sample addresses are read from disk, not fetched: they pass, and one
+ * that names no sample is refused here.
+ */
+function checkUrl(url: string, path: string, config: Config, samples = false): void {
+  if (samples) {
+    const sample = sampleOf(url, config.publicUrl);
+    if (sample === null) throw invalid(path, 'the server has no such sample (GET /samples/ lists them)');
+    if (sample) return;
+  }
   try {
     checkOutboundUrl(url, addressPolicy(config.allowPrivateNetwork));
   } catch (err) {
-    if (err instanceof SafeFetchError) throw invalid(path, err.message);
+    if (err instanceof SafeFetchError) throw invalid(path, err.code === 'blocked_address' ? `${err.message}; ${PRIVATE_NETWORK_HINT}` : err.message);
     throw err;
   }
 }
 
 export async function startJob(scope: TenantScope, body: StartBody, config: Config): Promise<ReturnType<typeof presentJob>> {
-  body.images.forEach((url, i) => checkUrl(url, `/images/${i}`, config));
+  body.images.forEach((url, i) => checkUrl(url, `/images/${i}`, config, true));
   if (body.webhookUrl !== undefined) checkUrl(body.webhookUrl, '/webhookUrl', config);
   const blendType = body.options?.blendType ?? 'auto';
   const now = Date.now();

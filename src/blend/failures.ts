@@ -3,6 +3,7 @@ export const BLEND_FAILURE_CODES = [
   'image_fetch_failed',
   'unsupported_image',
   'image_too_large',
+  'job_too_large',
   'alignment_failed',
   'quality_below_threshold',
   'job_timeout',

@@ -1,15 +1,23 @@
 import type { BlendLimits } from '../config.js';
 import { type AddressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
 import { BlendFailure } from './failures.js';
+import { readSample, sampleOf } from './samples.js';
+
+/** Where a refused address points the client: the operator's switch for private networks. */
+export const PRIVATE_NETWORK_HINT = 'the server fetches from loopback and private addresses only with MONTAGE_ALLOW_PRIVATE_NETWORK=1';
 
 /**
  * Fetches image `index` of a job through the SSRF-safe client, within the job's byte, redirect
  * and time limits (the pipeline fetches every image at once). A failure names the image's index;
  * only a server-side error or a timeout is worth another attempt (a 404 or a refused address
  * never will succeed). The failure's message is the client's; the address a name resolved to or
- * a socket tried is in its `internal` text, for the log.
+ * a socket tried is in its `internal` text, for the log. A URL under the server's own
+ * `publicUrl` + `/samples/` is a shipped sample (samples.ts), read from disk with no connection at all.
  */
-export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy): Promise<Buffer> {
+export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy, publicUrl: string): Promise<Buffer> {
+  const sample = sampleOf(url, publicUrl);
+  if (sample === null) throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: the server has no such sample (GET /samples/ lists them)`, index);
+  if (sample) return readSample(sample);
   let response;
   try {
     response = await safeFetch(url, {
@@ -27,6 +35,8 @@ export async function fetchImage(url: string, index: number, limits: BlendLimits
       case 'timeout':
       case 'network':
         throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, true, err.internal);
+      case 'blocked_address':
+        throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}; ${PRIVATE_NETWORK_HINT}`, index, false, err.internal);
       default:
         throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: ${err.message}`, index, false, err.internal);
     }

@@ -28,10 +28,11 @@ export function sniffImage(bytes: Buffer): string | null {
 }
 
 /**
- * Decodes an image to 8-bit sRGB, upright (EXIF orientation applied), alpha dropped, into shared
- * memory. Pixel count is checked from the header before decoding (decompression bombs).
+ * Reads an image's dimensions from its header, without decoding it: the format is told by the
+ * first bytes, and the pixel count is checked against the per-image limit (decompression bombs).
+ * The job pixel budget is checked from these, before any image is decoded.
  */
-export async function decodeImage(bytes: Buffer, index: number, maxPixels: number): Promise<RgbImage> {
+export async function readHeader(bytes: Buffer, index: number, maxPixels: number): Promise<{ width: number; height: number }> {
   if (!sniffImage(bytes)) throw new BlendFailure('unsupported_image', `image ${index} is not a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image`, index);
   let meta: Metadata;
   try {
@@ -39,10 +40,19 @@ export async function decodeImage(bytes: Buffer, index: number, maxPixels: numbe
   } catch {
     throw new BlendFailure('unsupported_image', `image ${index} could not be read as an image`, index);
   }
-  const pixels = (meta.width ?? 0) * (meta.height ?? 0);
-  if (pixels > maxPixels) {
-    throw new BlendFailure('image_too_large', `image ${index} has ${meta.width}×${meta.height} pixels, more than the limit of ${maxPixels}`, index);
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  if (width * height > maxPixels) {
+    throw new BlendFailure('image_too_large', `image ${index} has ${width}×${height} pixels, more than the limit of ${maxPixels}`, index);
   }
+  return { width, height };
+}
+
+/**
+ * Decodes an image whose header `readHeader` has checked to 8-bit sRGB, upright (EXIF orientation
+ * applied), alpha dropped, into shared memory. libvips refuses more than `maxPixels` again.
+ */
+export async function decodeImage(bytes: Buffer, index: number, maxPixels: number): Promise<RgbImage> {
   try {
     const { data, info } = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error' })
       .rotate()

@@ -13,7 +13,8 @@ import { segmentPeople } from './engine/segment.js';
 import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/thumbnails.js';
 import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
-import { configureMedia, decodeImage, encodeImage, type OutputFormat, resizeTo } from './media.js';
+import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
+import { jobMemory, jobPixels, MemoryBudget, type FrameSize } from './memory.js';
 import { type Quality, scoreQuality } from './quality.js';
 
 export const BLEND_TYPES = ['auto', 'mean', 'average', 'median', 'lighten', 'darken', 'exposure', 'focus', 'composite', 'multiply', 'screen', 'overlay', 'soft-light'] as const;
@@ -61,6 +62,13 @@ interface Measured {
   correlations: Array<Promise<number>>;
 }
 
+/** A job's images as fetched, headers read, within the job pixel budget. */
+export interface FetchedImages {
+  bytes: Buffer[];
+  /** The job's pixels (memory.ts, `jobPixels`). */
+  pixels: number;
+}
+
 /** `work`, marked as handled: a job that fails early leaves it unawaited, which must not be an unhandled rejection. */
 function handled<T>(work: Promise<T>): Promise<T> {
   work.catch(() => {});
@@ -73,22 +81,73 @@ function handled<T>(work: Promise<T>): Promise<T> {
  */
 export class BlendEngine {
   private readonly pool: WorkerPool;
+  /** This process's blend memory (memory.ts): jobs wait for their estimate to fit. */
+  readonly memory: MemoryBudget;
 
   constructor(
     private readonly limits: BlendLimits,
     private readonly policy: AddressPolicy,
+    /** The server's own address: images under its `/samples/` are read from disk (samples.ts). */
+    private readonly publicUrl: string,
   ) {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
+    this.memory = new MemoryBudget(limits.memoryBytes);
   }
 
-  async run(spec: BlendSpec): Promise<BlendResult> {
+  /**
+   * Runs a job whose images `fetch` has brought (or fetches them itself): decodes, aligns, blends,
+   * scores and encodes. A caller that shares the process with other jobs first waits for its
+   * memory (`admit`).
+   */
+  async run(spec: BlendSpec, fetched?: FetchedImages): Promise<BlendResult> {
     try {
-      return await this.blend(spec);
+      return await this.blend(spec, (fetched ?? (await this.fetch(spec))).bytes);
     } finally {
       // Give this job's frames back now (gc.ts says why).
       await this.collectGarbage();
     }
+  }
+
+  /**
+   * Every image of the job, fetched, with its header read (nothing decoded yet), within the job
+   * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
+   * pixels) is refused then, without waiting for the others.
+   */
+  async fetch(spec: BlendSpec): Promise<FetchedImages> {
+    const fetching = spec.images.map((url, i) =>
+      handled(fetchImage(url, i, this.limits, this.policy, this.publicUrl).then(async (bytes) => ({ bytes, size: await readHeader(bytes, i, this.limits.maxPixels) }))),
+    );
+    const tooLargeAlready = handled(
+      fetching[0]!.then((first) => {
+        this.checkJobPixels(spec.images.map(() => first.size));
+        return new Promise<never>(() => {});
+      }),
+    );
+    const fetched = await Promise.race([firstFailureInOrder(fetching), tooLargeAlready]);
+    const sizes = fetched.map((f) => f.size);
+    return { bytes: fetched.map((f) => f.bytes), pixels: this.checkJobPixels(sizes) };
+  }
+
+  /**
+   * Waits until the job's memory estimate fits beside the jobs this process is running
+   * (memory.ts); resolves to the function that gives it back, once the job is over.
+   */
+  admit(spec: BlendSpec, fetched: FetchedImages, signal?: AbortSignal): Promise<() => void> {
+    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels), signal);
+  }
+
+  /** The job's pixels (memory.ts), or `job_too_large` when they exceed the budget. */
+  private checkJobPixels(sizes: FrameSize[]): number {
+    const pixels = jobPixels(sizes);
+    if (pixels > this.limits.maxJobPixels) {
+      const { width, height } = sizes[0]!;
+      throw new BlendFailure(
+        'job_too_large',
+        `the job's ${sizes.length} images make ${pixels} pixels (each frame counts at least the ${width}×${height} of the first), more than the job limit of ${this.limits.maxJobPixels}: send fewer or smaller images`,
+      );
+    }
+    return pixels;
   }
 
   /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
@@ -99,7 +158,7 @@ export class BlendEngine {
     await threads;
   }
 
-  private async blend(spec: BlendSpec): Promise<BlendResult> {
+  private async blend(spec: BlendSpec, images: Buffer[]): Promise<BlendResult> {
     const stages: Record<string, number> = {};
     let mark = performance.now();
     const stage = (name: string) => {
@@ -108,12 +167,12 @@ export class BlendEngine {
       mark = now;
     };
 
-    // Each image is decoded as soon as it has arrived, while the others are still on their way;
-    // its thumbnail, statistics and line-up check are made in the pool's threads while libvips
-    // decodes the rest. Work on a frame whose image fails is dropped: the failure is reported in
-    // image order once every image has settled.
+    // Every image is decoded at once; each frame's thumbnail, statistics and line-up check are
+    // made in the pool's threads as soon as it is decoded, while libvips decodes the rest. Work
+    // on a frame whose image fails is dropped: the failure is reported in image order once every
+    // image has settled.
     const analysis = engineModule('analysis');
-    const decoding = spec.images.map((url, i) => fetchImage(url, i, this.limits, this.policy).then((bytes) => decodeImage(bytes, i, this.limits.maxPixels)));
+    const decoding = images.map((bytes, i) => decodeImage(bytes, i, this.limits.maxPixels));
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
     );
@@ -141,7 +200,7 @@ export class BlendEngine {
     const decoded = await firstFailureInOrder(decoding);
     const { width, height } = decoded[0]!;
     const frames = await Promise.all(framing);
-    stage('fetch+decode');
+    stage('decode');
 
     // One set of thumbnails serves `auto`, alignment and the score (thumbnails.ts).
     const thumbnails = await Promise.all(thumbnailing);

@@ -1,0 +1,133 @@
+import type { BlendType } from './pipeline.js';
+
+/**
+ * What a blend job holds in memory, and how much of it a process lets run at once.
+ *
+ * A job's pixels are known from the images' headers before anything is decoded: each frame is
+ * decoded at its own size and then brought to the first frame's, so a frame costs the larger of
+ * its own and the first frame's pixel count (`jobPixels`). The job pixel budget
+ * (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is estimated from its
+ * pixels and blend type as measured (`jobMemory`), and a process admits jobs while their
+ * estimates fit in `MONTAGE_BLEND_MEMORY` (`MemoryBudget`).
+ */
+
+/**
+ * A job's peak memory is about JOB_BASE_BYTES plus its pixels times BYTES_PER_PIXEL of its blend
+ * type: the job's share of the process's peak resident set (every thread, libvips included),
+ * measured by `bench/blend-memory.mjs` at 15, 60 and 120 megapixels in 5 and 10 frames, every frame
+ * shifted so that alignment warps it (docs/blend.md, "Memory"). The base is what a job costs
+ * beyond its pixels (threads' scratch, libvips' buffers); the per-pixel figures are the smallest
+ * that, with that base, cover every measurement of the type, rounded up (`darken` is `lighten`'s
+ * kernel, `layers` the four layer modes, measured as `overlay`).
+ */
+export const JOB_BASE_BYTES = 200e6;
+
+export const BYTES_PER_PIXEL = {
+  mean: 7,
+  median: 7,
+  lighten: 7,
+  darken: 7,
+  layers: 7,
+  exposure: 10,
+  focus: 9,
+  composite: 9,
+} as const;
+
+/** The estimate's class of a blend type: `auto` may become any of mean, median, exposure or focus; `preserveBackground` segments every frame as `composite` does. */
+function bytesPerPixel(blendType: BlendType, preserveBackground: boolean): number {
+  const b = BYTES_PER_PIXEL;
+  if (preserveBackground || blendType === 'composite') return b.composite;
+  switch (blendType) {
+    case 'auto':
+      return Math.max(b.mean, b.median, b.exposure, b.focus);
+    case 'mean':
+    case 'average':
+      return b.mean;
+    case 'median':
+    case 'lighten':
+    case 'darken':
+    case 'exposure':
+    case 'focus':
+      return b[blendType];
+    default:
+      return b.layers;
+  }
+}
+
+export interface FrameSize {
+  width: number;
+  height: number;
+}
+
+/** Pixels a job holds: each frame at the larger of its own and the first frame's size. */
+export function jobPixels(frames: FrameSize[]): number {
+  const reference = frames[0]!.width * frames[0]!.height;
+  return frames.reduce((sum, f) => sum + Math.max(f.width * f.height, reference), 0);
+}
+
+/** The memory a job is expected to hold at its peak, in bytes. */
+export function jobMemory(blendType: BlendType, preserveBackground: boolean, pixels: number): number {
+  return Math.ceil(JOB_BASE_BYTES + pixels * bytesPerPixel(blendType, preserveBackground));
+}
+
+/**
+ * The blend memory of one process: jobs reserve their estimate before they decode, and wait, in
+ * the order they asked, while it does not fit beside the jobs already running. A job larger than
+ * the whole budget runs alone rather than never. Nothing fails for want of memory; a waiting job
+ * gives up its place only when its signal aborts (the process is stopping).
+ */
+export class MemoryBudget {
+  private reserved = 0;
+  private running = 0;
+  private readonly waiting: Array<{ bytes: number; admit: () => void }> = [];
+
+  constructor(readonly bytes: number) {}
+
+  /** Resolves, once `bytes` fit, to the function that gives them back (call it once). */
+  acquire(bytes: number, signal?: AbortSignal): Promise<() => void> {
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        bytes,
+        admit: () => {
+          signal?.removeEventListener('abort', onAbort);
+          this.reserved += bytes;
+          this.running += 1;
+          let released = false;
+          resolve(() => {
+            if (released) return;
+            released = true;
+            this.reserved -= bytes;
+            this.running -= 1;
+            this.admitWaiting();
+          });
+        },
+      };
+      const onAbort = () => {
+        const at = this.waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        reject(signal!.reason ?? new Error('aborted'));
+        this.admitWaiting();
+      };
+      if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(waiter);
+      this.admitWaiting();
+    });
+  }
+
+  /** Admits waiting jobs in order while the first of them fits. */
+  private admitWaiting(): void {
+    while (this.waiting.length > 0) {
+      const next = this.waiting[0]!;
+      if (this.running > 0 && this.reserved + next.bytes > this.bytes) return;
+      this.waiting.shift();
+      next.admit();
+    }
+  }
+
+  /** Bytes reserved by running jobs, and jobs waiting (for metrics and tests). */
+  get state(): { reserved: number; running: number; waiting: number } {
+    return { reserved: this.reserved, running: this.running, waiting: this.waiting.length };
+  }
+}
