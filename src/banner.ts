@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
+import { isLoopbackHost } from './net/addresses.js';
 
 /**
  * How to run the command line without fetching anything: `--no` forbids npx to download a package
@@ -42,6 +43,17 @@ export function databaseEnvironment(config: Pick<Config, 'dataDir' | 'databaseUr
   return { prefix: dataDir === path.join(root, 'data') ? '' : `DATA_DIR=${shellQuote(dataDir)} `, hidesPassword: false };
 }
 
+/** Where /metrics is served, and to whom (src/http/metrics.ts decides the same). */
+function metricsLine(config: Config): string {
+  const auth = config.metricsToken ? ' (with Authorization: Bearer <MONTAGE_METRICS_TOKEN>)' : '';
+  if (config.metricsPort !== null) {
+    const host = config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost;
+    return `http://${host}:${config.metricsPort}/metrics${auth}`;
+  }
+  if (config.metricsToken || isLoopbackHost(config.host)) return `${config.publicUrl}/metrics${auth}`;
+  return 'closed: this server listens beyond loopback; set MONTAGE_METRICS_TOKEN or MONTAGE_METRICS_PORT';
+}
+
 export interface BannerFacts {
   config: Config;
   database: Pick<DatabaseHandle, 'engine' | 'location'>;
@@ -58,7 +70,8 @@ export function startupBanner({ config, database, withWorker, accounts }: Banner
     `  API       ${base}/v1   (also ${base}/api/v1)`,
     `  API docs  ${base}/docs   (OpenAPI: ${base}/openapi.json)`,
     `  Dashboard ${base}/dashboard   (sign in with an account made with --password)`,
-    `  Health    ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+    `  Health    ${base}/healthz  ${base}/readyz`,
+    `  Metrics   ${metricsLine(config)}`,
   ];
   if (config.allowPrivateNetwork) {
     lines.push('  Private-network fetching is ON (MONTAGE_ALLOW_PRIVATE_NETWORK=1): image URLs and webhook deliveries may reach loopback and private addresses.');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { isLoopbackHost } from '../src/http/metrics.js';
+import { isLoopbackHost } from '../src/net/addresses.js';
 import { ENGINES, freePort, freshStorage, problem, startApp, type ApiResponse } from './helpers.js';
 
 const PROMETHEUS = /^# HELP montage_http_requests_total/m;

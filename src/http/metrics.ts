@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { collectDefaultMetrics, type Metric, Registry } from 'prom-client';
 import { AppError } from '../errors.js';
+import { isLoopbackHost } from '../net/addresses.js';
 import { sendProblem, writeProblem } from './problem.js';
 import { type CollectedMetric, RequestMetrics } from './request-metrics.js';
 
@@ -19,17 +20,6 @@ export interface MetricsOptions {
   host: string;
 }
 
-const loopback = new net.BlockList();
-loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-loopback.addAddress('::1', 'ipv6');
-
-/** True when a server bound to `host` can be reached from this machine only. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (/^localhost\.?$/i.test(bare)) return true;
-  const family = net.isIP(bare);
-  return family !== 0 && loopback.check(bare, family === 4 ? 'ipv4' : 'ipv6');
-}
 
 /**
  * Request counts and latency by route pattern and status, at /metrics (Prometheus text). Closed by

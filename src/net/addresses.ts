@@ -99,3 +99,15 @@ export function isPrivateAddress(address: string): boolean {
   if (family === 6) return isSpecialV6(address);
   return true;
 }
+
+const loopback = new net.BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** True when a server bound to `host` can be reached from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (/^localhost\.?$/i.test(bare)) return true;
+  const family = net.isIP(bare);
+  return family !== 0 && loopback.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+}
