@@ -3,8 +3,9 @@ import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { PageQuery, pageRequest, pageSchema, withLinkHeader } from '../http/paging.js';
 import { problemResponses } from '../http/problem.js';
-import { AccountSchema, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams } from './accounts.schemas.js';
+import { AccountSchema, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams, WebhookSecretSchema } from './accounts.schemas.js';
 import * as accounts from './accounts.service.js';
+import * as webhookSecret from './webhook-secret.service.js';
 
 export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const scope = (accountId: string) => new TenantScope(app.db, accountId);
@@ -27,14 +28,38 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: 'webhooks' },
       schema: {
         tags: ['account'],
+        operationId: 'getAccountWebhookSecret',
         summary: "The account's signing secret for deliveries to a blend job's own webhookUrl",
-        description: 'Subscriptions have their own secrets; this one signs deliveries that have no subscription.',
-        response: { 200: Type.Object({ secret: Type.String({ examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) }), ...problemResponses },
+        description:
+          'Subscriptions have their own secrets; this one signs deliveries that have no subscription. ' +
+          '`previousSecretExpiresAt` says until when the secret replaced by the last rotation still signs too.',
+        response: { 200: WebhookSecretSchema, ...problemResponses },
       },
     },
     async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
-      return { secret: await accounts.accountWebhookSecret(app.db, request.principal!.accountId) };
+      return webhookSecret.readWebhookSecret(app.db, request.principal!.accountId);
+    },
+  );
+
+  app.post(
+    '/account/webhook-secret/rotate',
+    {
+      config: { scope: 'webhooks', idempotent: false },
+      schema: {
+        tags: ['account'],
+        operationId: 'rotateAccountWebhookSecret',
+        summary: "Replace the account's webhook signing secret; the old one keeps signing beside it for the overlap",
+        description:
+          'Every delivery without a subscription is signed with the new secret from now on, and also with the old one until ' +
+          '`previousSecretExpiresAt` (MONTAGE_WEBHOOK_SECRET_OVERLAP, 24 h by default): `webhook-signature: v1,<new> v1,<old>`. ' +
+          'Rotating again within the overlap retires the oldest secret at once. Idempotency-Key is not honoured: a stored response would hold the secret.',
+        response: { 200: WebhookSecretSchema, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return webhookSecret.rotateWebhookSecret(app.db, request.principal!.accountId, app.config.webhookSecretOverlapMs);
     },
   );
 

@@ -67,3 +67,13 @@ export const AccountSchema = Type.Object(
 );
 
 export const KeyParams = Type.Object({ id: Type.String({ description: 'API key id (`key_...`)' }) });
+
+export const WebhookSecretSchema = Type.Object(
+  {
+    secret: Type.String({ description: 'Signs every delivery to a blend job\'s own webhookUrl.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }),
+    previousSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
+      description: 'Until then, deliveries also carry a signature made with the secret this one replaced; null when none does.',
+    }),
+  },
+  { $id: 'WebhookSecret' },
+);
