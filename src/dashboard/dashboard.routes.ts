@@ -10,6 +10,7 @@ import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import { AppError } from '../errors.js';
 import { problemResponses } from '../http/problem.js';
 import { LoginLimits } from './login-limits.js';
+import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.service.js';
 import { checkCsrf, endSession, findSession, type Session, setSessionCookie, startSession } from './sessions.service.js';
 
 /** Where `vite build` puts the page (dist/dashboard holds this module's own compiled code). */
@@ -33,6 +34,14 @@ const Credentials = Type.Object(
   {
     email: Type.String({ minLength: 1, maxLength: 320 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+
+const PasswordChange = Type.Object(
+  {
+    currentPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    newPassword: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
   },
   { additionalProperties: false },
 );
@@ -117,6 +126,21 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     setSessionCookie(reply, app.config, '', 0);
     return reply.code(204).send();
   });
+
+  app.post(
+    '/dashboard/api/password',
+    { schema: { ...api, body: PasswordChange, response: problemResponses } },
+    async (request, reply) => {
+      const session = await findSession(app.db, request);
+      if (!session) throw new AppError('unauthorized', 'Not signed in.');
+      checkCsrf(request, session);
+      // A stolen session must not become a way round the sign-in limits to guess the password.
+      await limits.attempt(session.email, request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
+      await changePassword(app.db, session, request.body.currentPassword, request.body.newPassword);
+      await limits.succeeded(session.email);
+      return reply.code(204).send();
+    },
+  );
 
   app.all('/dashboard/api/*', { schema: { hide: true } }, (request) => {
     throw new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
