@@ -55,7 +55,8 @@ for (const engine of ENGINES) {
       };
 
       const first = await (await api.fetch('/v1/account/webhook-secret', { key })).json();
-      assert.deepEqual(Object.keys(first).sort(), ['previousSecretExpiresAt', 'secret']);
+      assert.deepEqual(Object.keys(first).sort(), ['previousSecretExpiresAt', 'rotationOverlapSeconds', 'secret']);
+      assert.equal(first.rotationOverlapSeconds, OVERLAP_MS / 1000);
       assert.equal(first.previousSecretExpiresAt, null);
       const theirs = (await (await api.fetch('/v1/account/webhook-secret', { key: other.key })).json()).secret;
       const before = await deliver(1);

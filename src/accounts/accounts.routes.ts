@@ -38,7 +38,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
-      return webhookSecret.readWebhookSecret(app.db, request.principal!.accountId);
+      return webhookSecret.readWebhookSecret(app.db, request.principal!.accountId, app.config.webhookSecretOverlapMs);
     },
   );
 

@@ -74,6 +74,7 @@ export const WebhookSecretSchema = Type.Object(
     previousSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
       description: 'Until then, deliveries also carry a signature made with the secret this one replaced; null when none does.',
     }),
+    rotationOverlapSeconds: Type.Integer({ description: 'How long, after a rotation, the replaced secret keeps signing beside the new one.', examples: [86400] }),
   },
   { $id: 'WebhookSecret' },
 );
