@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
+import { setPassword } from './dashboard/password.service.js';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
@@ -16,6 +17,7 @@ const USAGE = `Usage: montage <command>
   worker                     background workers only
   migrate                    apply database migrations
   accounts create --email E [--plan free|business|enterprise] [--password P]
+  accounts set-password --email E --password P   sets the password that signs in to the dashboard
   keys create --email E [--name N] [--scopes a,b] [--expires-in 30d]
   keys list --email E
   keys revoke KEY_ID
@@ -218,6 +220,14 @@ async function run(config: Config, command: string, sub: string | undefined, arg
       return withDatabase(config, async ({ db }) => {
         const account = await createAccount(db, { email: requireEmail(), plan: values.plan as Plan | undefined, password: values.password });
         out(`Created account ${account.id} (${account.email}, plan ${account.plan})`);
+        return 0;
+      });
+    case 'accounts set-password':
+      return withDatabase(config, async ({ db }) => {
+        const account = await accountByEmail(db, requireEmail());
+        if (values.password === undefined) throw new AppError('invalid_request', '--password is required.');
+        await setPassword(db, account.id, values.password);
+        out(`Set the password of ${account.email}; its dashboard sessions were signed out.`);
         return 0;
       });
     case 'keys create':

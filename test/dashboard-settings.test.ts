@@ -1,9 +1,24 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { createAccount } from '../src/accounts/accounts.service.js';
 import { ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
 const PASSWORD = 'correct horse battery staple';
+const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+
+/** The real command line, in a process of its own. */
+function montage(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
 const NEW_PASSWORD = 'a new and longer passphrase';
 
 async function login(api: TestApp, email: string, password: string) {
@@ -67,6 +82,29 @@ for (const engine of ENGINES) {
       await problem(loser, loser.status, loser.status === 409 ? 'conflict' : 'invalid_request');
       const winner = tries[statuses.indexOf(204)]!;
       assert.equal((await login(api, email, winner)).res.status, 200);
+    });
+    test('an account without a password gets one from the command line (accounts set-password), and then signs in', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const api = await startApp(t, storage);
+      const email = `keysonly${Date.now()}@example.com`;
+      await createAccount(api.database.db, { email, plan: 'business' });
+      await problem((await login(api, email, PASSWORD)).res as never, 401, 'unauthorized');
+      const short = await montage(['accounts', 'set-password', '--email', email, '--password', 'short'], storage.env);
+      assert.notEqual(short.code, 0);
+      assert.match(short.stderr, /invalid_request: --password must be 10 to 1024 characters/);
+      const missing = await montage(['accounts', 'set-password', '--email', email], storage.env);
+      assert.match(missing.stderr, /--password is required/);
+      const set = await montage(['accounts', 'set-password', '--email', email, '--password', PASSWORD], storage.env);
+      assert.equal(set.code, 0, set.stderr);
+      assert.match(set.stdout, new RegExp(`Set the password of ${email.replace(/[.]/g, '\\.')}`));
+      const { cookie } = await login(api, email, PASSWORD);
+      assert.ok(cookie.startsWith('montage_session='), 'signs in with it');
+
+      // Set again (the owner forgot it): the sessions of the account end.
+      const reset = await montage(['accounts', 'set-password', '--email', email, '--password', NEW_PASSWORD], storage.env);
+      assert.equal(reset.code, 0, reset.stderr);
+      await problem(await api.fetch('/dashboard/api/session', { headers: { cookie } }), 401, 'unauthorized');
+      assert.equal((await login(api, email, NEW_PASSWORD)).res.status, 200);
     });
   });
 }

@@ -31,3 +31,18 @@ export async function changePassword(db: Db, session: Session, current: string, 
     await tx.deleteFrom('dashboardSessions').where('accountId', '=', session.accountId).where('id', '!=', session.id).execute();
   });
 }
+
+/**
+ * The operator's way (command line) to give an account a password, or a new one when its owner
+ * lost it: no current password asked; every dashboard session of the account ends.
+ */
+export async function setPassword(db: Db, accountId: string, password: string): Promise<void> {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw invalid('--password', `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
+  }
+  const hash = await hashPassword(password);
+  await db.transaction().execute(async (tx) => {
+    await tx.updateTable('accounts').set({ passwordHash: hash, updatedAt: Date.now() }).where('id', '=', accountId).execute();
+    await tx.deleteFrom('dashboardSessions').where('accountId', '=', accountId).execute();
+  });
+}
