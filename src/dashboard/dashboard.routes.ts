@@ -50,6 +50,7 @@ const SessionSchema = Type.Object({
   accountId: Type.String(),
   email: Type.String(),
   plan: Type.String(),
+  accountCreatedAt: Type.String(),
   csrfToken: Type.String({ description: 'Send as X-CSRF-Token on every request that changes something.' }),
   expiresAt: Type.String(),
 });
@@ -58,6 +59,7 @@ const present = (session: Session) => ({
   accountId: session.accountId,
   email: session.email,
   plan: session.plan,
+  accountCreatedAt: new Date(session.accountCreatedAt).toISOString(),
   csrfToken: session.csrfToken,
   expiresAt: new Date(session.expiresAt).toISOString(),
 });
@@ -77,7 +79,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     done();
   });
 
-  async function signIn(reply: FastifyReply, account: { id: string; email: string; plan: string }) {
+  async function signIn(reply: FastifyReply, account: { id: string; email: string; plan: string; createdAt: number }) {
     const { token, session } = await startSession(app.db, app.config, account);
     setSessionCookie(reply, app.config, token, app.config.sessionTtlMs);
     return reply.header('Cache-Control', 'no-store').send(present(session));
@@ -174,6 +176,11 @@ async function servePage(app: FastifyInstance): Promise<void> {
     if (/\.[a-z0-9]+$/i.test(url.split('?')[0]!)) throw new AppError('not_found', 'No such file.');
     return reply.header('Cache-Control', 'no-cache').sendFile('index.html');
   };
+  // API keys moved into Settings; links to the old page still land there.
+  app.get('/dashboard/keys', { schema: { hide: true } }, (request, reply) => {
+    const query = request.url.indexOf('?');
+    return reply.redirect(`/dashboard/settings/api-keys${query >= 0 ? request.url.slice(query) : ''}`, 301);
+  });
   app.get('/dashboard', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
   app.get('/dashboard/*', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
 }
