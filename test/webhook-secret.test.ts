@@ -41,7 +41,7 @@ const verifies = (secret: string, d: Delivery) => {
 };
 
 for (const engine of ENGINES) {
-  describe(`account webhook secret rotation (${engine})`, () => {
+  describe(`webhook secret rotation (${engine})`, () => {
     test('after a rotation, deliveries verify with the old and the new secret for the overlap, then with the new one only', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), ENV, { workers: true });
       const { key, accountId } = await api.account();
@@ -110,6 +110,47 @@ for (const engine of ENGINES) {
       await problem(await api.fetch('/v1/account/webhook-secret/rotate', { method: 'POST', key: blendOnly }), 403, 'insufficient_scope');
       await problem(await api.fetch('/v1/account/webhook-secret/rotate', { method: 'POST', key, json: { overlap: '1h' } }), 400, 'invalid_request');
       assert.equal((await (await api.fetch('/v1/account/webhook-secret', { key })).json()).secret, third.secret, 'refused rotations change nothing');
+    });
+    test("a subscription's secret rotates the same way: both secrets verify during the overlap, the new one only after", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), ENV, { workers: true });
+      const { key, accountId } = await api.account();
+      const other = await api.account();
+      const target = await receiver(t);
+      const created = await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: target.url, events: ['event.created'] } });
+      assert.equal(created.status, 201, await created.clone().text());
+      const sub = await created.json();
+      assert.equal(sub.previousSecretExpiresAt, null);
+      const deliver = async (n: number) => {
+        await enqueueMessages(api.database.db, accountId, [{ event: 'event.created', data: { id: `evt_${n}` } }]);
+        await until(() => target.got.length === n, 5000, `delivery ${n}`);
+        return target.got[n - 1]!;
+      };
+
+      await problem(await api.fetch(`/v1/webhooks/${sub.id}/rotate-secret`, { method: 'POST', key: other.key }), 404, 'not_found');
+      const rotatedAt = Date.now();
+      const res = await api.fetch(`/v1/webhooks/${sub.id}/rotate-secret`, { method: 'POST', key });
+      assert.equal(res.status, 200, await res.clone().text());
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+      const rotated = await res.json();
+      assert.equal(rotated.id, sub.id);
+      assert.match(rotated.secret, /^whsec_/);
+      assert.notEqual(rotated.secret, sub.secret);
+      const expires = Date.parse(rotated.previousSecretExpiresAt);
+      assert.ok(expires >= rotatedAt + OVERLAP_MS && expires <= Date.now() + OVERLAP_MS, rotated.previousSecretExpiresAt);
+      const read = await (await api.fetch(`/v1/webhooks/${sub.id}`, { key })).json();
+      assert.equal(read.secret, undefined, 'reading never shows the secret');
+      assert.equal(read.previousSecretExpiresAt, rotated.previousSecretExpiresAt);
+
+      const during = await deliver(1);
+      assert.ok(Date.now() < expires, 'delivered within the overlap');
+      assert.ok(verifies(rotated.secret, during), 'the new secret verifies');
+      assert.ok(verifies(sub.secret, during), 'the old secret still verifies');
+
+      await until(() => Date.now() > expires + 50, OVERLAP_MS + 1000, 'the end of the overlap');
+      const after = await deliver(2);
+      assert.ok(verifies(rotated.secret, after), 'the new secret verifies');
+      assert.ok(!verifies(sub.secret, after), 'the old secret no longer does');
+      assert.equal((await (await api.fetch(`/v1/webhooks/${sub.id}`, { key })).json()).previousSecretExpiresAt, null);
     });
   });
 }

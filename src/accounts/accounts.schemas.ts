@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
+import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { SCOPES } from './accounts.service.js';
 
 export const ScopeSchema = Type.Union(SCOPES.map((s) => Type.Literal(s)), { description: 'API key scope' });
@@ -71,7 +71,7 @@ export const KeyParams = Type.Object({ id: Type.String({ description: 'API key i
 export const WebhookSecretSchema = Type.Object(
   {
     secret: Type.String({ description: 'Signs every delivery to a blend job\'s own webhookUrl.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }),
-    previousSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
+    previousSecretExpiresAt: Nullable(Timestamp, {
       description: 'Until then, deliveries also carry a signature made with the secret this one replaced; null when none does.',
     }),
     rotationOverlapSeconds: Type.Integer({ description: 'How long, after a rotation, the replaced secret keeps signing beside the new one.', examples: [86400] }),

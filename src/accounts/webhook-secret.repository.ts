@@ -35,13 +35,13 @@ export function replaceWebhookSecret(db: Db, accountId: string, secret: string, 
     .executeTakeFirst();
 }
 
-/**
- * The secrets that sign a delivery without a subscription at `now`: the current one, and the one
- * it replaced while its overlap lasts. Empty when the account has none (or no longer exists).
- */
+/** The secrets that sign at `now`: the current one, and the one it replaced while its overlap lasts. */
+export function secretsInUse(current: string, previous: string | null, previousUntil: number | null, now: number): string[] {
+  return previous !== null && previousUntil !== null && previousUntil > now ? [current, previous] : [current];
+}
+
+/** The secrets that sign a delivery without a subscription at `now`; none when the account has none (or is gone). */
 export async function signingSecrets(db: Db, accountId: string, now: number): Promise<string[]> {
   const row = await findWebhookSecret(db, accountId);
-  if (!row?.webhookSecret) return [];
-  const previousLive = row.previousWebhookSecret !== null && row.previousWebhookSecretUntil !== null && row.previousWebhookSecretUntil > now;
-  return previousLive ? [row.webhookSecret, row.previousWebhookSecret!] : [row.webhookSecret];
+  return row?.webhookSecret ? secretsInUse(row.webhookSecret, row.previousWebhookSecret, row.previousWebhookSecretUntil, now) : [];
 }

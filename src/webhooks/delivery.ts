@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { signingSecrets } from '../accounts/webhook-secret.repository.js';
+import { secretsInUse, signingSecrets } from '../accounts/webhook-secret.repository.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Insertable, Selectable } from 'kysely';
@@ -23,7 +23,7 @@ export interface DeliveryPayload {
 }
 
 type Message = Pick<Selectable<WebhookMessageTable>, 'id' | 'accountId' | 'eventType' | 'payload'>;
-type Subscription = Pick<Selectable<WebhookSubscriptionTable>, 'id' | 'accountId' | 'url' | 'secret' | 'status' | 'failingSince'>;
+type Subscription = Pick<Selectable<WebhookSubscriptionTable>, 'id' | 'accountId' | 'url' | 'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'failingSince'>;
 type Attempt = Insertable<WebhookAttemptTable>;
 
 const byId = <T extends { id: string }>(rows: T[]) => new Map(rows.map((row) => [row.id, row]));
@@ -38,7 +38,7 @@ function deliveryStore(db: Db) {
     byId(await db.selectFrom('webhookMessages').select(['id', 'accountId', 'eventType', 'payload']).where('id', 'in', ids).execute()),
   );
   const subscriptions = new ReadBatcher<string, Subscription>(async (ids) =>
-    byId(await db.selectFrom('webhookSubscriptions').select(['id', 'accountId', 'url', 'secret', 'status', 'failingSince']).where('id', 'in', ids).execute()),
+    byId(await db.selectFrom('webhookSubscriptions').select(['id', 'accountId', 'url', 'secret', 'previousSecret', 'previousSecretUntil', 'status', 'failingSince']).where('id', 'in', ids).execute()),
   );
   const attempts = new WriteBatcher<Attempt>((rows) => db.insertInto('webhookAttempts').values(rows).execute(), 200);
   return {
@@ -53,8 +53,8 @@ export const succeeded = (statusCode: number | null) => statusCode !== null && s
 
 /**
  * Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the
- * secret's bytes. A delivery signed with several secrets (the account's, during a rotation's
- * overlap) carries their signatures separated by spaces; a receiver accepts any one that verifies.
+ * secret's bytes. A delivery signed with several secrets (during a rotation's overlap) carries
+ * their signatures separated by spaces; a receiver accepts any one that verifies.
  */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
@@ -82,7 +82,9 @@ export function webhookDeliveryHandler(db: Db, config: Config, concurrency = 64)
         return { status: 'failed', error: subscription ? 'subscription is disabled' : 'subscription was deleted' };
       }
       const url = subscription?.url ?? payload.url;
-      const secrets = subscription ? [subscription.secret] : await signingSecrets(db, message.accountId, Date.now());
+      const secrets = subscription
+        ? secretsInUse(subscription.secret, subscription.previousSecret, subscription.previousSecretUntil, Date.now())
+        : await signingSecrets(db, message.accountId, Date.now());
       if (!url || secrets.length === 0) return { status: 'failed', error: 'nowhere to deliver' };
 
       const timestamp = Math.floor(Date.now() / 1000);
