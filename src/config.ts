@@ -13,6 +13,8 @@ export interface Config {
   allowPrivateNetwork: boolean;
   webhookRetrySchedule: number[];
   webhookDisableAfterMs: number;
+  /** After a rotation, how long deliveries are signed with the old account webhook secret too. */
+  webhookSecretOverlapMs: number;
   limits: Record<ApiPlan, PlanLimits>;
   blend: BlendLimits;
   logLevel: LogLevel;
@@ -201,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateNetwork: flag(env, 'MONTAGE_ALLOW_PRIVATE_NETWORK'),
     webhookRetrySchedule,
     webhookDisableAfterMs: duration(env, 'MONTAGE_WEBHOOK_DISABLE_AFTER', '5d'),
+    webhookSecretOverlapMs: env.MONTAGE_WEBHOOK_SECRET_OVERLAP === '0' ? 0 : duration(env, 'MONTAGE_WEBHOOK_SECRET_OVERLAP', '24h'),
     limits: {
       business: planLimits(env, 'MONTAGE_LIMITS_BUSINESS', DEFAULT_LIMITS.business),
       enterprise: planLimits(env, 'MONTAGE_LIMITS_ENTERPRISE', DEFAULT_LIMITS.enterprise),

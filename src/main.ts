@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { accountByEmail, createAccount, createApiKey, presentKey, revokeApiKeyById } from './accounts/accounts.service.js';
 import { CLI_INVOCATION, describeDatabase, PACKAGE_ROOT, startupBanner } from './banner.js';
 import { type Config, ConfigError, loadConfig, type Plan } from './config.js';
+import { setPassword } from './dashboard/password.service.js';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
@@ -237,7 +238,7 @@ commands with the DATA_DIR or DATABASE_URL of the server they are meant for.`,
       }, false),
     );
 
-  const accounts = montage.command('accounts').description('accounts: create');
+  const accounts = montage.command('accounts').description('accounts: create, set-password');
   accounts
     .command('create')
     .description('create an account')
@@ -248,6 +249,19 @@ commands with the DATA_DIR or DATABASE_URL of the server they are meant for.`,
       withDatabase(loadConfig(), async ({ db }) => {
         const account = await createAccount(db, { email: options.email, plan: options.plan as Plan | undefined, password: options.password });
         out(`Created account ${account.id} (${account.email}, plan ${account.plan})`);
+      }),
+    );
+
+  accounts
+    .command('set-password')
+    .description('give an account a password for the dashboard, or a new one (signs out its dashboard sessions)')
+    .addOption(required('--email <email>', "the account's email"))
+    .addOption(required('--password <password>', 'the new password (10 to 1024 characters)'))
+    .action(async (options: { email: string; password: string }) =>
+      withDatabase(loadConfig(), async ({ db }) => {
+        const account = await accountByEmail(db, options.email);
+        await setPassword(db, account.id, options.password);
+        out(`Set the password of ${account.email}; its dashboard sessions were signed out.`);
       }),
     );
 

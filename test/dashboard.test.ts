@@ -4,7 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { type Browser, chromium, type ConsoleMessage, type Page } from 'playwright-core';
 import { createAccount } from '../src/accounts/accounts.service.js';
 import type { Plan } from '../src/config.js';
 import { DASHBOARD_DIR } from '../src/dashboard/dashboard.routes.js';
@@ -164,17 +165,32 @@ async function webhookReceiver(t: TestContext) {
 /** Whether an <img> has loaded (a CSP refusal or a 404 leaves naturalWidth at 0). */
 const loaded = (img: unknown) => (img as { complete: boolean; naturalWidth: number }).complete && (img as { naturalWidth: number }).naturalWidth > 0;
 
+/** Fails on any WCAG 2.x A/AA violation axe finds on the page as it is now. */
+async function accessible(page: Page, what: string) {
+  const { violations } = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
+  const found = violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  assert.deepEqual(found, [], `axe violations on ${what}`);
+}
+
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-async function signIn(page: Page, api: TestApp, email: string) {
+async function signIn(page: Page, api: TestApp, email: string, password = PASSWORD) {
   await page.goto(`${api.url}/dashboard/`);
   await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByLabel('Password').fill(password);
   await shot(page, 'sign-in');
+  await accessible(page, 'the sign-in page');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+/** Settings, then one of its pages, as a user gets there: the top navigation, then Settings' own. */
+async function openSettings(page: Page, name: string) {
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Settings' }).click();
+  await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name }).click();
+  await page.getByRole('heading', { level: 2, name: new RegExp(name === 'Account' ? '^Account$' : name, 'i') }).first().waitFor();
 }
 
 describe('dashboard in Chromium', () => {
@@ -188,45 +204,189 @@ describe('dashboard in Chromium', () => {
   after(() => browser?.close());
 
   const newPage = async (t: TestContext, width = 1280, height = 900) => {
-    const context = await browser.newContext({ viewport: { width, height } });
+    const context = await browser.newContext({ viewport: { width, height }, permissions: ['clipboard-read', 'clipboard-write'] });
     onCleanup(t, () => context.close());
     const page = await context.newPage();
     const errors: string[] = [];
-    // 401/403 are answers the page explains; missing.png is a failed blend job's absent input, shown as such.
-    page.on('console', (m) => m.type() === 'error' && !/status of 40[13]/.test(m.text()) && !m.location().url.endsWith('/missing.png') && errors.push(m.text()));
+    // 401/403 are answers the page explains, and so is a refused password change (400, beside its
+    // field); missing.png is a failed blend job's absent input, shown as such.
+    const explained = (m: ConsoleMessage) =>
+      /status of 40[13]/.test(m.text()) || m.location().url.endsWith('/missing.png') || (/status of 400/.test(m.text()) && m.location().url.endsWith('/dashboard/api/password'));
+    page.on('console', (m) => m.type() === 'error' && !explained(m) && errors.push(m.text()));
     page.on('pageerror', (e) => errors.push(String(e)));
     onCleanup(t, () => assert.deepEqual(errors, [], 'no script or CSP errors'));
     return page;
   };
 
-  test('sign in, create a key, use it, revoke it', async (t) => {
+  test('Settings, then API keys: create a key, copy it once, use it, revoke it; the old address leads there', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { email } = await member(api);
     const page = await newPage(t);
     await signIn(page, api, email);
+    assert.match(page.url(), /\/dashboard\/settings$/, 'Settings is the first page');
+    const order = await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allInnerTexts();
+    assert.deepEqual(order, ['Blend jobs', 'Events', 'Webhooks', 'Settings']);
+    await openSettings(page, 'API keys');
+    assert.match(page.url(), /\/dashboard\/settings\/api-keys$/);
+    assert.deepEqual(await page.getByRole('navigation', { name: 'Settings' }).getByRole('link').allInnerTexts(), ['Account', 'Plan and usage', 'Password', 'Webhook signing secret', 'API keys']);
+    assert.equal(await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'API keys' }).getAttribute('aria-current'), 'page');
+    assert.equal(await page.title(), 'API keys · Settings · Montage');
+    await accessible(page, 'Settings → API keys');
+
     await page.getByLabel('Name').fill('Browser test');
     await page.getByRole('checkbox', { name: 'events:read' }).check();
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = await page.getByLabel('Your new key').inputValue();
     assert.match(key, /^mtg_\w{40}$/);
+    await page.getByRole('button', { name: 'Copy', exact: true }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText()), key);
     await page.getByRole('row', { name: /Browser test/ }).waitFor();
+    await accessible(page, 'a new key shown once');
     await shot(page, 'api-keys');
     assert.equal((await api.fetch('/v1/events', { key })).status, 200);
+    await page.getByRole('button', { name: 'Done' }).click();
+    assert.equal(await page.getByLabel('Your new key').count(), 0, 'the key is shown once');
+    await page.reload();
+    await page.getByRole('row', { name: /Browser test/ }).waitFor();
+    assert.ok(!(await page.locator('main').innerText()).includes(key), 'and never again');
 
     await page.getByRole('button', { name: /^Revoke Browser test/ }).click();
     await page.getByRole('button', { name: 'Yes, revoke' }).click();
     await page.getByRole('row', { name: /Browser test.*revoked/ }).waitFor();
     await problem(await api.fetch('/v1/events', { key }), 401, 'api_key_revoked');
+
+    // The keys page's old address, typed or bookmarked, lands on Settings → API keys.
+    const old = await fetch(`${api.url}/dashboard/keys`, { redirect: 'manual' });
+    assert.equal(old.status, 301);
+    assert.equal(old.headers.get('location'), '/dashboard/settings/api-keys');
+    await page.goto(`${api.url}/dashboard/keys`);
+    await page.getByRole('heading', { name: 'API keys', level: 2 }).waitFor();
+    assert.match(page.url(), /\/dashboard\/settings\/api-keys$/);
   });
 
-  test('a free account sees why keys need the Business plan', async (t) => {
+  test('Settings shows the account, and the plan with its limits and current usage', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'), { MONTAGE_LIMITS_BUSINESS: 'blendPerHour=40,eventsPerMinute=120,eventsPerDay=5000' });
+    const { email, accountId, key } = await member(api);
+    for (let i = 0; i < 3; i++) assert.equal((await api.fetch('/v1/events', { key })).status, 200);
+    const page = await newPage(t);
+    await signIn(page, api, email);
+    await openSettings(page, 'Account');
+    const facts = await page.locator('.settings-facts').innerText();
+    assert.match(facts, new RegExp(`Email\\s+${email.replace(/[.]/g, '\\.')}`));
+    assert.match(facts, new RegExp(`Account id\\s+${accountId}`));
+    assert.match(facts, /Created\s+\S+/);
+    assert.match(facts, /Plan\s+business/);
+    await accessible(page, 'Settings → Account');
+    await shot(page, 'settings-account');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, 'settings-account-phone');
+    const scrollWidth = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    assert.ok(scrollWidth <= 390, `no sideways scrolling on a phone (${scrollWidth} px)`);
+    await accessible(page, 'Settings → Account on a phone');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    await openSettings(page, 'Plan and usage');
+    const limits = page.getByRole('definition');
+    await limits.first().waitFor();
+    assert.match(await page.locator('main').innerText(), /business plan/);
+    assert.deepEqual(await page.getByLabel('Limits').getByRole('definition').allInnerTexts(), ['40', '120', '5,000']);
+    const perMinute = page.getByRole('row', { name: /Event API requests per minute/ });
+    // The three requests above, and this page's own.
+    assert.match(await perMinute.innerText(), /4 of 120\s+116/);
+    assert.equal(await page.getByRole('meter', { name: 'Event API requests per day: 4 of 5000 used' }).count(), 1);
+    assert.equal(await page.getByRole('row', { name: /Blend API requests per hour/ }).count(), 1);
+    await accessible(page, 'Settings → Plan and usage');
+    await shot(page, 'settings-plan');
+  });
+
+  test('Settings → Password: a wrong current password is refused at its field; the new password signs in, the old one not', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const { email } = await member(api);
+    const page = await newPage(t);
+    await signIn(page, api, email);
+    await openSettings(page, 'Password');
+    await accessible(page, 'Settings → Password');
+    const NEW = 'a different long passphrase';
+    await page.getByLabel('Current password').fill('not my password');
+    await page.getByLabel('New password', { exact: true }).fill(NEW);
+    await page.getByLabel('New password again').fill(NEW);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('The current password is not the password of this account.').waitFor();
+    assert.equal(await page.getByLabel('Current password').getAttribute('aria-invalid'), 'true');
+    await accessible(page, 'the password form with an error');
+    await shot(page, 'settings-password-error');
+
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByLabel('New password again').fill(`${NEW}!`);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('The two new passwords differ.').waitFor();
+    await page.getByLabel('New password again').fill(NEW);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByRole('status').filter({ hasText: 'Password changed.' }).waitFor();
+    await shot(page, 'settings-password');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The email or the password is wrong.' }).waitFor();
+    await page.getByLabel('Password').fill(NEW);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  });
+
+  test('Settings → Webhook signing secret: hidden until revealed, copied, rotated after a confirmation', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const { email, key } = await member(api);
+    const before = (await (await api.fetch('/v1/account/webhook-secret', { key })).json()).secret as string;
+    const page = await newPage(t);
+    await signIn(page, api, email);
+    await openSettings(page, 'Webhook signing secret');
+    const field = page.getByRole('textbox', { name: 'Signing secret' });
+    await field.waitFor();
+    assert.ok(!(await page.content()).includes(before), 'not in the page until revealed');
+    await accessible(page, 'Settings → Webhook signing secret');
+    await page.getByRole('button', { name: 'Copy', exact: true }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText()), before);
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    assert.equal(await field.inputValue(), before);
+    assert.equal(await page.getByRole('button', { name: 'Hide' }).getAttribute('aria-pressed'), 'true');
+
+    await page.getByRole('button', { name: 'Rotate secret…' }).click();
+    const confirmation = page.getByRole('group', { name: 'Rotate' });
+    assert.match(await confirmation.innerText(), /For 24 hours deliveries also carry a signature made with the current secret, so receivers that still have it keep accepting them/);
+    await accessible(page, 'the rotation confirmation');
+    await shot(page, 'settings-webhook-secret-confirm');
+    await confirmation.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await (await api.fetch('/v1/account/webhook-secret', { key })).json()).secret, before, 'cancel changes nothing');
+
+    await page.getByRole('button', { name: 'Rotate secret…' }).click();
+    await page.getByRole('button', { name: 'Yes, rotate' }).click();
+    await page.getByRole('status').filter({ hasText: 'Rotated.' }).waitFor();
+    const after = await (await api.fetch('/v1/account/webhook-secret', { key })).json();
+    assert.notEqual(after.secret, before);
+    assert.equal(await field.inputValue(), after.secret, 'the new secret is shown');
+    assert.match(await page.locator('.notice-inline').innerText(), /previous secret also signs every delivery until/);
+    await accessible(page, 'a rotated secret');
+    await shot(page, 'settings-webhook-secret');
+  });
+
+  test('a free account sees why keys need the Business plan, and what its plan allows', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { email } = await member(api, 'free');
     const page = await newPage(t);
     await signIn(page, api, email);
+    await openSettings(page, 'API keys');
     await page.getByRole('heading', { name: 'API keys need the Business plan' }).waitFor();
     assert.match(await page.locator('main').innerText(), /free plan/);
+    await accessible(page, 'the free plan notice');
     await shot(page, 'free-plan');
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Plan and usage' }).click();
+    await page.getByRole('heading', { name: 'Plan: free' }).waitFor();
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Password' }).click();
+    await page.getByRole('button', { name: 'Change password' }).waitFor();
   });
 
   test('a completed blend job shows its inputs beside the result and a before/after slider; a failed one its culprit', async (t) => {
@@ -248,6 +408,7 @@ describe('dashboard in Chromium', () => {
     await signIn(page, api, email);
     await page.getByRole('link', { name: 'Blend jobs' }).click();
     await page.getByRole('link', { name: new RegExp(`plaza · median · ${images.length} images`) }).waitFor();
+    await accessible(page, 'the blend gallery');
     await shot(page, 'blend-gallery');
     await page.getByRole('link', { name: /plaza/ }).click();
     const result = page.getByRole('img', { name: /Blended result/ });
@@ -290,6 +451,7 @@ describe('dashboard in Chromium', () => {
     assert.equal(await slider.getAttribute('aria-valuetext'), '100% input 1, 0% result');
     for (let i = 0; i < 30; i++) await page.keyboard.press('ArrowLeft');
     assert.match(await clip(), /inset\(0px 30% 0px 0px\)/);
+    await accessible(page, 'a blend job');
     await shot(page, 'blend-job');
     fs.mkdirSync(path.resolve(import.meta.dirname, '../docs/images'), { recursive: true });
     fs.copyFileSync(path.join(SCREENSHOTS, 'blend-job.png'), path.resolve(import.meta.dirname, '../docs/images/dashboard-blend.png'));
@@ -311,6 +473,7 @@ describe('dashboard in Chromium', () => {
     assert.equal(await page.locator('.input-list li').nth(1).evaluate((li) => li.classList.contains('at-fault')), true);
     await until(async () => (await culprit.innerText()).includes('could not be loaded'), 10_000, 'the missing input noted');
     assert.equal(await page.getByRole('slider').count(), 0);
+    await accessible(page, 'a failed blend job');
     await shot(page, 'blend-job-failed');
   });
 
@@ -338,6 +501,7 @@ describe('dashboard in Chromium', () => {
     const cells = await row.getByRole('cell').allInnerTexts();
     assert.deepEqual(cells.slice(1, 4), ['event.created', '1', 'delivered (200)']);
     assert.match(cells[4]!, /^\d+ ms$/);
+    await accessible(page, 'the webhooks page');
     await shot(page, 'webhooks');
   });
 
@@ -361,6 +525,7 @@ describe('dashboard in Chromium', () => {
     assert.equal(await page.locator('.chart canvas').count(), 2);
     assert.equal(await page.getByTestId('checked-in').innerText(), '1');
     assert.equal(await page.getByRole('meter', { name: 'General: 3 of 10 sold' }).count(), 1);
+    await accessible(page, "an event's analytics");
     await shot(page, 'event-analytics');
     fs.mkdirSync(path.resolve(import.meta.dirname, '../docs/images'), { recursive: true });
     fs.copyFileSync(path.join(SCREENSHOTS, 'event-analytics.png'), path.resolve(import.meta.dirname, '../docs/images/dashboard.png'));
@@ -369,6 +534,7 @@ describe('dashboard in Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     assert.equal((await api.fetch(`/v1/events/${event.id}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[1].id } })).status, 201);
     await until(async () => (await page.getByTestId('checked-in').innerText()) === '2', 10_000, 'live counter');
+    await accessible(page, 'the check-in counter on a phone');
     await shot(page, 'checkin-counter-phone');
 
     const download = page.waitForEvent('download');

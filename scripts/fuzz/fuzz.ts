@@ -91,6 +91,12 @@ export const UNLISTED_OPERATIONS: Operation[] = [
   unlisted('POST', '/dashboard/api/login', Credentials),
   unlisted('GET', '/dashboard/api/session'),
   unlisted('POST', '/dashboard/api/logout'),
+  unlisted('POST', '/dashboard/api/password', {
+    type: 'object',
+    required: ['currentPassword', 'newPassword'],
+    properties: { currentPassword: { type: 'string', minLength: 1, maxLength: 1024 }, newPassword: { type: 'string', minLength: 10, maxLength: 1024 } },
+    additionalProperties: false,
+  }),
   unlisted('GET', '/metrics'),
   unlisted('GET', '/docs/errors'),
   unlisted('GET', '/openapi.json'),

@@ -6,6 +6,7 @@ import { ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { AccountSchema, ApiKeyPage, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams, WebhookSecretSchema } from './accounts.schemas.js';
 import * as accounts from './accounts.service.js';
+import * as webhookSecret from './webhook-secret.service.js';
 
 export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const scope = (accountId: string) => new TenantScope(app.db, accountId);
@@ -31,13 +32,36 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getAccountWebhookSecret',
         tags: ['account'],
         summary: "The account's signing secret for deliveries to a blend job's own webhookUrl",
-        description: 'Subscriptions have their own secrets; this one signs deliveries that have no subscription.',
+        description:
+          'Subscriptions have their own secrets; this one signs deliveries that have no subscription. ' +
+          '`previousSecretExpiresAt` says until when the secret replaced by the last rotation still signs too.',
         response: { 200: ref(WebhookSecretSchema) },
       },
     },
     async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
-      return { secret: await accounts.accountWebhookSecret(app.db, request.principal!.accountId) };
+      return webhookSecret.readWebhookSecret(app.db, request.principal!.accountId, app.config.webhookSecretOverlapMs);
+    },
+  );
+
+  app.post(
+    '/account/webhook-secret/rotate',
+    {
+      config: { scope: 'webhooks', idempotent: false },
+      schema: {
+        tags: ['account'],
+        operationId: 'rotateAccountWebhookSecret',
+        summary: "Replace the account's webhook signing secret; the old one keeps signing beside it for the overlap",
+        description:
+          'Every delivery without a subscription is signed with the new secret from now on, and also with the old one until ' +
+          '`previousSecretExpiresAt` (MONTAGE_WEBHOOK_SECRET_OVERLAP, 24 h by default): `webhook-signature: v1,<new> v1,<old>`. ' +
+          'Rotating again within the overlap retires the oldest secret at once. Idempotency-Key is not honoured: a stored response would hold the secret.',
+        response: { 200: ref(WebhookSecretSchema) },
+      },
+    },
+    async (request, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return webhookSecret.rotateWebhookSecret(app.db, request.principal!.accountId, app.config.webhookSecretOverlapMs);
     },
   );
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { pageSchema } from '../http/paging.js';
-import { NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
+import { Nullable, NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
 import { SCOPES, type Scope } from './accounts.service.js';
 
 export const ScopeSchema = StringEnum(SCOPES, { description: 'API key scope' });
@@ -74,7 +74,24 @@ export const KeyParams = Type.Object({ id: PathId('API key id (`key_...`)') });
 export const ApiKeyPage = pageSchema('ApiKeyPage', ApiKeySchema);
 
 export const WebhookSecretSchema = Type.Object(
-  { secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/=]+$', maxLength: 100, examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }) },
+  {
+    secret: Type.String({
+      description: "Signs every delivery to a blend job's own webhookUrl.",
+      pattern: '^whsec_[A-Za-z0-9+/=]+$',
+      maxLength: 100,
+      examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+    }),
+    previousSecretExpiresAt: Nullable(Timestamp, {
+      description: 'Until then, deliveries also carry a signature made with the secret this one replaced; null when none does.',
+    }),
+    rotationOverlapSeconds: Type.Integer({
+      description: 'How long, after a rotation, the replaced secret keeps signing beside the new one.',
+      format: 'int32',
+      minimum: 0,
+      maximum: 2_147_483_647,
+      examples: [86400],
+    }),
+  },
   { $id: 'WebhookSecret' },
 );
 

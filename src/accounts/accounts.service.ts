@@ -270,14 +270,3 @@ export async function describeAccount(db: Db, config: Config, limits: RateLimits
     key: principal.key,
   };
 }
-
-/**
- * The secret that signs deliveries to a blend job's own `webhookUrl` (which has no subscription
- * of its own). Accounts made before it existed get one on first read.
- */
-export async function accountWebhookSecret(db: Db, accountId: string): Promise<string> {
-  await db.updateTable('accounts').set({ webhookSecret: newWebhookSecret() }).where('id', '=', accountId).where('webhookSecret', 'is', null).execute();
-  const account = await repo.findAccountById(db, accountId);
-  if (!account?.webhookSecret) throw new AppError('not_found', 'No such account.');
-  return account.webhookSecret;
-}

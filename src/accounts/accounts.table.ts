@@ -7,6 +7,9 @@ export interface AccountTable {
   passwordHash: string | null;
   /** `whsec_...`: signs webhook deliveries that have no subscription (a blend job's own webhookUrl). */
   webhookSecret: string | null;
+  /** The secret `webhookSecret` replaced at its last rotation; signs beside it until `previousWebhookSecretUntil`. */
+  previousWebhookSecret: string | null;
+  previousWebhookSecretUntil: number | null;
   createdAt: number;
   updatedAt: number;
 }

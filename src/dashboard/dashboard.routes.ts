@@ -10,6 +10,7 @@ import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import { AppError } from '../errors.js';
 import { problemResponses } from '../http/problem.js';
 import { LoginLimits } from './login-limits.js';
+import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.service.js';
 import { checkCsrf, endSession, findSession, type Session, setSessionCookie, startSession } from './sessions.service.js';
 
 /** Where `vite build` puts the page (dist/dashboard holds this module's own compiled code). */
@@ -37,10 +38,19 @@ const Credentials = Type.Object(
   { additionalProperties: false },
 );
 
+const PasswordChange = Type.Object(
+  {
+    currentPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    newPassword: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
+  },
+  { additionalProperties: false },
+);
+
 const SessionSchema = Type.Object({
   accountId: Type.String(),
   email: Type.String(),
   plan: Type.String(),
+  accountCreatedAt: Type.String(),
   csrfToken: Type.String({ description: 'Send as X-CSRF-Token on every request that changes something.' }),
   expiresAt: Type.String(),
 });
@@ -49,6 +59,7 @@ const present = (session: Session) => ({
   accountId: session.accountId,
   email: session.email,
   plan: session.plan,
+  accountCreatedAt: new Date(session.accountCreatedAt).toISOString(),
   csrfToken: session.csrfToken,
   expiresAt: new Date(session.expiresAt).toISOString(),
 });
@@ -68,7 +79,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     done();
   });
 
-  async function signIn(reply: FastifyReply, account: { id: string; email: string; plan: string }) {
+  async function signIn(reply: FastifyReply, account: { id: string; email: string; plan: string; createdAt: number }) {
     const { token, session } = await startSession(app.db, app.config, account);
     setSessionCookie(reply, app.config, token, app.config.sessionTtlMs);
     return reply.header('Cache-Control', 'no-store').send(present(session));
@@ -118,6 +129,21 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return reply.code(204).send();
   });
 
+  app.post(
+    '/dashboard/api/password',
+    { schema: { ...api, body: PasswordChange, response: problemResponses } },
+    async (request, reply) => {
+      const session = await findSession(app.db, request);
+      if (!session) throw new AppError('unauthorized', 'Not signed in.');
+      checkCsrf(request, session);
+      // A stolen session must not become a way round the sign-in limits to guess the password.
+      await limits.attempt(session.email, request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
+      await changePassword(app.db, session, request.body.currentPassword, request.body.newPassword);
+      await limits.succeeded(session.email, request.ip);
+      return reply.code(204).send();
+    },
+  );
+
   app.all('/dashboard/api/*', { schema: { hide: true } }, (request) => {
     throw new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
@@ -150,6 +176,11 @@ async function servePage(app: FastifyInstance): Promise<void> {
     if (/\.[a-z0-9]+$/i.test(url.split('?')[0]!)) throw new AppError('not_found', 'No such file.');
     return reply.header('Cache-Control', 'no-cache').sendFile('index.html');
   };
+  // API keys moved into Settings; links to the old page still land there.
+  app.get('/dashboard/keys', { schema: { hide: true } }, (request, reply) => {
+    const query = request.url.indexOf('?');
+    return reply.redirect(`/dashboard/settings/api-keys${query >= 0 ? request.url.slice(query) : ''}`, 301);
+  });
   app.get('/dashboard', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
   app.get('/dashboard/*', { schema: { hide: true } }, (request, reply) => page(request.url, reply));
 }

@@ -33,12 +33,18 @@ export interface Session {
   accountId: string;
   email: string;
   plan: Plan;
+  /** When the account (not the session) was created. */
+  accountCreatedAt: number;
   csrfToken: string;
   expiresAt: number;
 }
 
 /** Starts a session; the token goes only into the cookie, its hash only into the database. */
-export async function startSession(db: Db, config: Config, account: { id: string; email: string; plan: string }): Promise<{ token: string; session: Session }> {
+export async function startSession(
+  db: Db,
+  config: Config,
+  account: { id: string; email: string; plan: string; createdAt: number },
+): Promise<{ token: string; session: Session }> {
   const token = randomBase62(43);
   const now = Date.now();
   const session: Session = {
@@ -46,6 +52,7 @@ export async function startSession(db: Db, config: Config, account: { id: string
     accountId: account.id,
     email: account.email,
     plan: account.plan as Plan,
+    accountCreatedAt: account.createdAt,
     csrfToken: randomBytes(32).toString('base64url'),
     expiresAt: now + config.sessionTtlMs,
   };
@@ -66,7 +73,7 @@ export async function findSession(db: Db, request: FastifyRequest): Promise<Sess
   const row = await db
     .selectFrom('dashboardSessions')
     .innerJoin('accounts', 'accounts.id', 'dashboardSessions.accountId')
-    .select(['dashboardSessions.id', 'dashboardSessions.accountId', 'dashboardSessions.csrfToken', 'dashboardSessions.expiresAt', 'dashboardSessions.lastSeenAt', 'accounts.email', 'accounts.plan'])
+    .select(['dashboardSessions.id', 'dashboardSessions.accountId', 'dashboardSessions.csrfToken', 'dashboardSessions.expiresAt', 'dashboardSessions.lastSeenAt', 'accounts.email', 'accounts.plan', 'accounts.createdAt as accountCreatedAt'])
     .where('dashboardSessions.tokenHash', '=', sha256(token))
     .where('dashboardSessions.expiresAt', '>', now)
     .executeTakeFirst();
@@ -74,7 +81,15 @@ export async function findSession(db: Db, request: FastifyRequest): Promise<Sess
   if (row.lastSeenAt < now - TOUCH_EVERY_MS) {
     await db.updateTable('dashboardSessions').set({ lastSeenAt: now }).where('id', '=', row.id).execute();
   }
-  return { id: row.id, accountId: row.accountId, email: row.email, plan: row.plan as Plan, csrfToken: row.csrfToken, expiresAt: row.expiresAt };
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    email: row.email,
+    plan: row.plan as Plan,
+    accountCreatedAt: row.accountCreatedAt,
+    csrfToken: row.csrfToken,
+    expiresAt: row.expiresAt,
+  };
 }
 
 /** State-changing requests of a session must echo its CSRF token: a cookie alone proves nothing. */

@@ -8,6 +8,7 @@ import * as m0005 from './migrations/2026_11_22_0005_sessions.js';
 import * as m0006 from './migrations/2026_11_23_0006_blend_retention.js';
 import * as m0007 from './migrations/2026_11_26_0007_search_statistics.js';
 import * as m0008 from './migrations/2026_11_26_0008_email_nfkc.js';
+import * as m0009 from './migrations/2026_11_26_0009_webhook_secret_rotation.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_23_0006_blend_retention': m0006,
   '2026_11_26_0007_search_statistics': m0007,
   '2026_11_26_0008_email_nfkc': m0008,
+  '2026_11_26_0009_webhook_secret_rotation': m0009,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { secretsInUse, signingSecrets } from '../accounts/webhook-secret.repository.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Insertable, Selectable } from 'kysely';
@@ -26,7 +27,7 @@ export interface DeliveryPayload {
 }
 
 type Message = Pick<Selectable<WebhookMessageTable>, 'id' | 'accountId' | 'eventType' | 'payload'>;
-type Subscription = Pick<Selectable<WebhookSubscriptionTable>, 'id' | 'accountId' | 'url' | 'secret' | 'status' | 'failingSince'>;
+type Subscription = Pick<Selectable<WebhookSubscriptionTable>, 'id' | 'accountId' | 'url' | 'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'failingSince'>;
 type Attempt = Insertable<WebhookAttemptTable>;
 
 const byId = <T extends { id: string }>(rows: T[]) => new Map(rows.map((row) => [row.id, row]));
@@ -41,7 +42,7 @@ function deliveryStore(db: Db) {
     byId(await db.selectFrom('webhookMessages').select(['id', 'accountId', 'eventType', 'payload']).where('id', 'in', ids).execute()),
   );
   const subscriptions = new ReadBatcher<string, Subscription>(async (ids) =>
-    byId(await db.selectFrom('webhookSubscriptions').select(['id', 'accountId', 'url', 'secret', 'status', 'failingSince']).where('id', 'in', ids).execute()),
+    byId(await db.selectFrom('webhookSubscriptions').select(['id', 'accountId', 'url', 'secret', 'previousSecret', 'previousSecretUntil', 'status', 'failingSince']).where('id', 'in', ids).execute()),
   );
   const attempts = new WriteBatcher<Attempt>((rows) => db.insertInto('webhookAttempts').values(rows).execute(), 200);
   return {
@@ -54,7 +55,11 @@ function deliveryStore(db: Db) {
 /** A delivery counts when the endpoint answers 2xx. */
 export const succeeded = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
 
-/** Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the secret's bytes. */
+/**
+ * Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the
+ * secret's bytes. A delivery signed with several secrets (during a rotation's overlap) carries
+ * their signatures separated by spaces; a receiver accepts any one that verifies.
+ */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
@@ -81,8 +86,10 @@ export function webhookDeliveryHandler(db: Db, config: Config, log?: DeliveryLog
         return { status: 'failed', error: subscription ? 'subscription is disabled' : 'subscription was deleted' };
       }
       const url = subscription?.url ?? payload.url;
-      const secret = subscription?.secret ?? (await accountSecret(db, message.accountId));
-      if (!url || !secret) return { status: 'failed', error: 'nowhere to deliver' };
+      const secrets = subscription
+        ? secretsInUse(subscription.secret, subscription.previousSecret, subscription.previousSecretUntil, Date.now())
+        : await signingSecrets(db, message.accountId, Date.now());
+      if (!url || secrets.length === 0) return { status: 'failed', error: 'nowhere to deliver' };
 
       const timestamp = Math.floor(Date.now() / 1000);
       const started = Date.now();
@@ -97,7 +104,7 @@ export function webhookDeliveryHandler(db: Db, config: Config, log?: DeliveryLog
             'user-agent': 'Montage-Webhooks/1.0',
             'webhook-id': message.id,
             'webhook-timestamp': String(timestamp),
-            'webhook-signature': signWebhook(secret, message.id, timestamp, message.payload),
+            'webhook-signature': secrets.map((secret) => signWebhook(secret, message.id, timestamp, message.payload)).join(' '),
           },
           body: message.payload,
           timeoutMs: TIMEOUT_MS,
@@ -172,12 +179,6 @@ async function disable(db: Db, id: string, reason: 'gone' | 'failing', now: numb
     .where('id', '=', id)
     .where('status', '=', 'enabled')
     .execute();
-}
-
-/** The per-account secret that signs deliveries to a blend job's own `webhookUrl` (blend area). */
-async function accountSecret(db: Db, accountId: string): Promise<string | null> {
-  const account = await db.selectFrom('accounts').select('webhookSecret').where('id', '=', accountId).executeTakeFirst();
-  return account?.webhookSecret ?? null;
 }
 
 /** Messages and their attempts are kept 30 days (retries end after about a day), then removed. */

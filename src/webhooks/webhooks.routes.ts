@@ -46,6 +46,28 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     (request) => webhooks.getSubscription(scope(request), request.params.id),
   );
 
+  app.post(
+    '/webhooks/:id/rotate-secret',
+    {
+      config: { ...config, idempotent: false },
+      schema: {
+        tags,
+        operationId: 'rotateWebhookSubscriptionSecret',
+        summary: "Replace a subscription's signing secret; the old one keeps signing beside it for the overlap",
+        description:
+          'Deliveries are signed with the new secret from now on, and also with the old one until `previousSecretExpiresAt` ' +
+          '(MONTAGE_WEBHOOK_SECRET_OVERLAP, 24 h by default): `webhook-signature: v1,<new> v1,<old>`. ' +
+          'Idempotency-Key is not honoured: a stored response would hold the secret.',
+        params: Params,
+        response: { 200: ref(CreatedSubscriptionSchema) },
+      },
+    },
+    async (request, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return webhooks.rotateSubscriptionSecret(scope(request), request.params.id, app.config.webhookSecretOverlapMs);
+    },
+  );
+
   app.delete(
     '/webhooks/:id',
     { config, schema: { operationId: 'deleteWebhookSubscription', tags, summary: 'Delete a webhook subscription; nothing more is delivered to it', params: Params, response: { 204: Type.Null() } } },

@@ -20,6 +20,9 @@ export const SubscriptionSchema = Type.Object(
     disabledAt: NullableTimestamp,
     disabledReason: Type.Unsafe<'gone' | 'failing' | null>({ type: ['string', 'null'], enum: ['gone', 'failing', null], description: '`gone`: the endpoint answered 410; `failing`: every delivery failed for the configured span.' }),
     failingSince: NullableTimestamp,
+    previousSecretExpiresAt: Nullable(Timestamp, {
+      description: 'Until then, deliveries also carry a signature made with the secret replaced by the last rotation; null when none does.',
+    }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -29,7 +32,7 @@ export const SubscriptionSchema = Type.Object(
 export const CreatedSubscriptionSchema = Type.Object(
   {
     ...SubscriptionSchema.properties,
-    secret: Type.String({ description: 'Signing secret (Standard Webhooks). Shown only in this response.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }),
+    secret: Type.String({ description: 'Signing secret (Standard Webhooks). Shown only when the subscription is created and when its secret is rotated.', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] }),
   },
   { $id: 'CreatedWebhookSubscription' },
 );

@@ -25,6 +25,7 @@ export function presentSubscription(row: SubscriptionRow) {
     disabledAt: iso(row.disabledAt),
     disabledReason: row.disabledReason as 'gone' | 'failing' | null,
     failingSince: iso(row.failingSince),
+    previousSecretExpiresAt: row.previousSecret !== null && row.previousSecretUntil !== null && row.previousSecretUntil > Date.now() ? iso(row.previousSecretUntil) : null,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   };
@@ -79,6 +80,8 @@ export async function createSubscription(scope: TenantScope, input: Static<typeo
     events: JSON.stringify(input.events),
     description: input.description ?? null,
     secret: newWebhookSecret(),
+    previousSecret: null,
+    previousSecretUntil: null,
     status: 'enabled',
     disabledAt: null,
     disabledReason: null,
@@ -103,6 +106,22 @@ export async function getSubscription(scope: TenantScope, id: string) {
 export async function listSubscriptions(scope: TenantScope, page: PageRequest): Promise<Page<ReturnType<typeof presentSubscription>>> {
   const rows = await keysetPage(scope.selectFrom('webhookSubscriptions').selectAll(), page, 'webhookSubscriptions.id', 'webhookSubscriptions.id', 'desc').execute();
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentSubscription);
+}
+
+/**
+ * A new secret signs the subscription's deliveries from now on; the one it replaces signs beside it
+ * for `overlapMs`. One statement: the old value moves to `previousSecret` as the new one lands.
+ */
+export async function rotateSubscriptionSecret(scope: TenantScope, id: string, overlapMs: number) {
+  const now = Date.now();
+  const row = await scope
+    .updateTable('webhookSubscriptions')
+    .set((eb) => ({ previousSecret: eb.ref('secret'), previousSecretUntil: now + overlapMs, secret: newWebhookSecret(), updatedAt: now }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('webhook subscription', id);
+  return { ...presentSubscription(row), secret: row.secret };
 }
 
 /** Deletes the subscription; deliveries still queued for it are dropped when their turn comes. */

@@ -15,8 +15,11 @@ export interface WebhookSubscriptionTable {
   /** JSON array of event names, or `["*"]`. */
   events: string;
   description: string | null;
-  /** `whsec_` + base64; needed in clear to sign, shown to the client only at creation. */
+  /** `whsec_` + base64; needed in clear to sign, shown to the client only at creation and rotation. */
   secret: string;
+  /** The secret `secret` replaced at its last rotation; signs beside it until `previousSecretUntil`. */
+  previousSecret: string | null;
+  previousSecretUntil: number | null;
   /** `enabled` | `disabled` */
   status: string;
   disabledAt: number | null;

@@ -4,6 +4,7 @@ export interface Session {
   accountId: string;
   email: string;
   plan: string;
+  accountCreatedAt: string;
   csrfToken: string;
   expiresAt: string;
 }

@@ -3,19 +3,22 @@ import { Problem, request, type Session, setCsrfToken } from './api.js';
 import { BlendJobPage, BlendPage } from './pages/blend.js';
 import { EventPage } from './pages/event.js';
 import { EventsPage } from './pages/events.js';
-import { KeysPage } from './pages/keys.js';
 import { LoginPage } from './pages/login.js';
+import { SettingsPage } from './pages/settings.js';
 import { WebhooksPage } from './pages/webhooks.js';
-import { link, navigate, useRoute } from './router.js';
+import { link, navigate, redirect, useRoute } from './router.js';
 
 type State = { kind: 'loading' } | { kind: 'signed-out'; signupAllowed: boolean } | { kind: 'signed-in'; session: Session };
 
 const SECTIONS = [
-  ['/keys', 'API keys'],
   ['/blend', 'Blend jobs'],
   ['/events', 'Events'],
   ['/webhooks', 'Webhooks'],
+  ['/settings', 'Settings'],
 ] as const;
+
+/** Addresses that moved: the API keys page now lives in Settings, which is also the first page. */
+const MOVED: Record<string, string> = { '/': '/settings', '/keys': '/settings/api-keys' };
 
 export function App() {
   const [state, setState] = useState<State>({ kind: 'loading' });
@@ -25,6 +28,11 @@ export function App() {
     setCsrfToken(session.csrfToken);
     setState({ kind: 'signed-in', session });
   };
+
+  const moved = MOVED[route];
+  useEffect(() => {
+    if (moved) redirect(moved);
+  }, [moved]);
 
   useEffect(() => {
     request<Session>('/dashboard/api/session').then(signedIn, (err: unknown) =>
@@ -59,7 +67,7 @@ export function App() {
           <button type="button" onClick={signOut}>Sign out</button>
         </div>
       </header>
-      <main>{page(route, session)}</main>
+      <main>{moved ? null : page(route, session)}</main>
     </>
   );
 }
@@ -73,7 +81,16 @@ function page(route: string, session: Session) {
       return id ? <EventPage eventId={id} /> : <EventsPage />;
     case 'webhooks':
       return <WebhooksPage />;
+    case 'settings':
+      return <SettingsPage page={id} session={session} />;
     default:
-      return <KeysPage session={session} />;
+      return (
+        <section class="notice" aria-labelledby="missing-title">
+          <h1 id="missing-title">No such page</h1>
+          <p>
+            This address is not a page of the dashboard. <a {...link('/settings')}>Go to Settings</a>.
+          </p>
+        </section>
+      );
   }
 }

@@ -26,6 +26,12 @@ export function navigate(to: string): void {
   dispatchEvent(new Event('montage:navigate'));
 }
 
+/** Moves to `to` in place of the current entry: an old address does not stay in the history. */
+export function redirect(to: string): void {
+  history.replaceState(null, '', `${BASE}${to}${location.search}`);
+  dispatchEvent(new Event('montage:navigate'));
+}
+
 /** Props for an <a> that moves within the page without reloading it (and stays a real link). */
 export function link(to: string) {
   return {

@@ -29,7 +29,7 @@ export function KeysPage({ session }: { session: Session }) {
 
   return (
     <section aria-labelledby="keys-title">
-      <h1 id="keys-title">API keys</h1>
+      <h2 id="keys-title">API keys</h2>
       <p>
         You are on the <strong>{session.plan}</strong> plan. A key is shown once, when it is created; Montage keeps only its hash.
       </p>
@@ -46,10 +46,10 @@ export function KeysPage({ session }: { session: Session }) {
   );
 }
 
-function PlanRequired({ plan }: { plan: string }) {
+export function PlanRequired({ plan, title = 'API keys need the Business plan' }: { plan: string; title?: string }) {
   return (
-    <section aria-labelledby="plan-title" class="notice">
-      <h1 id="plan-title">API keys need the Business plan</h1>
+    <section aria-labelledby="plan-required-title" class="notice">
+      <h2 id="plan-required-title">{title}</h2>
       <p>
         This account is on the <strong>{plan}</strong> plan. Creating API keys and using the API (blend jobs, events, webhooks) requires the
         Business plan or above. Ask the operator of this server to move the account to the Business plan; your sign-in keeps working meanwhile.
@@ -85,7 +85,7 @@ function CreateKey({ onCreated }: { onCreated: (key: ApiKey & { key: string }) =
   };
   return (
     <form class="card" onSubmit={submit} aria-labelledby="create-key-title">
-      <h2 id="create-key-title">Create a key</h2>
+      <h3 id="create-key-title">Create a key</h3>
       <label for="key-name">Name</label>
       <input id="key-name" name="name" maxLength={100} placeholder="Door scanner, CI, …" />
       <fieldset>
@@ -118,7 +118,7 @@ function NewKey({ created, onDone }: { created: ApiKey & { key: string }; onDone
   };
   return (
     <div class="card new-key" role="status">
-      <h2>Key “{created.name}” created</h2>
+      <h3>Key “{created.name}” created</h3>
       <p>Copy it now: it is not shown again.</p>
       <label for="new-key-value">Your new key</label>
       <input id="new-key-value" readOnly value={created.key} onFocus={(e) => (e.currentTarget as HTMLInputElement).select()} />
