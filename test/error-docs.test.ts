@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { BLEND_FAILURES } from '../src/blend/failures.js';
 import { ERROR_CODES } from '../src/errors.js';
 import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
 
@@ -32,6 +33,16 @@ test('every code says what happened and what to do, in its own words', () => {
     }
     assert.notEqual(happened, next);
   }
+  // A failed blend job's codes (its status record's error.code) are explained the same way.
+  for (const [code, { happened, next }] of Object.entries(BLEND_FAILURES)) {
+    for (const [field, text] of [['happened', happened], ['next', next]] as const) {
+      assert.ok(text.length >= 40, `blend ${code}.${field} is a sentence or two`);
+      assert.match(text, /^[A-Z`].*[.)]$/s, `blend ${code}.${field} is written as a sentence`);
+      const other = seen.get(text);
+      assert.equal(other, undefined, `blend ${code}.${field} is not copied from ${other}`);
+      seen.set(text, `blend ${code}.${field}`);
+    }
+  }
 });
 
 for (const engine of ENGINES) {
@@ -54,6 +65,13 @@ for (const engine of ENGINES) {
         assert.ok(html.includes(`href="#${code}"`), `${code}: listed in the index`);
       }
       assert.ok(html.includes('<code>X-CSRF-Token</code>'), 'backticked words are set as code');
+      const failures = [...html.matchAll(/<section id="blend-([a-z_]+)">([^]*?)<\/section>/g)];
+      assert.deepEqual(failures.map((m) => m[1]), Object.keys(BLEND_FAILURES), 'one section per blend failure code');
+      for (const [, code, body] of failures) {
+        const { happened, next } = BLEND_FAILURES[code as keyof typeof BLEND_FAILURES];
+        const text = visible(body!);
+        assert.ok(text.includes(`What happened. ${plain(happened)}`) && text.includes(`What to do. ${plain(next)}`), `blend ${code}`);
+      }
 
       // Real problems: their type resolves to this page, at their code's section.
       const unknown = await problem(await api.fetch('/v1/account', { headers: { authorization: 'Bearer nope' } }), 401, 'unauthorized');

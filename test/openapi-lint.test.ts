@@ -13,6 +13,8 @@ type Json = Record<string, any>;
 const { Spectral } = spectralCore;
 const API_DOC = path.resolve(import.meta.dirname, '../docs/api.md');
 const RATE_LIMIT_RULE = 'owasp:api4:2023-rate-limit';
+/** POSTs whose answer holds a secret, which an idempotency store would keep: they take no Idempotency-Key. */
+const NOT_IDEMPOTENT = ['createApiKey', 'createWebhookSubscription', 'rotateAccountWebhookSecret', 'rotateWebhookSubscriptionSecret'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
 
 /**
@@ -130,7 +132,7 @@ for (const engine of ENGINES) {
           }
         }
         const idempotencyKey = (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'Idempotency-Key');
-        assert.equal(idempotencyKey, method === 'post' && authenticated(doc, op) && !['createApiKey', 'createWebhookSubscription'].includes(op.operationId), `${where}: Idempotency-Key where it is honoured`);
+        assert.equal(idempotencyKey, method === 'post' && authenticated(doc, op) && !NOT_IDEMPOTENT.includes(op.operationId), `${where}: Idempotency-Key where it is honoured`);
       }
       for (const { op } of ops.filter(({ op: o }) => ['createEvent', 'createOrder', 'checkIn', 'startBlend'].includes(o.operationId))) {
         const created = op.responses['201'] ?? op.responses['202'];
