@@ -7,6 +7,7 @@ import * as m0004 from './migrations/2026_11_22_0004_blend.js';
 import * as m0005 from './migrations/2026_11_22_0005_sessions.js';
 import * as m0006 from './migrations/2026_11_23_0006_blend_retention.js';
 import * as m0007 from './migrations/2026_11_26_0007_search_statistics.js';
+import * as m0010 from './migrations/2026_11_26_0010_blend_alignment.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0005_sessions': m0005,
   '2026_11_23_0006_blend_retention': m0006,
   '2026_11_26_0007_search_statistics': m0007,
+  '2026_11_26_0010_blend_alignment': m0010,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -133,18 +133,19 @@ function featureFault(e: Estimate, s: Scale): string | null {
   return null;
 }
 
-/** The motions tried for a frame that does not line up as it is, simplest first. */
+/** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first. */
 function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate, s: Scale): Candidate[] {
   const none = { inliers: 0, inlierRatio: 1 };
   const list: Candidate[] = [
     { method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation },
     { method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation },
   ];
-  if (g.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
-  // Too few inliers to trust on their own, a plausible feature homography is still worth judging by its blocks.
+  // Too few inliers to trust on their own, a plausible feature homography is still worth judging by
+  // its blocks; ahead of the global one, as the stronger evidence when both fit alike.
   if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
     list.push({ method: 'homography', homography: e.homography, inliers: e.inliers, inlierRatio: e.inliers / e.matches, correlation: e.correlation });
   }
+  if (g.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
   return list;
 }
 
