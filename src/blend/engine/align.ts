@@ -189,7 +189,6 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
     return wins - losses > SIGNIFICANT * Math.sqrt(wins + losses);
   };
   const chosen = candidates.findIndex((c, i) => i === best || apart(c.homography, candidates[best]!.homography, s) <= LINED_UP_PIXELS || !beats(best, i));
-  if (process.env.ALIGN_DEBUG) console.log(index, agreement.textured, candidates.map((c, i) => `${c.method}${c.inliers ? '(f)' : ''} ${apart(c.homography, IDENTITY, s).toFixed(2)}px share ${shares[i]!.toFixed(2)} fit ${fit[i]!.toFixed(2)}`).join(' ; '), '->', chosen);
   return report(candidates[chosen]!, shares[chosen]!);
 }
 
