@@ -1,5 +1,5 @@
 import FFT from 'fft.js';
-import { correlationAfterWarp, halve, smooth } from './align-grey.js';
+import { correlationAfterWarp, gridStep, halve, smooth } from './align-grey.js';
 import { IDENTITY, isPlausible, multiply, normalise, type Homography } from './homography.js';
 import { refineHomography } from './refine.js';
 
@@ -28,6 +28,8 @@ const BLOCKS = 8;
 export const AGREES = 0.5;
 /** Mean squared gradient (grey levels² per pixel, half-size thumbnail) from which a reference block has texture to agree on; noise of a few levels stays far below. */
 const TEXTURE = 1;
+/** Samples block agreement takes at most per motion (on a regular grid beyond): a few hundred per block. */
+const AGREEMENT_SAMPLES = 50_000;
 /** Longest side (pixels) of the level phase correlation runs on. */
 const CORRELATION_SIDE = 256;
 
@@ -75,69 +77,90 @@ function fromHalved(h: Homography, times: number): Homography {
  * by `h` (reference pixel → frame pixel), both at the same size, bilinear.
  */
 export function blockAgreement(ref: Float32Array, frame: Float32Array, width: number, height: number, motions: Homography[]): Agreement {
-  // The reference's gradients, and which blocks have texture.
-  const n = width * height;
-  const rgx = new Float32Array(n);
-  const rgy = new Float32Array(n);
-  for (let y = 1; y < height - 1; y++) {
-    for (let x = 1, i = y * width + 1; x < width - 1; x++, i++) {
-      rgx[i] = (ref[i + 1]! - ref[i - 1]!) / 2;
-      rgy[i] = (ref[i + width]! - ref[i - width]!) / 2;
-    }
-  }
+  // Every pixel up to AGREEMENT_SAMPLES, then on a regular grid: a few hundred per block suffice.
+  const step = gridStep(width * height, AGREEMENT_SAMPLES);
   const bx0 = (b: number) => Math.max(1, Math.floor((b * width) / BLOCKS));
   const bx1 = (b: number) => Math.min(width - 1, Math.floor(((b + 1) * width) / BLOCKS));
   const by0 = (b: number) => Math.max(1, Math.floor((b * height) / BLOCKS));
   const by1 = (b: number) => Math.min(height - 1, Math.floor(((b + 1) * height) / BLOCKS));
   const textured: number[] = [];
   for (let b = 0; b < BLOCKS * BLOCKS; b++) {
-    const [x0, x1, y0, y1] = [bx0(b % BLOCKS), bx1(b % BLOCKS), by0(Math.floor(b / BLOCKS)), by1(Math.floor(b / BLOCKS))];
-    let [sx, sy, ss, count] = [0, 0, 0, 0];
-    for (let y = y0; y < y1; y++) {
-      for (let i = y * width + x0; i < y * width + x1; i++) {
-        sx += rgx[i]!;
-        sy += rgy[i]!;
-        ss += rgx[i]! ** 2 + rgy[i]! ** 2;
+    const x0 = bx0(b % BLOCKS);
+    const x1 = bx1(b % BLOCKS);
+    const y0 = by0(Math.floor(b / BLOCKS));
+    const y1 = by1(Math.floor(b / BLOCKS));
+    let sx = 0;
+    let sy = 0;
+    let ss = 0;
+    let count = 0;
+    for (let y = y0; y < y1; y += step) {
+      for (let x = x0; x < x1; x += step) {
+        const i = y * width + x;
+        const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
+        const gy = (ref[i + width]! - ref[i - width]!) / 2;
+        sx += gx;
+        sy += gy;
+        ss += gx * gx + gy * gy;
         count++;
       }
     }
     if (count >= 16 && (ss - (sx * sx + sy * sy) / count) / count >= TEXTURE) textured.push(b);
   }
 
-  const warped = new Float32Array(n);
-  const valid = new Uint8Array(n);
+  const n = width * height;
+  let warped = new Float32Array(0);
+  let valid = new Uint8Array(0);
   const scores = motions.map((h): BlockScores => {
     const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as [number, number, number, number, number, number, number, number, number];
-    valid.fill(0);
-    for (let y = 0; y < height; y++) {
-      for (let x = 0, i = y * width; x < width; x++, i++) {
-        const w = h6 * x + h7 * y + h8;
-        const sx = (h0 * x + h1 * y + h2) / w;
-        const sy = (h3 * x + h4 * y + h5) / w;
-        if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) continue;
-        const x0 = Math.min(sx | 0, width - 2);
-        const y0 = Math.min(sy | 0, height - 2);
-        const fx = sx - x0;
-        const fy = sy - y0;
-        const j = y0 * width + x0;
-        const top = frame[j]! + fx * (frame[j + 1]! - frame[j]!);
-        const bottom = frame[j + width]! + fx * (frame[j + width + 1]! - frame[j + width]!);
-        warped[i] = top + fy * (bottom - top);
-        valid[i] = 1;
+    const still = h0 === 1 && h1 === 0 && h2 === 0 && h3 === 0 && h4 === 1 && h5 === 0 && h6 === 0 && h7 === 0 && h8 === 1;
+    if (!still) {
+      // The frame brought onto the reference, bilinear; `valid` marks the pixels whose source lies inside it.
+      if (warped.length !== n) (warped = new Float32Array(n)), (valid = new Uint8Array(n));
+      valid.fill(0);
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++) {
+          const i = y * width + x;
+          const w = h6 * x + h7 * y + h8;
+          const sx = (h0 * x + h1 * y + h2) / w;
+          const sy = (h3 * x + h4 * y + h5) / w;
+          if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) continue;
+          const x0 = Math.min(sx | 0, width - 2);
+          const y0 = Math.min(sy | 0, height - 2);
+          const fx = sx - x0;
+          const fy = sy - y0;
+          const j = y0 * width + x0;
+          const top = frame[j]! + fx * (frame[j + 1]! - frame[j]!);
+          const bottom = frame[j + width]! + fx * (frame[j + width + 1]! - frame[j + width]!);
+          warped[i] = top + fy * (bottom - top);
+          valid[i] = 1;
+        }
       }
     }
+    const image = still ? frame : warped;
     const correlations = textured.map((b) => {
-      const [x0, x1, y0, y1] = [bx0(b % BLOCKS), bx1(b % BLOCKS), by0(Math.floor(b / BLOCKS)), by1(Math.floor(b / BLOCKS))];
+      const x0 = bx0(b % BLOCKS);
+      const x1 = bx1(b % BLOCKS);
+      const y0 = by0(Math.floor(b / BLOCKS));
+      const y1 = by1(Math.floor(b / BLOCKS));
       // Zero-mean correlation of the gradient vectors (x and y parts as one signal each).
-      let [count, ax, ay, fxs, fys, aa, ff, af] = [0, 0, 0, 0, 0, 0, 0, 0];
+      let count = 0;
       let total = 0;
-      for (let y = y0; y < y1; y++) {
-        for (let i = y * width + x0; i < y * width + x1; i++) {
+      let ax = 0;
+      let ay = 0;
+      let fxs = 0;
+      let fys = 0;
+      let aa = 0;
+      let ff = 0;
+      let af = 0;
+      for (let y = y0; y < y1; y += step) {
+        for (let x = x0; x < x1; x += step) {
+          const i = y * width + x;
           total++;
-          if (!(valid[i - 1]! & valid[i + 1]! & valid[i - width]! & valid[i + width]!)) continue;
-          const gx = (warped[i + 1]! - warped[i - 1]!) / 2;
-          const gy = (warped[i + width]! - warped[i - width]!) / 2;
-          const [rx, ry] = [rgx[i]!, rgy[i]!];
+          if (!still && !(valid[i - 1]! & valid[i + 1]! & valid[i - width]! & valid[i + width]!)) continue;
+          const gx = (image[i + 1]! - image[i - 1]!) / 2;
+          const gy = (image[i + width]! - image[i - width]!) / 2;
+          const rx = (ref[i + 1]! - ref[i - 1]!) / 2;
+          const ry = (ref[i + width]! - ref[i - width]!) / 2;
           count++;
           ax += rx;
           ay += ry;
@@ -159,7 +182,7 @@ export function blockAgreement(ref: Float32Array, frame: Float32Array, width: nu
 }
 
 /** Separable 3×3 binomial blur of a float image, edges replicated: takes the edge off a focus blur's difference in detail before gradients are compared. */
-function soften(image: Float32Array, width: number, height: number): Float32Array {
+export function soften(image: Float32Array, width: number, height: number): Float32Array {
   const across = new Float32Array(image.length);
   for (let y = 0; y < height; y++) {
     for (let x = 0, i = y * width; x < width; x++, i++) {

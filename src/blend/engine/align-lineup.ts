@@ -1,4 +1,4 @@
-import { agreeingShare, agreementAsIs, agreementLevel } from './align-global.js';
+import { agreeingShare, agreementAsIs, agreementLevel, soften } from './align-global.js';
 import { ENOUGH_SAMPLES, correlation, gridStep, halve, smooth } from './align-grey.js';
 import { sharedFloats } from './image.js';
 import { solveSymmetric } from './linear.js';
@@ -369,8 +369,9 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
   const [w, h] = [width >> 1, height >> 1];
   const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
-  const coarse = 2 * drift(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2), w, h);
-  const asIs = agreementAsIs(ref.level, agreementLevel(b, width, height), w, h);
+  const halved = halve(b, width, height);
+  const coarse = 2 * drift(blockShifts(ref.halved, other ? halve(measured, width, height) : halved, w, h, clipped, 2), w, h);
+  const asIs = agreementAsIs(ref.level, soften(halved, w, h), w, h);
   return {
     correlation: correlation(ref.smoothed, b),
     drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
