@@ -56,7 +56,7 @@ export const FrameAlignmentSchema = Type.Object(
       minimum: 0,
       maximum: 1,
       description:
-        'Share of the textured parts of frame 0 (blocks of an 8 × 8 grid) that agree with the frame once aligned. Lowered by moving people, focus blur and clipping; at least 0.1 for every frame that is not rejected as another scene.',
+        'Share of the textured parts of frame 0 (blocks of an 8 × 8 grid) whose gradients agree with the frame once aligned: near 1 for a clean set, lowered by moving people, focus blur and clipping; 0 when frame 0 has no texture at all. A frame that needed more than leaving it as it is fails as another scene below 0.1.',
     }),
   },
   { additionalProperties: false },
