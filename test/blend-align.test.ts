@@ -4,9 +4,11 @@ import path from 'node:path';
 import { test } from 'node:test';
 import sharp from 'sharp';
 import { AlignmentFailed, alignFrames } from '../src/blend/engine/align.js';
+import { phaseCorrelate } from '../src/blend/engine/align-global.js';
 import { checkLineUp, lineUpReference } from '../src/blend/engine/align-lineup.js';
 import { apply } from '../src/blend/engine/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image.js';
+import { blurred, moved } from './blend-scenes.js';
 import { WorkerPool } from '../src/blend/engine/pool.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -203,6 +205,23 @@ test('frame alignment', async (t) => {
       const drift = 2 * checkLineUp(ref, moved, w, h).drift;
       assert.ok(!(drift <= 0.5), `moved ${dx} px with a still third: drift ${drift.toFixed(3)} px`);
     }
+  });
+
+  await t.test('phase correlation of gradients finds a shift through a focus blur and a change of exposure', async () => {
+    // Luma of a photo, and the same moved by (6, −4) px, blurred (sigma 2) and brightened with a bent tone curve.
+    const photo = await load(path.join(FIXTURES, 'handheld-mean', 'gt.png'));
+    const { width, height } = photo;
+    const luma = (img: RgbImage) => Float32Array.from({ length: width * height }, (_, p) => 0.299 * img.data[p * 3]! + 0.587 * img.data[p * 3 + 1]! + 0.114 * img.data[p * 3 + 2]!);
+    const ref = luma(photo);
+    const shifted = luma(await blurred(moved(photo, 6, -4, 0), 2));
+    const frame = shifted.map((v) => 255 * (Math.min(255, v) / 255) ** 0.6);
+    const [best] = phaseCorrelate(ref, frame, width, height);
+    // A proposal within a pixel (whitening gives the blurred frame's empty high frequencies a say); refinement does the rest.
+    assert.ok(best && Math.hypot(best.dx - 6, best.dy + 4) < 0.75, JSON.stringify(best));
+    // Unrelated images make no such peak.
+    const other = luma(await load(path.join(FIXTURES, 'noise-mean', 'gt.png'), width, height));
+    const [none] = phaseCorrelate(ref, other, width, height);
+    assert.ok(none && none.peak < best.peak / 2, JSON.stringify(none));
   });
 
   await t.test('names the frame that cannot be aligned', async () => {

@@ -143,6 +143,12 @@ for (const engine of ENGINES) {
       const queued = await start(api, key, { projectId: 'crowd', images: images.set('median-crowd'), options: { blendType: 'median', outputFormat: 'png' } });
       const job = await settled(api, key, queued.jobId);
       assert.equal(job.status, 'completed');
+      // The status record tells how each frame was aligned: this tripod set is left as it is.
+      assert.deepEqual(
+        job.alignment.map((a: { index: number; method: string; shiftPx: number }) => [a.index, a.method, a.shiftPx]),
+        [[0, 'reference', 0], ...[1, 2, 3, 4, 5, 6].map((i) => [i, 'identity', 0])],
+      );
+      for (const a of job.alignment) assert.ok(a.confidence >= 0.1 && a.confidence <= 1, JSON.stringify(a));
       const result = await sharp(Buffer.from(await (await fetch(local(api, job.resultUrl))).arrayBuffer())).raw().toBuffer();
       const truth = await sharp(path.join(FIXTURES, 'median-crowd/gt.png')).removeAlpha().raw().toBuffer();
       assert.ok(result.equals(truth), 'median of 7 frames equals the ground truth');
@@ -314,7 +320,14 @@ for (const engine of ENGINES) {
       assert.deepEqual(of(ok.jobId), ['blend.completed', 'blend.started']);
       assert.deepEqual(of(bad.jobId), ['blend.failed', 'blend.started']);
       const completed = bodies.find((b) => b.event === 'blend.completed')!;
-      assert.deepEqual(Object.keys(completed.data).sort(), ['processingTime', 'qualityScore', 'resultUrl']);
+      assert.deepEqual(Object.keys(completed.data).sort(), ['alignment', 'processingTime', 'qualityScore', 'resultUrl']);
+      assert.deepEqual(
+        completed.data.alignment.map((a: { index: number; method: string }) => [a.index, a.method]),
+        [
+          [0, 'reference'],
+          [1, 'identity'],
+        ],
+      );
       assert.equal((await fetch(local(api, completed.data.resultUrl))).status, 200);
       const failed = bodies.find((b) => b.event === 'blend.failed')!;
       assert.deepEqual([failed.data.error.code, failed.data.error.imageIndex], ['image_fetch_failed', 1]);

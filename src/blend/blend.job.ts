@@ -62,6 +62,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     blendTypeUsed: result.blendTypeUsed,
     qualityScore: result.quality.score,
     quality: JSON.stringify({ ...result.quality, score: undefined }),
+    alignment: result.alignment ? JSON.stringify(result.alignment) : null,
   });
 
   function complete(row: BlendJobRow, result: BlendResult, resultKey: string, startedAt: number): Promise<void> {
@@ -77,7 +78,12 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     };
     return settle(row, changes, (completed, now) => ({
       event: 'blend.completed',
-      data: { resultUrl: signResultUrl(completed, config, now).url, processingTime: completed.processingTimeMs, qualityScore: completed.qualityScore },
+      data: {
+        resultUrl: signResultUrl(completed, config, now).url,
+        processingTime: completed.processingTimeMs,
+        qualityScore: completed.qualityScore,
+        alignment: result.alignment,
+      },
     }));
   }
 

@@ -53,6 +53,25 @@ const QualitySchema = Type.Object({
   ghosting: Nullable(Type.Number()),
 });
 
+export const FrameAlignmentSchema = Type.Object(
+  {
+    index: Type.Integer({ minimum: 0, description: '0-based index of the frame in `images`.' }),
+    method: {
+      ...StringEnum(['reference', 'identity', 'translation', 'homography'] as const),
+      description:
+        '`reference`: frame 0, which the others are brought onto. `identity`: left as it is, because it already lines up with frame 0 within half a pixel. `translation`: moved by the shift phase correlation found. `homography`: warped by a homography (from feature matches, or the shift refined).',
+    },
+    shiftPx: Type.Number({ minimum: 0, description: 'How far alignment moved the frame: the largest displacement of its corners, in pixels of the result. 0 for `reference` and `identity`.' }),
+    confidence: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        'Share of the textured parts of frame 0 (blocks of an 8 × 8 grid) whose gradients agree with the frame once aligned: near 1 for a clean set, lowered by moving people, focus blur and clipping; 0 when frame 0 has no texture at all. A frame that needed more than leaving it as it is fails as another scene below 0.1.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const BlendJobSchema = Type.Object(
   {
     jobId: Type.String({ examples: ['job_01m80eg3tperaacsapew6ns732'] }),
@@ -73,6 +92,9 @@ export const BlendJobSchema = Type.Object(
     processingTime: Type.Optional(Type.Integer({ description: 'Milliseconds from start of processing to the stored result.' })),
     qualityScore: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     quality: Type.Optional(QualitySchema),
+    alignment: Type.Optional(
+      Type.Array(FrameAlignmentSchema, { description: 'How each frame was brought onto frame 0, in image order; present once a job that aligns has finished (absent with `align: false`).' }),
+    ),
     error: Type.Optional(
       Type.Object({
         code: StringEnum(BLEND_FAILURE_CODES),

@@ -16,7 +16,7 @@ import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
-import type { BlendSpec, BlendType } from './pipeline.js';
+import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
 export type BlendJobRow = Selectable<BlendJobTable>;
@@ -83,6 +83,7 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     resultToken: randomBytes(32).toString('base64url'),
     qualityScore: null,
     quality: null,
+    alignment: null,
     processingTimeMs: null,
     errorCode: null,
     errorMessage: null,
@@ -141,6 +142,7 @@ export function presentJob(row: BlendJobRow, config: Config) {
     ...(row.resultWidth !== null && row.resultHeight !== null ? { width: row.resultWidth, height: row.resultHeight } : {}),
     ...(row.processingTimeMs !== null ? { processingTime: row.processingTimeMs } : {}),
     ...(row.qualityScore !== null ? { qualityScore: row.qualityScore, quality: JSON.parse(row.quality!) as Omit<Quality, 'score'> } : {}),
+    ...(row.alignment !== null ? { alignment: JSON.parse(row.alignment) as FrameAlignment[] } : {}),
     ...(row.errorCode !== null
       ? { error: { code: row.errorCode as 'internal_error', message: row.errorMessage ?? '', imageIndex: row.errorImageIndex } }
       : {}),

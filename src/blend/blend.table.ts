@@ -25,6 +25,8 @@ export interface BlendJobTable {
   qualityScore: number | null;
   /** JSON of the score's components. */
   quality: string | null;
+  /** JSON array of each frame's alignment (pipeline.ts FrameAlignment); null without alignment or before it ran. */
+  alignment: string | null;
   processingTimeMs: number | null;
   errorCode: string | null;
   errorMessage: string | null;

@@ -1,7 +1,7 @@
 import type { BlendLimits } from '../config.js';
 import type { AddressPolicy } from '../net/safe-http.js';
 import { chooseBlendType } from './choose.js';
-import { alignFrames, checkLineUps, type LineUps } from './engine/align.js';
+import { alignFrames, checkLineUps, type FrameReport, type LineUps } from './engine/align.js';
 import type { FrameStats } from './engine/analysis.js';
 import { collectGarbage } from './engine/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
@@ -38,9 +38,14 @@ export interface BlendResult {
   blendTypeUsed: EngineBlendType;
   autoReason: string | null;
   quality: Quality;
+  /** How each frame was brought onto frame 0; null when the job did not align. */
+  alignment: FrameAlignment[] | null;
   /** Milliseconds spent in each stage. */
   stages: Record<string, number>;
 }
+
+/** What a client is told of a frame's alignment (align.ts FrameReport). */
+export type FrameAlignment = Pick<FrameReport, 'index' | 'method' | 'shiftPx' | 'confidence'>;
 
 const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
 /** Blends whose scratch (pyramids, weights) is worth a collection before scoring. */
@@ -222,6 +227,7 @@ export class BlendEngine {
     const firstMask = withMasks ? (early?.first ?? handled(this.mask(frames[0]!))) : null;
 
     let aligned = frames;
+    let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
       const alignment = await alignFrames(this.pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
@@ -229,6 +235,7 @@ export class BlendEngine {
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
       aligned = alignment.frames;
+      frameAlignment = alignment.frameReports.map(({ index, method, shiftPx, confidence }) => ({ index, method, shiftPx, confidence }));
       stage('align');
     }
 
@@ -254,7 +261,7 @@ export class BlendEngine {
     const scoring = this.score({ frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed));
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
-    return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, stages };
+    return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
   }
 
   private mask(frame: RgbImage): Promise<Uint8Array> {

@@ -37,6 +37,19 @@ export function smooth(grey: Uint8Array, width: number, height: number): Float32
   return out;
 }
 
+/** Each 2 × 2 block of `image` averaged: the next pyramid level. */
+export function halve(image: Float32Array, width: number, height: number): Float32Array {
+  const w = width >> 1;
+  const out = new Float32Array(w * (height >> 1));
+  for (let y = 0; y < height >> 1; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = 2 * y * width + 2 * x;
+      out[y * w + x] = (image[i]! + image[i + 1]! + image[i + width]! + image[i + width + 1]!) / 4;
+    }
+  }
+  return out;
+}
+
 /** Running sums for a normalised cross-correlation. */
 class Correlation {
   private n = 0;

@@ -1,4 +1,5 @@
-import { ENOUGH_SAMPLES, correlation, gridStep, smooth } from './align-grey.js';
+import { agreeingShare, agreementAsIs, agreementLevel, soften } from './align-global.js';
+import { ENOUGH_SAMPLES, correlation, gridStep, halve, smooth } from './align-grey.js';
 import { sharedFloats } from './image.js';
 import { solveSymmetric } from './linear.js';
 
@@ -18,6 +19,8 @@ export interface LineUp {
    * (checked at half the resolution first).
    */
   drift: number;
+  /** Share of the reference's textured blocks that agree with the frame as it is (align-global.ts). */
+  agreement: number;
 }
 
 /** The thumbnail is cut into BLOCKS × BLOCKS blocks, each measuring its own shift. */
@@ -253,19 +256,6 @@ function cornerDrift(shifts: BlockShift[], textured: number, width: number, heig
   return drift;
 }
 
-/** Each 2 × 2 block of `image` averaged: the next pyramid level. */
-function halve(image: Float32Array, width: number, height: number): Float32Array {
-  const w = width >> 1;
-  const out = new Float32Array(w * (height >> 1));
-  for (let y = 0; y < height >> 1; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = 2 * y * width + 2 * x;
-      out[y * w + x] = (image[i]! + image[i + 1]! + image[i + width]! + image[i + width + 1]!) / 4;
-    }
-  }
-  return out;
-}
-
 /** Grey levels (thumbnail means) from which a pixel may hold clipped shadows or highlights. */
 const DARKEST = 4;
 const BRIGHTEST = 247;
@@ -308,6 +298,8 @@ function toneMap(frameCounts: Float64Array, refCounts: Float64Array): Uint8Array
 export interface LineUpReference {
   smoothed: Float32Array;
   halved: Float32Array;
+  /** The level block agreement is measured on (align-global.ts agreementLevel). */
+  level: Float32Array;
   /** The grey thumbnail itself (where it is clipped) and its histogram. */
   grey: Uint8Array;
   counts: Float64Array;
@@ -322,7 +314,7 @@ export function lineUpReference(grey: Uint8Array, width: number, height: number)
     copy.set(a);
     return copy;
   };
-  return { smoothed: shared(smoothed), halved: shared(halved), grey, counts: histogram(grey) };
+  return { smoothed: shared(smoothed), halved: shared(halved), level: shared(agreementLevel(smoothed, width, height)), grey, counts: histogram(grey) };
 }
 
 /** Mean distance (grey levels) of the frame's tones from the reference's beyond which it is taken as another exposure. */
@@ -377,9 +369,12 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
   const [w, h] = [width >> 1, height >> 1];
   const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
-  const coarse = 2 * drift(blockShifts(ref.halved, halve(measured, width, height), w, h, clipped, 2), w, h);
+  const halved = halve(b, width, height);
+  const coarse = 2 * drift(blockShifts(ref.halved, other ? halve(measured, width, height) : halved, w, h, clipped, 2), w, h);
+  const asIs = agreementAsIs(ref.level, soften(halved, w, h), w, h);
   return {
     correlation: correlation(ref.smoothed, b),
     drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
+    agreement: agreeingShare(asIs, asIs.scores[0]!),
   };
 }
