@@ -80,6 +80,9 @@ function nulPath(value: unknown): string | 'too_deep' | null {
   return null;
 }
 
+/** Believe the nearest `hops` proxies (proxy-addr counts hops from the socket, starting at 0). */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? openDatabase(config);
   const app = Fastify({
@@ -90,6 +93,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       serializers: { req: (req: FastifyRequest) => ({ method: req.method, url: loggableUrl(req.url), host: req.host, remoteAddress: req.ip }) },
     },
     bodyLimit: config.bodyLimitBytes,
+    // Behind a load balancer, request.ip is the client it names (MONTAGE_TRUST_PROXY), so per-client
+    // limits (dashboard sign-in) count clients, not the proxy.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : (config.trustProxy ?? false),
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     requestIdHeader: false,
     // A caller's own X-Request-Id is kept when it is sane, so traces join up across services.

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -38,6 +39,8 @@ export interface Config {
   metricsHost: string;
   /** Origins whose browser pages may call the API (CORS); `*` for any; empty: CORS is off. */
   corsOrigins: string[];
+  /** Proxies whose X-Forwarded-For names the client (MONTAGE_TRUST_PROXY): a hop count, or addresses and CIDR ranges; null: none. */
+  trustProxy: number | string[] | null;
 }
 
 /** Bounds on every blend job (BLEND.md, section Limits); each breach is a failure code. */
@@ -234,7 +237,33 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardSignup: flag(env, 'MONTAGE_DASHBOARD_SIGNUP'),
     ...metricsListener(env, port),
     corsOrigins: corsOrigins(env, 'MONTAGE_CORS_ORIGINS'),
+    trustProxy: trustProxy(env, 'MONTAGE_TRUST_PROXY'),
   };
+}
+
+/**
+ * Which proxies in front of the server are believed when they name the client in X-Forwarded-For:
+ * a number of hops (`1`: the nearest), or a list of addresses and CIDR ranges (`127.0.0.1,10.0.0.0/8`).
+ * Unset, none is: every client is the address that connected.
+ */
+function trustProxy(env: Env, name: string): number | string[] | null {
+  const text = env[name]?.trim();
+  if (!text) return null;
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops < 1 || hops > 10) throw new ConfigError(name, `a hop count must be 1 to 10, got "${text}"`);
+    return hops;
+  }
+  const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = net.isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > maxBits))) {
+      throw new ConfigError(name, `"${entry}" is neither an address nor a CIDR range (e.g. 127.0.0.1 or 10.0.0.0/8)`);
+    }
+  }
+  return entries;
 }
 
 function metricsListener(env: Env, apiPort: number): { metricsPort: number | null; metricsHost: string } {

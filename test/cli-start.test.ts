@@ -197,7 +197,10 @@ describe('npx', () => {
 
   test('README, docs, the help texts and the banner never spell a command that could fetch another package', () => {
     assert.deepEqual(unsafe('npx montage keys; npm exec -- montage; npx --no -- montage; npx --no montage; npm exec --no -- montage'), ['npx montage', 'npm exec -- montage', 'npx --no montage']);
-    const files = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'src/main.ts', 'src/banner.ts'];
+    const under = (dir: string, ext: RegExp): string[] =>
+      fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? under(`${dir}/${e.name}`, ext) : ext.test(e.name) ? [`${dir}/${e.name}`] : []));
+    // Everything a person reads: the docs, the READMEs, the command line's and the dashboard's texts.
+    const files = ['README.md', 'bench/README.md', 'samples/README.md', ...under('docs', /\.md$/), ...under('src', /\.ts$/), ...under('web/dashboard/src', /\.tsx?$/)];
     for (const file of files) assert.deepEqual(unsafe(fs.readFileSync(path.join(ROOT, file), 'utf8')), [], file);
     const banner = startupBanner({ config: loadConfig({ DATA_DIR: '/x' }), database: { engine: 'sqlite', location: '/x/montage.db' }, withWorker: true, accounts: 0 }).join('\n');
     assert.match(banner, /npx --no -- montage keys create/);

@@ -50,3 +50,12 @@ test('values are parsed and checked', () => {
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('2 hours'), null);
 });
+
+test('MONTAGE_TRUST_PROXY: a hop count or addresses and CIDR ranges; anything else stops the start', () => {
+  assert.equal(loadConfig({}).trustProxy, null);
+  assert.equal(loadConfig({ MONTAGE_TRUST_PROXY: '1' }).trustProxy, 1);
+  assert.deepEqual(loadConfig({ MONTAGE_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8' }).trustProxy, ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8']);
+  for (const bad of ['0', '11', 'yes', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/8/1', 'proxy.example.com']) {
+    assert.throws(() => loadConfig({ MONTAGE_TRUST_PROXY: bad }), /MONTAGE_TRUST_PROXY/, bad);
+  }
+});

@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createAccount } from '../src/accounts/accounts.service.js';
 import { loadConfig } from '../src/config.js';
-import { EMAIL_BURST, EMAIL_STEADY_SECONDS, LoginLimits, PER_ADDRESS, PER_EMAIL_AND_ADDRESS } from '../src/dashboard/login-limits.js';
+import { EMAIL_BURST, EMAIL_STEADY_SECONDS, LoginLimits, PER_ADDRESS, PER_EMAIL_AND_ADDRESS, sourceOf } from '../src/dashboard/login-limits.js';
 import { AppError } from '../src/errors.js';
 import { ENGINES, freshStorage, onCleanup, startApp, type TestApp } from './helpers.js';
 
@@ -162,3 +162,74 @@ for (const variant of VARIANTS) {
     });
   });
 }
+
+/** POST /dashboard/api/login through a proxy on this machine that names the client in X-Forwarded-For. */
+function loginForwarded(api: TestApp, client: string, email: string, password: string): Promise<Answer> {
+  const body = JSON.stringify({ email, password });
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      `${api.url}/dashboard/api/login`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-forwarded-for': client },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: null, body: text ? JSON.parse(text) : null }));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+for (const engine of ENGINES) {
+  describe(`sign-in limits behind a proxy (MONTAGE_TRUST_PROXY, ${engine})`, () => {
+    test('with the proxy trusted, its clients are counted apart: a guesser locks out itself, not the owner', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_TRUST_PROXY: '127.0.0.1' });
+      const email = `proxied-${unique()}@example.com`;
+      await createAccount(api.database.db, { email, password: PASSWORD });
+      for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await loginForwarded(api, '203.0.113.7', email, `guess ${i}`)).status, 401);
+      assert.equal((await loginForwarded(api, '203.0.113.7', email, PASSWORD)).status, 429, 'the guesser is locked out');
+      assert.equal((await loginForwarded(api, '198.51.100.20', email, PASSWORD)).status, 200, 'the owner, through the same proxy, is not');
+    });
+
+    test('without it, X-Forwarded-For is not believed: a guesser cannot dodge the lock by naming other clients', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const email = `spoofer-${unique()}@example.com`;
+      await createAccount(api.database.db, { email, password: PASSWORD });
+      const from = loopback();
+      // Every guess names another client, but comes from one socket address: one budget.
+      for (let i = 0; i < PER_EMAIL_AND_ADDRESS; i++) assert.equal((await loginFrom(api, from, email, `guess ${i}`)).status, 401);
+      assert.equal((await loginForwardedFrom(api, from, `192.0.2.${byte(1, 254)}`, email, PASSWORD)).status, 429);
+    });
+  });
+}
+
+/** As loginForwarded, from a socket bound to `address`. */
+async function loginForwardedFrom(api: TestApp, address: string, client: string, email: string, password: string): Promise<Answer> {
+  const body = JSON.stringify({ email, password });
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      `${api.url}/dashboard/api/login`,
+      { method: 'POST', localAddress: address, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-forwarded-for': client } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: null, body: null }));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+test('an IPv6 client is counted by its /64, which one host commonly holds whole', () => {
+  assert.equal(sourceOf('2001:db8:1:2:aaaa::1'), sourceOf('2001:db8:1:2:ffff:1:2:3'));
+  assert.equal(sourceOf('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+  assert.notEqual(sourceOf('2001:db8:1:3::1'), sourceOf('2001:db8:1:2::1'));
+  assert.equal(sourceOf('::ffff:192.0.2.1'), '192.0.2.1', 'an IPv4-mapped client is its IPv4 address');
+  assert.equal(sourceOf('192.0.2.1'), '192.0.2.1');
+});

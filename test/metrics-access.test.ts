@@ -46,6 +46,12 @@ for (const engine of ENGINES) {
         assert.equal(res.status, 200, host);
         assert.match(await res.text(), PROMETHEUS);
       }
+      // A proxy on this machine (docs/deploy.md's nginx) forwards strangers from a loopback socket:
+      // what it forwarded needs the token.
+      const local = await startApp(t, storage, { HOST: '127.0.0.1' });
+      for (const header of ['x-forwarded-for', 'forwarded', 'x-real-ip']) {
+        await problem(await local.fetch('/metrics', { headers: { [header]: header === 'forwarded' ? 'for=203.0.113.9' : '203.0.113.9' } }), 401, 'unauthorized');
+      }
     });
 
     test('MONTAGE_METRICS_PORT: a listener of its own (loopback by default), and none on the API port', async (t) => {

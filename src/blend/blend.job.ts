@@ -131,9 +131,18 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         try {
           const engine = engineOf();
           const fetched = await engine.fetch(spec);
-          release = await engine.admit(spec, fetched, handedBack);
+          const admitted = await engine.admit(spec, fetched, handedBack);
+          // The engine cannot be stopped mid-run: a job past its time limit still holds its memory
+          // until its run settles, and only then is the memory given to the next job.
+          let running: Promise<unknown> | null = null;
+          release = () => {
+            if (running) running.then(admitted, admitted);
+            else admitted();
+          };
           await markStarted();
-          result = await withTimeLimit(engine.run(spec, fetched));
+          const run = engine.run(spec, fetched);
+          running = run;
+          result = await withTimeLimit(run);
         } catch (err) {
           // The process is stopping and gave the job back: another worker runs it again.
           if (handedBack.aborted) return { status: 'done' };

@@ -33,10 +33,12 @@ export const BYTES_PER_PIXEL = {
   composite: 9,
 } as const;
 
-/** The estimate's class of a blend type: `auto` may become any of mean, median, exposure or focus; `preserveBackground` segments every frame as `composite` does. */
+/** The estimate's class of a blend type: `auto` may become any of mean, median, exposure or focus; `preserveBackground` adds the segmentation of every frame that `composite` does, so it costs at least as much as either. */
 function bytesPerPixel(blendType: BlendType, preserveBackground: boolean): number {
   const b = BYTES_PER_PIXEL;
-  if (preserveBackground || blendType === 'composite') return b.composite;
+  if (blendType === 'composite') return b.composite;
+  // With preserveBackground the type's own blend runs and every frame is segmented as well.
+  if (preserveBackground) return Math.max(b.composite, bytesPerPixel(blendType, false));
   switch (blendType) {
     case 'auto':
       return Math.max(b.mean, b.median, b.exposure, b.focus);

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { Redis } from 'ioredis';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
@@ -47,7 +48,8 @@ export class LoginLimits {
    * budget goes first, so an address that is locked out of an email spends nothing of the
    * email's shared budget by trying on: it cannot slow the owner down by hammering.
    */
-  async attempt(email: string, address: string, setRetryAfter: (seconds: number) => void): Promise<void> {
+  async attempt(email: string, clientAddress: string, setRetryAfter: (seconds: number) => void): Promise<void> {
+    const address = sourceOf(clientAddress);
     try {
       await this.byEmailAndAddress.consume(pairKey(email, address));
       await this.byAddress.consume(address);
@@ -61,13 +63,24 @@ export class LoginLimits {
   }
 
   /** A successful sign-in clears the count of its email from its address. */
-  async succeeded(email: string, address: string): Promise<void> {
-    await this.byEmailAndAddress.delete(pairKey(email, address));
+  async succeeded(email: string, clientAddress: string): Promise<void> {
+    await this.byEmailAndAddress.delete(pairKey(email, sourceOf(clientAddress)));
   }
 
   async close(): Promise<void> {
     if (this.redis) await this.redis.quit().catch(() => this.redis?.disconnect());
   }
+}
+
+/**
+ * The source a budget is kept for: an IPv4 address, or the /64 of an IPv6 one, since one host
+ * commonly holds a whole /64 and could otherwise take a fresh address for every guess.
+ */
+export function sourceOf(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${(parsed as ipaddr.IPv6).toNormalizedString().split(':').slice(0, 4).join(':')}::/64`;
 }
 
 // An address holds no space, so the first space ends it: no email can forge another pair's key.

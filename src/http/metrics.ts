@@ -9,6 +9,11 @@ import { isLoopbackHost } from '../net/addresses.js';
 import { sendProblem, writeProblem } from './problem.js';
 import { type CollectedMetric, RequestMetrics } from './request-metrics.js';
 
+/** Whether a proxy forwarded the request (it names a client of its own). */
+function forwarded(headers: http.IncomingHttpHeaders): boolean {
+  return headers.forwarded !== undefined || headers['x-forwarded-for'] !== undefined || headers['x-real-ip'] !== undefined;
+}
+
 export interface MetricsOptions {
   /** When set, /metrics needs `Authorization: Bearer <token>`, wherever it is served. */
   token: string | null;
@@ -53,14 +58,16 @@ export const metricsPlugin = fp(
       if (open) return null;
       return new AppError(
         'unauthorized',
-        'The metrics are closed: this server listens beyond loopback and MONTAGE_METRICS_TOKEN is not set. Set it and send Authorization: Bearer <token>, or serve the metrics on a port of their own with MONTAGE_METRICS_PORT.',
+        'The metrics are closed: this server listens beyond loopback (or the request came through a proxy) and MONTAGE_METRICS_TOKEN is not set. Set it and send Authorization: Bearer <token>, or serve the metrics on a port of their own with MONTAGE_METRICS_PORT.',
       );
     };
 
     if (options.port === null) {
       const open = isLoopbackHost(options.apiHost);
       app.get('/metrics', { schema: { hide: true } }, async (request: FastifyRequest, reply: FastifyReply) => {
-        const refused = refusal(request.headers.authorization, open);
+        // A proxy on this machine (docs/deploy.md's nginx) makes every client look local: a request it
+        // forwarded is not one from this machine, so it needs the token.
+        const refused = refusal(request.headers.authorization, open && !forwarded(request.headers));
         if (refused) return sendProblem(request, reply, refused);
         return reply.type(registry.contentType).send(await registry.metrics());
       });

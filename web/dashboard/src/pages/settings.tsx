@@ -228,7 +228,7 @@ function PasswordSettings({ session }: { session: Session }) {
         The password signs in to this dashboard; API keys do not use it. Changing it signs out every other session of the account. An
         account made on the command line without <code>--password</code> has no password and cannot sign in here; the operator of this
         server gives it one (or a new one, when it is forgotten) with{' '}
-        <code>npx --no montage accounts set-password --email EMAIL --password PASSWORD</code>.
+        <code>npx --no -- montage accounts set-password --email EMAIL --password PASSWORD</code>.
       </p>
       <form class="card" onSubmit={submit} aria-labelledby="change-password-title">
         <h3 id="change-password-title">Change the password</h3>
