@@ -2,7 +2,7 @@ import { useEffect, useMemo } from 'preact/hooks';
 import { when } from '../api.js';
 import { Chart } from '../chart.js';
 import { link } from '../router.js';
-import { ErrorNote, useApi } from '../use-api.js';
+import { ErrorNote, useAllPages, useApi } from '../use-api.js';
 import type { EventItem } from './events.js';
 
 interface TicketType {
@@ -55,7 +55,7 @@ const money = (minor: number, currency: string) => new Intl.NumberFormat(undefin
 export function EventPage({ eventId }: { eventId: string }) {
   const id = encodeURIComponent(eventId);
   const event = useApi<EventItem>(`/events/${id}`);
-  const types = useApi<{ data: TicketType[] }>(`/events/${id}/tickets?limit=100`);
+  const types = useAllPages<TicketType>(`/events/${id}/tickets`);
   const totals = useApi<Analytics>(`/events/${id}/analytics`);
   const every = event.data ? interval(event.data) : null;
   const sales = useApi<SeriesAnswer<{ ticketsSold: number; ticketsCancelled: number }>>(every && `/events/${id}/analytics/sales?interval=${every}`);
