@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { eraseRetiredWebhookSecrets } from '../src/accounts/webhook-secret.repository.js';
 import { enqueueMessages } from '../src/webhooks/outbox.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
 
@@ -90,6 +91,24 @@ for (const engine of ENGINES) {
       assert.ok(verifies(rotated.secret, after), 'the new secret verifies');
       assert.ok(!verifies(first.secret, after), 'the old secret no longer does');
       assert.equal((await (await api.fetch('/v1/account/webhook-secret', { key: other.key })).json()).secret, theirs, "another account's secret is untouched");
+    });
+
+    test('once its overlap has ended, a replaced secret is erased from the database, not only ignored', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), ENV);
+      const { key, accountId } = await api.account();
+      const target = await receiver(t);
+      const created = await (await api.fetch('/v1/webhooks', { method: 'POST', key, json: { url: target.url, events: ['event.created'] } })).json();
+      await api.fetch('/v1/account/webhook-secret/rotate', { method: 'POST', key });
+      await api.fetch(`/v1/webhooks/${created.id}/rotate-secret`, { method: 'POST', key });
+      const db = api.database.db;
+      const stored = async () => [
+        (await db.selectFrom('accounts').select('previousWebhookSecret').where('id', '=', accountId).executeTakeFirstOrThrow()).previousWebhookSecret,
+        (await db.selectFrom('webhookSubscriptions').select('previousSecret').where('id', '=', created.id).executeTakeFirstOrThrow()).previousSecret,
+      ];
+      assert.equal((await eraseRetiredWebhookSecrets(db)), 0, 'nothing is erased while the overlap lasts');
+      assert.ok((await stored()).every((secret) => typeof secret === 'string' && secret.startsWith('whsec_')));
+      assert.equal(await eraseRetiredWebhookSecrets(db, Date.now() + OVERLAP_MS + 1), 2);
+      assert.deepEqual(await stored(), [null, null]);
     });
 
     test('rotating twice retires the oldest secret at once; the route needs the webhooks scope and takes no body', async (t) => {

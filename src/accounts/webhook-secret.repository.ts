@@ -45,3 +45,22 @@ export async function signingSecrets(db: Db, accountId: string, now: number): Pr
   const row = await findWebhookSecret(db, accountId);
   return row?.webhookSecret ? secretsInUse(row.webhookSecret, row.previousWebhookSecret, row.previousWebhookSecretUntil, now) : [];
 }
+
+/**
+ * Erases the secrets whose overlap has ended, of accounts and of subscriptions: once it stops
+ * signing, a secret replaced because it leaked is not kept in the database either. The periodic
+ * clean-up of the workers runs it; reads already ignore such a secret before it is erased.
+ */
+export async function eraseRetiredWebhookSecrets(db: Db, now = Date.now()): Promise<number> {
+  const accounts = await db
+    .updateTable('accounts')
+    .set({ previousWebhookSecret: null, previousWebhookSecretUntil: null })
+    .where('previousWebhookSecretUntil', '<=', now)
+    .executeTakeFirst();
+  const subscriptions = await db
+    .updateTable('webhookSubscriptions')
+    .set({ previousSecret: null, previousSecretUntil: null })
+    .where('previousSecretUntil', '<=', now)
+    .executeTakeFirst();
+  return Number(accounts.numUpdatedRows) + Number(subscriptions.numUpdatedRows);
+}

@@ -1,3 +1,4 @@
+import { eraseRetiredWebhookSecrets } from '../accounts/webhook-secret.repository.js';
 import { blendJobHandler } from '../blend/blend.job.js';
 import { BLEND_KIND, purgeExpiredBlendJobs } from '../blend/blend.service.js';
 import { createResultStore } from '../blend/storage.js';
@@ -38,7 +39,10 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
       const jobs = await purgeFinishedJobs(handle.db);
       const messages = await purgeOldWebhookMessages(handle.db);
       const blendJobs = await purgeExpiredBlendJobs(handle.db, store, config.blend.retentionMs);
-      if (keys + jobs + messages + blendJobs > 0) log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages, blendJobs }, 'purged expired rows');
+      const retiredSecrets = await eraseRetiredWebhookSecrets(handle.db);
+      if (keys + jobs + messages + blendJobs + retiredSecrets > 0) {
+        log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages, blendJobs, retiredSecrets }, 'purged expired rows');
+      }
     } catch (err) {
       log.warn({ err }, 'clean-up failed');
     }
