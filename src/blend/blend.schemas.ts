@@ -55,7 +55,7 @@ const QualitySchema = Type.Object({
 
 export const FrameAlignmentSchema = Type.Object(
   {
-    index: Type.Integer({ minimum: 0, description: '0-based index of the frame in `images`.' }),
+    index: Type.Integer({ format: 'int32', minimum: 0, maximum: 99, description: '0-based index of the frame in `images` (a job has at most 100, MONTAGE_BLEND_MAX_IMAGES).' }),
     method: {
       ...StringEnum(['reference', 'identity', 'translation', 'homography'] as const),
       description:
@@ -93,7 +93,7 @@ export const BlendJobSchema = Type.Object(
     qualityScore: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     quality: Type.Optional(QualitySchema),
     alignment: Type.Optional(
-      Type.Array(FrameAlignmentSchema, { description: 'How each frame was brought onto frame 0, in image order; present once a job that aligns has finished (absent with `align: false`).' }),
+      Type.Array(FrameAlignmentSchema, { maxItems: 100, description: 'How each frame was brought onto frame 0, in image order; present once a job that aligns has finished (absent with `align: false`).' }),
     ),
     error: Type.Optional(
       Type.Object({
