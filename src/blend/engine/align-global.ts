@@ -1,5 +1,5 @@
 import FFT from 'fft.js';
-import { correlationAfterWarp, gridStep, halve, smooth } from './align-grey.js';
+import { correlationAfterWarp, gridStep, halve, sampleThroughHomography, smooth } from './align-grey.js';
 import { IDENTITY, isPlausible, multiply, normalise, type Homography } from './homography.js';
 import { refineHomography } from './refine.js';
 
@@ -79,16 +79,19 @@ function fromHalved(h: Homography, times: number): Homography {
 export function blockAgreement(ref: Float32Array, frame: Float32Array, width: number, height: number, motions: Homography[]): Agreement {
   // Every pixel up to AGREEMENT_SAMPLES, then on a regular grid: a few hundred per block suffice.
   const step = gridStep(width * height, AGREEMENT_SAMPLES);
-  const bx0 = (b: number) => Math.max(1, Math.floor((b * width) / BLOCKS));
-  const bx1 = (b: number) => Math.min(width - 1, Math.floor(((b + 1) * width) / BLOCKS));
-  const by0 = (b: number) => Math.max(1, Math.floor((b * height) / BLOCKS));
-  const by1 = (b: number) => Math.min(height - 1, Math.floor(((b + 1) * height) / BLOCKS));
+  /** Block `b`'s pixel range [x0, x1) × [y0, y1), one pixel in from the edges (gradients read both neighbours). */
+  const bounds = (b: number): [number, number, number, number] => {
+    const [col, row] = [b % BLOCKS, Math.floor(b / BLOCKS)];
+    return [
+      Math.max(1, Math.floor((col * width) / BLOCKS)),
+      Math.min(width - 1, Math.floor(((col + 1) * width) / BLOCKS)),
+      Math.max(1, Math.floor((row * height) / BLOCKS)),
+      Math.min(height - 1, Math.floor(((row + 1) * height) / BLOCKS)),
+    ];
+  };
   const textured: number[] = [];
   for (let b = 0; b < BLOCKS * BLOCKS; b++) {
-    const x0 = bx0(b % BLOCKS);
-    const x1 = bx1(b % BLOCKS);
-    const y0 = by0(Math.floor(b / BLOCKS));
-    const y1 = by1(Math.floor(b / BLOCKS));
+    const [x0, x1, y0, y1] = bounds(b);
     let sx = 0;
     let sy = 0;
     let ss = 0;
@@ -111,37 +114,23 @@ export function blockAgreement(ref: Float32Array, frame: Float32Array, width: nu
   let warped = new Float32Array(0);
   let valid = new Uint8Array(0);
   const scores = motions.map((h): BlockScores => {
-    const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as [number, number, number, number, number, number, number, number, number];
-    const still = h0 === 1 && h1 === 0 && h2 === 0 && h3 === 0 && h4 === 1 && h5 === 0 && h6 === 0 && h7 === 0 && h8 === 1;
+    const still = h.every((v, k) => v === (k % 4 === 0 ? 1 : 0));
     if (!still) {
       // The frame brought onto the reference, bilinear; `valid` marks the pixels whose source lies inside it.
       if (warped.length !== n) (warped = new Float32Array(n)), (valid = new Uint8Array(n));
       valid.fill(0);
       for (let y = 0; y < height; y++) {
         for (let x = 0; x < width; x++) {
-          const i = y * width + x;
-          const w = h6 * x + h7 * y + h8;
-          const sx = (h0 * x + h1 * y + h2) / w;
-          const sy = (h3 * x + h4 * y + h5) / w;
-          if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) continue;
-          const x0 = Math.min(sx | 0, width - 2);
-          const y0 = Math.min(sy | 0, height - 2);
-          const fx = sx - x0;
-          const fy = sy - y0;
-          const j = y0 * width + x0;
-          const top = frame[j]! + fx * (frame[j + 1]! - frame[j]!);
-          const bottom = frame[j + width]! + fx * (frame[j + width + 1]! - frame[j + width]!);
-          warped[i] = top + fy * (bottom - top);
-          valid[i] = 1;
+          const value = sampleThroughHomography(frame, width, height, h, x, y);
+          if (Number.isNaN(value)) continue;
+          warped[y * width + x] = value;
+          valid[y * width + x] = 1;
         }
       }
     }
     const image = still ? frame : warped;
     const correlations = textured.map((b) => {
-      const x0 = bx0(b % BLOCKS);
-      const x1 = bx1(b % BLOCKS);
-      const y0 = by0(Math.floor(b / BLOCKS));
-      const y1 = by1(Math.floor(b / BLOCKS));
+      const [x0, x1, y0, y1] = bounds(b);
       // Zero-mean correlation of the gradient vectors (x and y parts as one signal each).
       let count = 0;
       let total = 0;

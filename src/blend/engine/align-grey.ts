@@ -101,27 +101,35 @@ export const ENOUGH_SAMPLES = 200_000;
 export const gridStep = (pixels: number, enough: number) => Math.max(1, Math.ceil(Math.sqrt(pixels / enough)));
 
 /**
+ * `frame` at the point that homography `h` (reference pixel → frame pixel) takes reference pixel
+ * (x, y) to, bilinear; NaN when that point lies outside the frame.
+ */
+export function sampleThroughHomography(frame: Float32Array, width: number, height: number, h: Homography, x: number, y: number): number {
+  const w = h[6]! * x + h[7]! * y + h[8]!;
+  const sx = (h[0]! * x + h[1]! * y + h[2]!) / w;
+  const sy = (h[3]! * x + h[4]! * y + h[5]!) / w;
+  if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) return NaN;
+  const x0 = Math.min(sx | 0, width - 2);
+  const y0 = Math.min(sy | 0, height - 2);
+  const fx = sx - x0;
+  const fy = sy - y0;
+  const i = y0 * width + x0;
+  const top = frame[i]! + fx * (frame[i + 1]! - frame[i]!);
+  const bottom = frame[i + width]! + fx * (frame[i + width + 1]! - frame[i + width]!);
+  return top + fy * (bottom - top);
+}
+
+/**
  * Normalised correlation of `ref` with `frame` brought onto it by `h` (reference pixel → frame
  * pixel), bilinear, over the reference pixels whose source lies inside the frame.
  */
 export function correlationAfterWarp(ref: Float32Array, frame: Float32Array, width: number, height: number, h: Homography): number {
-  const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as [number, number, number, number, number, number, number, number, number];
   const c = new Correlation();
   const step = gridStep(width * height, ENOUGH_SAMPLES);
   for (let y = 0; y < height; y += step) {
     for (let x = 0; x < width; x += step) {
-      const w = h6 * x + h7 * y + h8;
-      const sx = (h0 * x + h1 * y + h2) / w;
-      const sy = (h3 * x + h4 * y + h5) / w;
-      if (!(sx >= 0 && sy >= 0 && sx <= width - 1 && sy <= height - 1)) continue;
-      const x0 = Math.min(sx | 0, width - 2);
-      const y0 = Math.min(sy | 0, height - 2);
-      const fx = sx - x0;
-      const fy = sy - y0;
-      const i = y0 * width + x0;
-      const top = frame[i]! + fx * (frame[i + 1]! - frame[i]!);
-      const bottom = frame[i + width]! + fx * (frame[i + width + 1]! - frame[i + width]!);
-      c.add(ref[y * width + x]!, top + fy * (bottom - top));
+      const value = sampleThroughHomography(frame, width, height, h, x, y);
+      if (!Number.isNaN(value)) c.add(ref[y * width + x]!, value);
     }
   }
   return c.value();
