@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AlignmentFailed, alignFrames, type FrameReport } from '../src/blend/engine/align.js';
-import { apply } from '../src/blend/engine/homography.js';
-import type { RgbImage } from '../src/blend/engine/image.js';
-import { WorkerPool } from '../src/blend/engine/pool.js';
+import { AlignmentFailed, alignFrames, type FrameReport } from '../src/blend/engine/align/align.js';
+import { apply } from '../src/blend/engine/align/homography.js';
+import type { RgbImage } from '../src/blend/engine/image/image.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { crowd, drifts, exposureBracket, focusBracket, loadPhoto, moved, random, withNoise } from './blend-scenes.js';
 
 /**

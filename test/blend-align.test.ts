@@ -3,13 +3,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import sharp from 'sharp';
-import { AlignmentFailed, alignFrames } from '../src/blend/engine/align.js';
-import { phaseCorrelate } from '../src/blend/engine/align-global.js';
-import { checkLineUp, lineUpReference } from '../src/blend/engine/align-lineup.js';
-import { apply } from '../src/blend/engine/homography.js';
-import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image.js';
+import { AlignmentFailed, alignFrames } from '../src/blend/engine/align/align.js';
+import { phaseCorrelate } from '../src/blend/engine/align/global.js';
+import { checkLineUp, lineUpReference } from '../src/blend/engine/align/lineup.js';
+import { apply } from '../src/blend/engine/align/homography.js';
+import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
 import { blurred, moved } from './blend-scenes.js';
-import { WorkerPool } from '../src/blend/engine/pool.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
@@ -180,7 +180,7 @@ test('frame alignment', async (t) => {
     }
     const [w, h] = [scene.width / 2, scene.height / 2];
     const ref = lineUpReference(greyThumbnail(grainy(scene, 3, 4)), w, h);
-    // Full-size pixels (factor 2), against the half pixel a frame may be off and stay unwarped (align.ts).
+    // Full-size pixels (factor 2), against the half pixel a frame may be off and stay unwarped (align/align.ts).
     const drift = (dx: number) => 2 * checkLineUp(ref, greyThumbnail(frame, dx), w, h).drift;
     const still = drift(0);
     assert.ok(still <= 0.1, `still: drift ${still.toFixed(3)} px`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockCorrelation, frameStats, ghosting, ghostingSum, thumbnailRows } from '../src/blend/engine/analysis.js';
+import { blockCorrelation, frameStats, ghosting, ghostingSum, thumbnailRows } from '../src/blend/engine/image/analysis.js';
 import { chooseBlendType } from '../src/blend/choose.js';
 import { scoreQuality } from '../src/blend/quality.js';
 
@@ -46,7 +46,7 @@ describe('analysis', () => {
   });
 
   it("thumbnails of rows too wide for one call's 16-bit column sums are still exact", () => {
-    // 60,000 pixels wide: 23 rows a call (blocks-simd.ts), so each block of 30 rows takes two
+    // 60,000 pixels wide: 23 rows a call (image/blocks-simd.ts), so each block of 30 rows takes two
     expectBlockMeans(60_000, 45, 30, texture(60_000, 45, 3, 100));
   });
 

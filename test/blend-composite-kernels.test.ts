@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { baseRows, cellSumRows, finishRows, type HaloGrid, haloPlane, type Layer, ownerRows } from '../src/blend/engine/composite-kernels.js';
-import { bandRows, type Plane, reducedSize, reduceRows } from '../src/blend/engine/composite-pyramid.js';
-import { maskFromWeights, workingCopy } from '../src/blend/engine/segment-mask.js';
+import { baseRows, cellSumRows, finishRows, type HaloGrid, haloPlane, type Layer, ownerRows } from '../src/blend/engine/composite/kernels.js';
+import { bandRows, type Plane, reducedSize, reduceRows } from '../src/blend/engine/composite/pyramid.js';
+import { maskFromWeights, workingCopy } from '../src/blend/engine/segment/mask.js';
 
 // The composite's and segmentation's loops, written for speed, against their plain definitions on odd sizes.
 

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { compositePeople, keepBackground } from '../src/blend/engine/composite.js';
-import { type RgbImage, sharedImage } from '../src/blend/engine/image.js';
-import { WorkerPool } from '../src/blend/engine/pool.js';
-import { segmentPeople } from '../src/blend/engine/segment.js';
+import { compositePeople, keepBackground } from '../src/blend/engine/composite/composite.js';
+import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { segmentPeople } from '../src/blend/engine/segment/segment.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 /** NASA portrait of astronaut Eileen Collins (public domain), 416 × 416. */

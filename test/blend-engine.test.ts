@@ -4,14 +4,14 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
-import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image.js';
-import { overlayRows, multiplyRows, screenRows, softLightRows } from '../src/blend/engine/layers.js';
-import { clippedFractions, psnr, ssim } from '../src/blend/engine/metrics.js';
-import { WorkerPool } from '../src/blend/engine/pool.js';
-import { expandIntoRows, reduceRows } from '../src/blend/engine/pyramid.js';
-import { levelSizes, type Plane, sharedPlane } from '../src/blend/engine/pyramid-planes.js';
-import { darkenRows, lightenRows, meanRows, medianRows, type PointKernel } from '../src/blend/engine/stack.js';
-import { SIMD_MAX_FRAMES } from '../src/blend/engine/stack-simd.js';
+import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
+import { overlayRows, multiplyRows, screenRows, softLightRows } from '../src/blend/engine/point/layers.js';
+import { clippedFractions, psnr, ssim } from '../src/blend/engine/image/metrics.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { expandIntoRows, reduceRows } from '../src/blend/engine/pyramid/pyramid.js';
+import { levelSizes, type Plane, sharedPlane } from '../src/blend/engine/pyramid/planes.js';
+import { darkenRows, lightenRows, meanRows, medianRows, type PointKernel } from '../src/blend/engine/point/stack.js';
+import { SIMD_MAX_FRAMES } from '../src/blend/engine/point/stack-simd.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 

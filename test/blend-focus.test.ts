@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SHARPNESS_RADIUS, sharpestFrameRows } from '../src/blend/engine/focus.js';
+import { SHARPNESS_RADIUS, sharpestFrameRows } from '../src/blend/engine/pyramid/focus.js';
 
 /** The sharpness choice by its definition: Σ over the (2r+1)² window of |4-neighbour Laplacian| of grey, edges replicated, in exact integers. */
 function reference(frames: Uint8Array[], width: number, height: number, radius: number): Uint8Array {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { greyRow, laplacianRow } from '../src/blend/engine/exposure.js';
-import { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from '../src/blend/engine/pyramid.js';
-import { LEVEL_ONE_STEPS, levelSizes, sharedFixedPlane, sharedPlane, WEIGHT_ONE } from '../src/blend/engine/pyramid-planes.js';
-import { rowMemory } from '../src/blend/engine/pyramid-simd.js';
+import { greyRow, laplacianRow } from '../src/blend/engine/pyramid/exposure.js';
+import { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from '../src/blend/engine/pyramid/pyramid.js';
+import { LEVEL_ONE_STEPS, levelSizes, sharedFixedPlane, sharedPlane, WEIGHT_ONE } from '../src/blend/engine/pyramid/planes.js';
+import { rowMemory } from '../src/blend/engine/pyramid/simd.js';
 
-// The WebAssembly SIMD kernels (pyramid-simd*.ts, exposure.ts) against the definitions, written
+// The WebAssembly SIMD kernels (pyramid/simd*.ts, pyramid/exposure.ts) against the definitions, written
 // plainly in 64-bit floats, and, where the blend's bytes depend on exact floats, against the
 // kernels' 32-bit operations (Math.fround), on odd sizes so that edges and vector tails are exercised.
 

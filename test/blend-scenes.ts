@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image.js';
+import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
 
 /**
  * Sets of frames of one scene, made in the test from a photo and a seeded random stream, by the

@@ -1,4 +1,4 @@
-import type { FrameStats } from './engine/analysis.js';
+import type { FrameStats } from './engine/image/analysis.js';
 
 /** What `auto` may pick. */
 export type AutoChoice = 'exposure' | 'focus' | 'median' | 'mean';

@@ -1,5 +1,5 @@
 import sharp, { type Metadata } from 'sharp';
-import { type RgbImage, toShared } from './engine/image.js';
+import { type RgbImage, toShared } from './engine/image/image.js';
 import { BlendFailure } from './failures.js';
 
 // The one file that uses sharp (libvips): no cache of decoded images between jobs, and a bounded

@@ -1,16 +1,16 @@
 import type { BlendLimits } from '../config.js';
 import type { AddressPolicy } from '../net/safe-http.js';
 import { chooseBlendType } from './choose.js';
-import { alignFrames, checkLineUps, type FrameReport, type LineUps } from './engine/align.js';
-import type { FrameStats } from './engine/analysis.js';
-import { collectGarbage } from './engine/gc.js';
+import { alignFrames, checkLineUps, type FrameReport, type LineUps } from './engine/align/align.js';
+import type { FrameStats } from './engine/image/analysis.js';
+import { collectGarbage } from './engine/threads/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
-import { compositePeople, keepBackground } from './engine/composite.js';
-import type { RgbImage } from './engine/image.js';
-import { engineModule, WorkerPool } from './engine/pool.js';
-import { rowRanges } from './engine/image.js';
-import { segmentPeople } from './engine/segment.js';
-import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/thumbnails.js';
+import { compositePeople, keepBackground } from './engine/composite/composite.js';
+import type { RgbImage } from './engine/image/image.js';
+import { engineModule, WorkerPool } from './engine/threads/pool.js';
+import { rowRanges } from './engine/image/image.js';
+import { segmentPeople } from './engine/segment/segment.js';
+import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/image/thumbnails.js';
 import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
@@ -44,7 +44,7 @@ export interface BlendResult {
   stages: Record<string, number>;
 }
 
-/** What a client is told of a frame's alignment (align.ts FrameReport). */
+/** What a client is told of a frame's alignment (align/align.ts FrameReport). */
 export type FrameAlignment = Pick<FrameReport, 'index' | 'method' | 'shiftPx' | 'confidence'>;
 
 const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
@@ -52,7 +52,7 @@ const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite'])
 const LARGE_SCRATCH = new Set<EngineBlendType>(['exposure', 'focus', 'composite']);
 
 /**
- * A frame whose line-up check finds it related to frame 0 (align.ts's correlation for that) and
+ * A frame whose line-up check finds it related to frame 0 (align/align.ts's correlation for that) and
  * off by at most a thumbnail pixel is almost always left unwarped: its mask is made before
  * alignment has decided. A wrong guess costs one segmentation more, not a different result.
  */
@@ -109,7 +109,7 @@ export class BlendEngine {
     try {
       return await this.blend(spec, (fetched ?? (await this.fetch(spec))).bytes);
     } finally {
-      // Give this job's frames back now (gc.ts says why).
+      // Give this job's frames back now (threads/gc.ts says why).
       await this.collectGarbage();
     }
   }
@@ -158,7 +158,7 @@ export class BlendEngine {
   /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
   private async collectGarbage(): Promise<void> {
     // The threads collect while this one does.
-    const threads = this.pool.everyThread(engineModule('gc'), 'collectGarbage').catch(() => {});
+    const threads = this.pool.everyThread(engineModule('threads/gc'), 'collectGarbage').catch(() => {});
     collectGarbage();
     await threads;
   }
@@ -176,7 +176,7 @@ export class BlendEngine {
     // made in the pool's threads as soon as it is decoded, while libvips decodes the rest. Work
     // on a frame whose image fails is dropped: the failure is reported in image order once every
     // image has settled.
-    const analysis = engineModule('analysis');
+    const analysis = engineModule('image/analysis');
     const decoding = images.map((bytes, i) => decodeImage(bytes, i, this.limits.maxPixels));
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
@@ -207,7 +207,7 @@ export class BlendEngine {
     const frames = await Promise.all(framing);
     stage('decode');
 
-    // One set of thumbnails serves `auto`, alignment and the score (thumbnails.ts).
+    // One set of thumbnails serves `auto`, alignment and the score (image/thumbnails.ts).
     const thumbnails = await Promise.all(thumbnailing);
     stage('thumbnails');
 
@@ -292,7 +292,7 @@ export class BlendEngine {
   }
 
   private stats(frame: RgbImage): Promise<FrameStats> {
-    return this.pool.run<FrameStats>(engineModule('analysis'), 'frameStats', [frame.data, frame.width, frame.height]);
+    return this.pool.run<FrameStats>(engineModule('image/analysis'), 'frameStats', [frame.data, frame.width, frame.height]);
   }
 
   /**
@@ -307,7 +307,7 @@ export class BlendEngine {
     const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
     const { width, height } = smallResult;
     const pixels = width * height;
-    const analysis = engineModule('analysis');
+    const analysis = engineModule('image/analysis');
     const ghostingSums = withGhosting
       ? this.pool.all<number>(analysis, 'ghostingSum', rowRanges(pixels, this.pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
       : null;

@@ -1,7 +1,7 @@
-import type { FrameStats } from './engine/analysis.js';
+import type { FrameStats } from './engine/image/analysis.js';
 
 export interface QualityMeasures {
-  /** Mean block correlation (analysis.ts) of each aligned frame with the reference; null when alignment was off. */
+  /** Mean block correlation (image/analysis.ts) of each aligned frame with the reference; null when alignment was off. */
   correlation: number | null;
   inputs: FrameStats[];
   result: FrameStats;

@@ -1,10 +1,10 @@
-import type { sharpestFrameRows } from './focus.js';
-import { type RgbImage, rowRanges, sharedImage, toShared } from './image.js';
-import { engineModule, type WorkerPool } from './pool.js';
-import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from './pyramid.js';
-import type { LevelZeroWeights } from './pyramid-level-zero.js';
-import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid-planes.js';
-import type { PointKernel } from './stack.js';
+import type { sharpestFrameRows } from './pyramid/focus.js';
+import { type RgbImage, rowRanges, sharedImage, toShared } from './image/image.js';
+import { engineModule, type WorkerPool } from './threads/pool.js';
+import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from './pyramid/pyramid.js';
+import type { LevelZeroWeights } from './pyramid/level-zero.js';
+import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
+import type { PointKernel } from './point/stack.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
 export type PixelBlendType =
@@ -23,14 +23,14 @@ type PointBlendType = Exclude<PixelBlendType, 'exposure' | 'focus'>;
 
 // Module and function of each point-wise kernel; every one has the PointKernel signature.
 const POINT_KERNELS: Record<PointBlendType, [module: string, fn: string]> = {
-  mean: ['stack', 'meanRows'],
-  median: ['stack', 'medianRows'],
-  lighten: ['stack', 'lightenRows'],
-  darken: ['stack', 'darkenRows'],
-  multiply: ['layers', 'multiplyRows'],
-  screen: ['layers', 'screenRows'],
-  overlay: ['layers', 'overlayRows'],
-  'soft-light': ['layers', 'softLightRows'],
+  mean: ['point/stack', 'meanRows'],
+  median: ['point/stack', 'medianRows'],
+  lighten: ['point/stack', 'lightenRows'],
+  darken: ['point/stack', 'darkenRows'],
+  multiply: ['point/layers', 'multiplyRows'],
+  screen: ['point/layers', 'screenRows'],
+  overlay: ['point/layers', 'overlayRows'],
+  'soft-light': ['point/layers', 'softLightRows'],
 };
 
 // Levels shorter than this run as one task: splitting them costs more in messages than it saves.
@@ -55,7 +55,7 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   return out;
 }
 
-/** Mertens exposure fusion: the pyramid blend of the normalised weights (exposure.ts), made where they are needed. */
+/** Mertens exposure fusion: the pyramid blend of the normalised weights (pyramid/exposure.ts), made where they are needed. */
 function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
   return pyramidBlend(pool, frames, 'exposure');
 }
@@ -65,7 +65,7 @@ async function stackFocus(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImag
   const { width, height } = frames[0]!;
   const data = frames.map((f) => f.data);
   const choice = new Uint8Array(new SharedArrayBuffer(width * height));
-  await overRows<typeof sharpestFrameRows>(pool, 'focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
+  await overRows<typeof sharpestFrameRows>(pool, 'pyramid/focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
   return pyramidBlend(pool, frames, { choice });
 }
 
@@ -105,15 +105,15 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
   const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
   const weights = top > 0 ? frames.map(() => sharedFixedPlane(...sizes[1]!)) : null;
   if (firsts && weights) {
-    await overRows<typeof levelOneRows>(pool, 'pyramid', 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
+    await overRows<typeof levelOneRows>(pool, 'pyramid/pyramid', 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
   }
   for (const [k, kept] of (firsts ?? []).entries()) {
     const weight = weights![k]!;
     for (let l = 1; l < top; l++) {
       const next = sizes[l + 1]![1];
       await Promise.all([
-        overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
-        overRows<typeof reduceRows>(pool, 'pyramid', 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
+        overRows<typeof reduceRows>(pool, 'pyramid/pyramid', 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
+        overRows<typeof reduceRows>(pool, 'pyramid/pyramid', 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
       ]);
     }
     // the levels' contributions are independent of each other: one batch for the whole pyramid
@@ -121,7 +121,7 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
       sizes.slice(1).map(([, h], i) => {
         const l = i + 1;
         const coarser = l < top ? gauss[l + 1]! : null;
-        return overRows<typeof accumulateRows>(pool, 'pyramid', 'accumulateRows', h, (y0, y1) => [
+        return overRows<typeof accumulateRows>(pool, 'pyramid/pyramid', 'accumulateRows', h, (y0, y1) => [
           acc[l]!,
           l === 1 ? kept : gauss[l]!,
           coarser,
@@ -133,10 +133,10 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
     );
   }
   for (let l = top - 1; l >= 1; l--) {
-    await overRows<typeof expandIntoRows>(pool, 'pyramid', 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
+    await overRows<typeof expandIntoRows>(pool, 'pyramid/pyramid', 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
   }
   // from here on the scratch is dead and `out` overwrites it
-  await overRows<typeof collapseLevelZeroRows>(pool, 'pyramid', 'collapseLevelZeroRows', height, (y0, y1) => [
+  await overRows<typeof collapseLevelZeroRows>(pool, 'pyramid/pyramid', 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
     firsts,
     levelZero,

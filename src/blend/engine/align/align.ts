@@ -1,0 +1,290 @@
+import type { FeatureMatch, Features } from './cv.js';
+import { thumbnailSize } from './grey.js';
+import type { LineUp, LineUpReference } from './lineup.js';
+import { agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
+import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
+import { rowRanges, sharedImage, type RgbImage } from '../image/image.js';
+import { engineModule, type WorkerPool } from '../threads/pool.js';
+import type { Estimate } from './refine.js';
+import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
+
+/**
+ * Pipeline step 3 (BLEND.md): brings every frame onto frame 0. Decisions are taken on grey
+ * thumbnails (~1000 px): a frame that already lines up is left alone; for the others an AKAZE +
+ * RANSAC homography and a global estimate (align/global.ts) are weighed by how many of the
+ * frame's blocks each makes agree with the reference, then the frame gets a full-size bilinear
+ * warp. Only a frame that agrees under no motion fails: it shows another scene. All pixel work
+ * runs in the pool.
+ */
+
+export interface FrameReport {
+  index: number;
+  /**
+   * 'identity': left as is, because it already lines up with the reference; 'translation': moved by
+   * the phase-correlation shift; 'homography': warped by a feature or refined global homography.
+   */
+  method: 'reference' | 'identity' | 'translation' | 'homography';
+  /** How far (full-size pixels, at the worst corner) alignment moves the frame; 0 for 'reference' and 'identity'. */
+  shiftPx: number;
+  /** Share of the reference's textured blocks that agree with the frame once aligned (align/global.ts); 1 for the reference. */
+  confidence: number;
+  /** RANSAC inliers; 0 when the frame's motion does not come from feature matches. */
+  inliers: number;
+  /** inliers / ratio-test matches; 1 when the frame's motion does not come from feature matches. */
+  inlierRatio: number;
+  /** Normalised correlation with the reference after alignment, on the lightly smoothed grey thumbnails. */
+  correlation: number;
+  /** Full-size, row-major, normalised (last entry 1): maps a reference pixel to the frame pixel shown there. */
+  homography: Homography;
+}
+
+export interface AlignResult {
+  /** Aligned frames; the reference and 'identity' frames are the input objects themselves. */
+  frames: RgbImage[];
+  frameReports: FrameReport[];
+}
+
+/** The job's `alignment_failed`: frame `index` (0-based) neither lines up nor can be aligned. */
+export class AlignmentFailed extends Error {
+  readonly code = 'alignment_failed';
+
+  constructor(
+    readonly index: number,
+    reason: string,
+  ) {
+    super(`frame ${index} cannot be aligned to frame 0: ${reason}`);
+    this.name = 'AlignmentFailed';
+  }
+}
+
+const LINE_UP = engineModule('align/lineup');
+const GLOBAL = engineModule('align/global');
+const CV = engineModule('align/cv');
+const REFINE = engineModule('align/refine');
+const WARP = engineModule('align/warp');
+
+/** Correlation from which two frames show the same scene, so their measured drift can be trusted. */
+const RELATED_CORRELATION = 0.5;
+/** Full-size pixels a frame may be off and still be left unwarped; also how close two motions must be to count as one. */
+const LINED_UP_PIXELS = 0.5;
+const MIN_INLIERS = 10;
+const MIN_INLIER_RATIO = 0.3;
+/**
+ * Share of the reference's textured blocks that must agree with a frame, under the best motion
+ * tried, for it to show the same scene (docs/blend.md). A block of an unrelated photo reaches
+ * AGREES by chance in about 2 % of cases (measured: at most 1 block of 48–64 over 18 pairs of
+ * photos), so a tenth of 64 blocks is a tail of well under 1 %; a frame of the scene keeps the
+ * blocks that neither its people nor the reference's cover, which is more than that even when
+ * each frame is a third covered.
+ */
+const SAME_SCENE = 0.1;
+/** One-sided sign test at 1 %: how many standard deviations the wins less the losses of a richer motion must reach. */
+const SIGNIFICANT = 2.33;
+
+// OpenCV.js calls run on the first thread only, which alone loads the library (threads/pool.ts);
+// segmentation's model runs on the last (segment/segment.ts).
+const ON_CV_THREAD = { slot: 0 };
+
+/** Loads OpenCV.js (~0.5 s) ahead of the first job, so that job does not wait for it. */
+export async function prepareAlignment(pool: WorkerPool): Promise<void> {
+  await pool.run(CV, 'loadOpenCv', [], ON_CV_THREAD);
+}
+
+/** What decides each frame's fate: the thumbnails' scale and size. */
+interface Scale {
+  factor: number;
+  width: number;
+  height: number;
+  thumbWidth: number;
+  thumbHeight: number;
+}
+
+/** Whether a frame already lines up: the same scene, off by at most LINED_UP_PIXELS. */
+function linesUp(l: LineUp, s: Scale): boolean {
+  return l.correlation >= RELATED_CORRELATION && l.drift * s.factor <= LINED_UP_PIXELS;
+}
+
+/** One way of bringing a frame onto the reference, as a thumbnail homography. */
+interface Candidate {
+  method: 'identity' | 'translation' | 'homography';
+  homography: Homography;
+  inliers: number;
+  inlierRatio: number;
+  correlation: number;
+}
+
+/** Largest distance (full-size pixels) between where two thumbnail homographies send the frame's corners. */
+function apart(a: Homography, b: Homography, s: Scale): number {
+  const [fa, fb] = [fromThumbnail(a, s.factor), fromThumbnail(b, s.factor)];
+  let most = 0;
+  for (const [x, y] of [[0, 0], [s.width - 1, 0], [0, s.height - 1], [s.width - 1, s.height - 1]] as const) {
+    const [u, v] = apply(fa, x, y);
+    const [p, q] = apply(fb, x, y);
+    most = Math.max(most, Math.hypot(u - p, v - q));
+  }
+  return most;
+}
+
+/** Why a feature estimate is not a candidate; null when it is one. */
+function featureFault(e: Estimate, s: Scale): string | null {
+  if (!e.homography) return `no homography fits its ${e.matches} feature matches`;
+  if (e.inliers < MIN_INLIERS || e.inliers < MIN_INLIER_RATIO * e.matches) return `only ${e.inliers} of ${e.matches} feature matches agree`;
+  if (!isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) return 'the best homography is not a plausible camera motion';
+  return null;
+}
+
+/** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first. */
+function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate, s: Scale): Candidate[] {
+  const none = { inliers: 0, inlierRatio: 1 };
+  const list: Candidate[] = [
+    { method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation },
+    { method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation },
+  ];
+  // Too few inliers to trust on their own, a plausible feature homography is still worth judging by
+  // its blocks; ahead of the global one, as the stronger evidence when both fit alike.
+  if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
+    list.push({ method: 'homography', homography: e.homography, inliers: e.inliers, inlierRatio: e.inliers / e.matches, correlation: e.correlation });
+  }
+  if (g.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
+  return list;
+}
+
+/**
+ * How frame `index`, which does not line up as it is, is brought onto frame 0: the candidate
+ * motion its agreeing blocks favour, or a simpler one within LINED_UP_PIXELS of it. Throws
+ * AlignmentFailed when no motion makes SAME_SCENE of the textured blocks agree: another scene.
+ */
+function decide(index: number, candidates: Candidate[], agreement: Agreement, e: Estimate | undefined, s: Scale): FrameReport {
+  const report = (c: Candidate, confidence: number): FrameReport => {
+    const homography = c.method === 'identity' ? IDENTITY : fromThumbnail(c.homography, s.factor);
+    const shiftPx = c.method === 'identity' ? 0 : cornerDisplacement(homography, s.width, s.height);
+    return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, correlation: c.correlation, homography };
+  };
+  const shares = agreement.scores.map((scores) => agreeingShare(agreement, scores));
+  // A reference without texture anywhere (fog, a blank wall) cannot tell one motion from another.
+  if (agreement.textured === 0) return report(candidates[0]!, 0);
+  const most = Math.max(...shares);
+  if (most < SAME_SCENE) {
+    const agreeing = Math.round(most * agreement.textured);
+    const features = e ? featureFault(e, s) : null;
+    throw new AlignmentFailed(
+      index,
+      `it shows another scene: at most ${agreeing} of its ${agreement.textured} textured blocks agree with frame 0 under any motion tried` + (features ? ` (features: ${features})` : ''),
+    );
+  }
+  // The blocks that agree under some motion are the scene's static part; the motion that fits them
+  // best wins, unless a simpler motion fits them as well: within LINED_UP_PIXELS of it, or not
+  // beaten by it in significantly more blocks than it beats it (a sign test). Focus blur or a bare
+  // sky lets a homography's extra parameters wander, and those wanderings fit no better.
+  const blocks = staticBlocks(agreement);
+  const value = (c: number, k: number) => blockValue(agreement.scores[c]!, k);
+  const fit = motionFits(agreement);
+  const best = fit.indexOf(Math.max(...fit));
+  const beats = (a: number, b: number): boolean => {
+    let [wins, losses] = [0, 0];
+    for (const k of blocks) {
+      if (value(a, k) > value(b, k)) wins++;
+      else if (value(a, k) < value(b, k)) losses++;
+    }
+    return wins - losses > SIGNIFICANT * Math.sqrt(wins + losses);
+  };
+  const chosen = candidates.findIndex((c, i) => i === best || apart(c.homography, candidates[best]!.homography, s) <= LINED_UP_PIXELS || !beats(best, i));
+  return report(candidates[chosen]!, shares[chosen]!);
+}
+
+const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+/** The line-up checks of frames 1.. against frame 0, under way. */
+export interface LineUps {
+  reference: Promise<LineUpReference>;
+  checks: Array<Promise<LineUp>>;
+}
+
+/**
+ * Starts the line-up checks (align/lineup.ts), each as soon as its frame's grey thumbnail
+ * exists, so a caller still decoding frames can have the first ones checked meanwhile. `first`
+ * is frame 0 (it gives the size); `greys` are the grey thumbnails of all frames, in order.
+ */
+export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: Array<Promise<Uint8Array>>): LineUps {
+  const size = first.then(({ width, height }) => thumbnailSize(width, height, thumbnailFactor(width, height)));
+  const [refGrey, ...rest] = greys;
+  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run<LineUpReference>(LINE_UP, 'lineUpReference', [grey, w, h]));
+  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run<LineUp>(LINE_UP, 'checkLineUp', [ref, g, w, h])));
+  return { reference, checks };
+}
+
+/**
+ * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image/image.ts) from
+ * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks;
+ * throws AlignmentFailed naming the first frame that shows another scene. The evidence goes from
+ * strong to weak: a frame that lines up as it is stays; the others get a feature homography
+ * (AKAZE + RANSAC, refined) and, beside it, a global estimate (phase correlation of gradients,
+ * refined), and the block agreement chooses among those and leaving the frame as it is.
+ */
+export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Promise<FrameReport[]> {
+  const first = frames[0];
+  if (!first) return [];
+  const { width, height } = first;
+  const factor = thumbnailFactor(width, height);
+  const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
+  const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
+  const [ref, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
+  lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
+  const [reference, checked] = await Promise.all([lineUps.reference, Promise.all(lineUps.checks)]);
+
+  const decisions = new Map<number, Promise<FrameReport>>();
+  const toMatch = rest.flatMap((grey, k) => (linesUp(checked[k]!, scale) ? [] : [{ index: k + 1, grey, lineUp: checked[k]! }]));
+  if (toMatch.length > 0) {
+    // Each pair is matched as soon as its features exist, and refined on another thread while the
+    // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
+    const refFeatures = pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
+    for (const { index, grey, lineUp } of toMatch) {
+      const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+      const estimate = Promise.all([refFeatures, features])
+        .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
+        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, reference.smoothed, grey, thumbWidth, thumbHeight]));
+      const global = pool.run<GlobalEstimate>(GLOBAL, 'globalEstimate', [reference.smoothed, grey, thumbWidth, thumbHeight]);
+      const decision = Promise.all([estimate.catch(() => undefined), global]).then(async ([e, g]) => {
+        const candidates = candidatesOf(lineUp, e, g, scale);
+        const motions = candidates.map((c) => c.homography);
+        const agreement = await pool.run<Agreement>(GLOBAL, 'judgeMotions', [reference.smoothed, grey, thumbWidth, thumbHeight, motions]);
+        return decide(index, candidates, agreement, e, scale);
+      });
+      decisions.set(index, decision);
+    }
+    await Promise.allSettled(decisions.values());
+  }
+
+  const reports: FrameReport[] = [{ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY }];
+  for (const [k, lineUp] of checked.entries()) {
+    const asIs: FrameReport = { index: k + 1, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY };
+    reports.push((await decisions.get(k + 1)) ?? asIs);
+  }
+  return reports;
+}
+
+/** Warps the 'translation' and 'homography' frames at full size, each split into row ranges across the pool's threads. */
+export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: FrameReport[]): Promise<RgbImage[]> {
+  const out = frames.slice();
+  const tasks: unknown[][] = [];
+  for (const r of reports) {
+    const frame = frames[r.index];
+    if ((r.method !== 'homography' && r.method !== 'translation') || !frame) continue;
+    const warped = sharedImage(frame.width, frame.height);
+    out[r.index] = warped;
+    for (const [start, end] of rowRanges(frame.height, pool.size)) tasks.push([frame, warped, r.homography, start, end]);
+  }
+  await pool.all(WARP, 'warpRows', tasks);
+  return out;
+}
+
+/**
+ * Aligns every frame to frame 0 (all frames have its size; pixels in shared memory, image/image.ts).
+ * `greys` are the frames' grey thumbnails when the caller already has them, `lineUps` their
+ * line-up checks when the caller started them (checkLineUps).
+ */
+export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[], lineUps?: LineUps): Promise<AlignResult> {
+  greys ??= (await makeThumbnails(pool, frames, true)).map((t) => t.grey!);
+  const frameReports = await estimateAlignment(pool, frames, greys, lineUps);
+  return { frames: await warpFrames(pool, frames, frameReports), frameReports };
+}

@@ -1,0 +1,380 @@
+import { agreeingShare, agreementAsIs, agreementLevel, soften } from './global.js';
+import { ENOUGH_SAMPLES, correlation, gridStep, halve, smooth } from './grey.js';
+import { sharedFloats } from '../image/image.js';
+import { solveSymmetric } from './linear.js';
+
+/**
+ * Whether a frame already lines up with the reference, measured on the grey thumbnails in a pool
+ * thread without OpenCV: the cheap test that lets static-camera sets skip feature matching and
+ * warping altogether.
+ */
+
+export interface LineUp {
+  /** Normalised correlation of the smoothed thumbnails, frame unwarped. */
+  correlation: number;
+  /**
+   * How far (thumbnail pixels, at the worst corner) the frame's residual motion moves it, from
+   * shifts measured block by block, leaving out blocks whose content changed; Infinity when too
+   * few blocks have texture to tell, or when the motion is beyond what that measure can see
+   * (checked at half the resolution first).
+   */
+  drift: number;
+  /** Share of the reference's textured blocks that agree with the frame as it is (align/global.ts). */
+  agreement: number;
+}
+
+/** The thumbnail is cut into BLOCKS × BLOCKS blocks, each measuring its own shift. */
+const BLOCKS = 6;
+/** Fewest agreeing textured blocks for a drift measurement. */
+const MIN_BLOCKS = 6;
+/** Thumbnail pixels within which a block's shift agrees with a motion. */
+const AGREEMENT = 0.25;
+/** Thumbnail pixels of motion (seen at half the resolution) within which one step measures it exactly. */
+const REACH = 1;
+/**
+ * How many times the residual of the quietest quarter of the blocks a block's fit may leave
+ * before its content is taken as changed (someone walked in or out), not moved.
+ */
+const CHANGED = 4;
+/** Mean square (grey levels²) that rounding both thumbnails to whole levels leaves after the blur: the least residual a fit can have. */
+const ROUNDING = 2 * (1 / 12) * (6 / 16) ** 2;
+
+/** What one block tells of the motion. */
+interface BlockShift {
+  /** The block's centre. */
+  x: number;
+  y: number;
+  /** The frame's shift there: frame(p) ≈ gain · ref(p + shift) + offset. */
+  dx: number;
+  dy: number;
+  /** Mean square the fit leaves per sample: the noise where the block's content stayed, far more where it changed. */
+  residual: number;
+  /** Inverse covariance of (dx, dy) as [xx, xy, yy]: how closely the block's texture, against that residual, pins its shift down. */
+  information: [number, number, number];
+}
+
+/** Counts of clipped pixels of a thumbnail (width × height) over each rectangle from its top left corner: (width + 1) × (height + 1), the first row and column 0. */
+interface ClippedSums {
+  sums: Int32Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * One Lucas–Kanade step per block, taken at integer positions (no interpolation, which would
+ * bias a noisy frame towards half-pixel shifts): least squares of
+ * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
+ * ones that decide whether a frame already lines up. `ref` and `frame` are the smoothed
+ * thumbnails, or those halved `scale` − 1 times; a sample is skipped where its value or its
+ * gradient draws on a pixel `clipped` flags.
+ */
+function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number): BlockShift[] {
+  const shifts: BlockShift[] = [];
+  const sums = clipped?.sums ?? null;
+  const fullWidth = clipped?.width ?? 0;
+  const fullHeight = clipped?.height ?? 0;
+  const stride = fullWidth + 1;
+  // Thumbnail pixels a sample reaches beyond its own: the blur's one, then the gradient's one at this scale.
+  const before = scale + 1;
+  const after = 2 * scale;
+  for (let by = 0; by < BLOCKS; by++) {
+    for (let bx = 0; bx < BLOCKS; bx++) {
+      const x0 = Math.max(1, Math.floor((bx * width) / BLOCKS));
+      const x1 = Math.min(width - 1, Math.floor(((bx + 1) * width) / BLOCKS));
+      const y0 = Math.max(1, Math.floor((by * height) / BLOCKS));
+      const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
+      // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame,
+      // in locals (the same sums in the same order as into m and t, without a memory round trip
+      // each), and of the frame's squares for what the fit leaves.
+      let [rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf, ff] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+      const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
+      for (let y = y0; y < y1; y += step) {
+        for (let x = x0; x < x1; x += step) {
+          if (sums) {
+            const xa = Math.max(0, scale * x - before), xb = Math.min(fullWidth, scale * x + after + 1);
+            const ya = Math.max(0, scale * y - before) * stride, yb = Math.min(fullHeight, scale * y + after + 1) * stride;
+            if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
+          }
+          const i = y * width + x;
+          const r = ref[i]!;
+          const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
+          const gy = (ref[i + width]! - ref[i - width]!) / 2;
+          const f = frame[i]!;
+          rr += r * r;
+          r1 += r;
+          rgx += r * gx;
+          rgy += r * gy;
+          count += 1;
+          sgx += gx;
+          sgy += gy;
+          gxx += gx * gx;
+          gxy += gx * gy;
+          gyy += gy * gy;
+          rf += r * f;
+          sf += f;
+          gxf += gx * f;
+          gyf += gy * f;
+          ff += f * f;
+        }
+      }
+      const m = Float64Array.of(rr, r1, rgx, rgy, 0, count, sgx, sgy, 0, 0, gxx, gxy, 0, 0, 0, gyy);
+      const t = Float64Array.of(rf, sf, gxf, gyf);
+      const n = m[5]!;
+      for (const [j, k] of [[1, 4], [2, 8], [3, 12], [6, 9], [7, 13], [11, 14]] as const) m[k] = m[j]!;
+      // Gradient spread under a grey level per pixel in some direction cannot tell a shift.
+      const cxx = (m[10]! - (m[6]! * m[6]!) / n) / n;
+      const cxy = (m[11]! - (m[6]! * m[7]!) / n) / n;
+      const cyy = (m[15]! - (m[7]! * m[7]!) / n) / n;
+      if (!(n > 4) || (cxx + cyy) / 2 - Math.sqrt(((cxx - cyy) / 2) ** 2 + cxy * cxy) < 1) continue;
+      const p = solveSymmetric(m, t, 4);
+      if (!p || !(p[0]! > 0.1)) continue;
+      const [gain, offset, c, d] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      const residual = Math.max(ROUNDING, (ff - gain * rf - offset * sf - c * gxf - d * gyf) / (n - 4));
+      // The shift's inverse covariance: the gradients' sums less what gain and offset explain of
+      // them (a Schur complement of m), times gain² (the shift is (c, d) / gain) over the residual.
+      const det = rr * n - r1 * r1;
+      const explained = (a1: number, a2: number, b1: number, b2: number) => (n * a1 * b1 - r1 * (a1 * b2 + a2 * b1) + rr * a2 * b2) / det;
+      const weight = (gain * gain) / residual;
+      shifts.push({
+        x: (x0 + x1 - 1) / 2,
+        y: (y0 + y1 - 1) / 2,
+        dx: c / gain,
+        dy: d / gain,
+        residual,
+        information: [
+          (gxx - explained(rgx, sgx, rgx, sgx)) * weight,
+          (gxy - explained(rgx, sgx, rgy, sgy)) * weight,
+          (gyy - explained(rgy, sgy, rgy, sgy)) * weight,
+        ],
+      });
+    }
+  }
+  return shifts;
+}
+
+/** Affine motion, the x and then the y part of the shift: (x0, x1, x2) · (1, u, v), u and v centred and scaled by half the longest side. */
+type Affine = Float64Array;
+
+/**
+ * The blocks whose content stayed: those whose fit leaves at most CHANGED times the residual of
+ * the quietest quarter. Someone walking into a block leaves a residual hundreds of times the
+ * noise's, and drags its shift wherever their edges are, so those blocks would read as motion;
+ * the quarter (rather than the median) keeps the noise level even when most blocks changed.
+ */
+function unchangedBlocks(shifts: BlockShift[]): BlockShift[] {
+  const residuals = Float64Array.from(shifts, (b) => b.residual).sort();
+  const quiet = residuals[Math.floor(residuals.length / 4)] ?? 0;
+  return shifts.filter((b) => b.residual <= CHANGED * quiet);
+}
+
+/**
+ * The affine motion most blocks agree with (each triple of blocks proposes one; with ≤ 36 blocks
+ * trying them all is cheap), refitted to those blocks, so moving objects covering many blocks do
+ * not pull it. Returns how far that motion moves the worst corner; Infinity when too few agree.
+ */
+function cornerDrift(shifts: BlockShift[], textured: number, width: number, height: number): number {
+  const half = Math.max(width, height) / 2;
+  const unit = (x: number, y: number): [number, number] => [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
+  // Weighted by each block's information, so blocks that pin their shift down (texture, low
+  // noise) count for more, and in the direction they pin it (an edge tells nothing along itself).
+  const fit = (kept: BlockShift[]): Affine | null => {
+    const m = new Float64Array(36);
+    const t = new Float64Array(6);
+    for (const { x, y, dx, dy, information: [ixx, ixy, iyy] } of kept) {
+      const row = [1, ...unit(x, y)];
+      for (let j = 0; j < 3; j++) {
+        for (let k = 0; k < 3; k++) {
+          const uv = row[j]! * row[k]!;
+          m[j * 6 + k]! += ixx * uv;
+          m[j * 6 + k + 3]! += ixy * uv;
+          m[(j + 3) * 6 + k]! += ixy * uv;
+          m[(j + 3) * 6 + k + 3]! += iyy * uv;
+        }
+        t[j]! += row[j]! * (ixx * dx + ixy * dy);
+        t[j + 3]! += row[j]! * (ixy * dx + iyy * dy);
+      }
+    }
+    return solveSymmetric(m, t, 6);
+  };
+  const at = (a: Affine, x: number, y: number): [number, number] => {
+    const [u, v] = unit(x, y);
+    return [a[0]! + a[1]! * u + a[2]! * v, a[3]! + a[4]! * u + a[5]! * v];
+  };
+  const n = shifts.length;
+  if (n < MIN_BLOCKS) return Infinity;
+  const us = new Float64Array(n);
+  const vs = new Float64Array(n);
+  shifts.forEach(({ x, y }, k) => ([us[k], vs[k]] = unit(x, y)));
+  const dxs = Float64Array.from(shifts, (b) => b.dx);
+  const dys = Float64Array.from(shifts, (b) => b.dy);
+  // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree
+  // with it. Written out rather than with a helper for x and y: it runs for every triple.
+  const votes = (i: number, j: number, k: number): number => {
+    const [ui, vi, uj, vj, uk, vk] = [us[i]!, vs[i]!, us[j]!, vs[j]!, us[k]!, vs[k]!];
+    const det = (uj - ui) * (vk - vi) - (uk - ui) * (vj - vi);
+    if (Math.abs(det) < 1e-6) return 0;
+    const [xi, xj, xk, yi, yj, yk] = [dxs[i]!, dxs[j]!, dxs[k]!, dys[i]!, dys[j]!, dys[k]!];
+    const x1 = ((xj - xi) * (vk - vi) - (xk - xi) * (vj - vi)) / det;
+    const x2 = ((uj - ui) * (xk - xi) - (uk - ui) * (xj - xi)) / det;
+    const x0 = xi - x1 * ui - x2 * vi;
+    const y1 = ((yj - yi) * (vk - vi) - (yk - yi) * (vj - vi)) / det;
+    const y2 = ((uj - ui) * (yk - yi) - (uk - ui) * (yj - yi)) / det;
+    const y0 = yi - y1 * ui - y2 * vi;
+    let count = 0;
+    for (let m = 0; m < n; m++) {
+      const ex = dxs[m]! - (x0 + x1 * us[m]! + x2 * vs[m]!);
+      const ey = dys[m]! - (y0 + y1 * us[m]! + y2 * vs[m]!);
+      if (ex * ex + ey * ey <= AGREEMENT * AGREEMENT) count++;
+    }
+    return count;
+  };
+  let most = 0;
+  let seed: [number, number, number] = [0, 1, 2];
+  for (let i = 0; i < n; i++) {
+    for (let j = i + 1; j < n; j++) {
+      for (let k = j + 1; k < n; k++) {
+        const v = votes(i, j, k);
+        if (v > most) (most = v), (seed = [i, j, k]);
+      }
+    }
+  }
+  const seedModel = fit(seed.map((k) => shifts[k]!));
+  const best = seedModel
+    ? shifts.filter(({ x, y, dx, dy }) => {
+        const [fx, fy] = at(seedModel, x, y);
+        return Math.hypot(dx - fx, dy - fy) <= AGREEMENT;
+      })
+    : [];
+  // A third of all the textured blocks, not only of those left: when the blocks that moved are
+  // the ones left out (their fit at no motion leaves far more than the still ones'), a still third
+  // must not speak for the frame.
+  if (best.length < Math.max(MIN_BLOCKS, textured / 3)) return Infinity;
+  const model = fit(best);
+  if (!model) return Infinity;
+  let drift = 0;
+  for (const [x, y] of [[0, 0], [width - 1, 0], [0, height - 1], [width - 1, height - 1]] as const) drift = Math.max(drift, Math.hypot(...at(model, x, y)));
+  return drift;
+}
+
+/** Grey levels (thumbnail means) from which a pixel may hold clipped shadows or highlights. */
+const DARKEST = 4;
+const BRIGHTEST = 247;
+/** 1 for the grey levels that may be clipped, by level. */
+const CLIPPED_LEVEL = Uint8Array.from({ length: 256 }, (_, v) => (v < DARKEST || v > BRIGHTEST ? 1 : 0));
+
+/** Counts of each grey level. */
+function histogram(grey: Uint8Array): Float64Array {
+  const counts = new Int32Array(256);
+  for (let i = 0; i < grey.length; i++) counts[grey[i]!]!++;
+  return Float64Array.from(counts);
+}
+
+/**
+ * The grey levels of the frame mapped onto the reference's by their ranks (histogram
+ * specification): each frame level goes to the reference level at the same middle quantile.
+ * Another exposure of the same scene is a monotone tone curve of it, not a gain and offset (a
+ * colour channel saturates long before the grey does), and the shift fit reads the difference as
+ * motion wherever the curve bends; ranks need no correspondence, so moving objects barely move it.
+ */
+function toneMap(frameCounts: Float64Array, refCounts: Float64Array): Uint8Array {
+  const lut = new Uint8Array(256);
+  const total = frameCounts.reduce((a, b) => a + b, 0);
+  const refTotal = refCounts.reduce((a, b) => a + b, 0);
+  let below = 0;
+  let u = 0;
+  let refBelow = 0;
+  for (let v = 0; v < 256; v++) {
+    const middle = ((below + frameCounts[v]! / 2) / total) * refTotal;
+    below += frameCounts[v]!;
+    while (u < 255 && refBelow + refCounts[u]! < middle) refBelow += refCounts[u++]!;
+    // Within reference level u, interpolate between u − ½ and u + ½ by how far into its count the quantile falls.
+    const inside = refCounts[u]! > 0 ? (middle - refBelow) / refCounts[u]! : 0.5;
+    lut[v] = Math.max(0, Math.min(255, Math.round(u - 0.5 + inside)));
+  }
+  return lut;
+}
+
+/** The reference's half of every line-up check, made once per job: its smoothed thumbnail, that halved, and its tones. */
+export interface LineUpReference {
+  smoothed: Float32Array;
+  halved: Float32Array;
+  /** The level block agreement is measured on (align/global.ts agreementLevel). */
+  level: Float32Array;
+  /** The grey thumbnail itself (where it is clipped) and its histogram. */
+  grey: Uint8Array;
+  counts: Float64Array;
+}
+
+/** The reference's smoothed and halved thumbnails, in shared memory for the checks in every thread. */
+export function lineUpReference(grey: Uint8Array, width: number, height: number): LineUpReference {
+  const smoothed = smooth(grey, width, height);
+  const halved = halve(smoothed, width, height);
+  const shared = (a: Float32Array) => {
+    const copy = sharedFloats(a.length);
+    copy.set(a);
+    return copy;
+  };
+  return { smoothed: shared(smoothed), halved: shared(halved), level: shared(agreementLevel(smoothed, width, height)), grey, counts: histogram(grey) };
+}
+
+/** Mean distance (grey levels) of the frame's tones from the reference's beyond which it is taken as another exposure. */
+const OTHER_EXPOSURE = 10;
+
+/** Mean |lut(v) − v| over the frame's pixels: how far its tones lie from the reference's. */
+function toneDistance(lut: Uint8Array, frameCounts: Float64Array): number {
+  let sum = 0;
+  let total = 0;
+  for (let v = 0; v < 256; v++) {
+    sum += Math.abs(lut[v]! - v) * frameCounts[v]!;
+    total += frameCounts[v]!;
+  }
+  return total > 0 ? sum / total : 0;
+}
+
+/**
+ * The frame's grey, smoothed, in the reference's tones, with its clipped pixels (ClippedSums);
+ * null when it is the same exposure (its tones within OTHER_EXPOSURE of the reference's), for
+ * which the gain and offset of the shift fit suffice: frames of one exposure are measured as they are.
+ */
+function inReferenceTones(ref: LineUpReference, frame: Uint8Array, width: number, height: number): { mapped: Float32Array; clipped: ClippedSums } | null {
+  const counts = histogram(frame);
+  const lut = toneMap(counts, ref.counts);
+  if (toneDistance(lut, counts) <= OTHER_EXPOSURE) return null;
+  const tones = new Uint8Array(frame.length);
+  // Pixels clipped in either frame, summed over the rectangle above and left of each corner.
+  const refGrey = ref.grey;
+  const stride = width + 1;
+  const sums = new Int32Array(stride * (height + 1));
+  for (let y = 0, i = 0; y < height; y++) {
+    let row = 0;
+    for (let x = 0, o = (y + 1) * stride + 1; x < width; x++, i++, o++) {
+      const v = frame[i]!;
+      tones[i] = lut[v]!;
+      row += CLIPPED_LEVEL[v]! | CLIPPED_LEVEL[refGrey[i]!]!;
+      sums[o] = sums[o - stride]! + row;
+    }
+  }
+  return { mapped: smooth(tones, width, height), clipped: { sums, width, height } };
+}
+
+/**
+ * How well `frame` lines up with the reference as it is. Correlation alone is fooled both ways (a
+ * shifted sky still correlates at 0.99; sensor noise, a passer-by or another exposure pull an
+ * aligned frame well below), so the residual motion is measured too, robust to all three (another
+ * exposure: on the frame's tones mapped onto the reference's, away from pixels clipped in either).
+ */
+export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: number, height: number): LineUp {
+  const b = smooth(frame, width, height);
+  const other = inReferenceTones(ref, frame, width, height);
+  const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
+  const [w, h] = [width >> 1, height >> 1];
+  const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
+  const halved = halve(b, width, height);
+  const coarse = 2 * drift(blockShifts(ref.halved, other ? halve(measured, width, height) : halved, w, h, clipped, 2), w, h);
+  const asIs = agreementAsIs(ref.level, soften(halved, w, h), w, h);
+  return {
+    correlation: correlation(ref.smoothed, b),
+    drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
+    agreement: agreeingShare(asIs, asIs.scores[0]!),
+  };
+}

@@ -1,0 +1,47 @@
+import type { Homography } from './homography.js';
+import type { RgbImage } from '../image/image.js';
+
+type Nine = [number, number, number, number, number, number, number, number, number];
+
+/**
+ * Writes rows [rowStart, rowEnd) of `out`: each output pixel (x, y) takes the bilinear sample of
+ * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
+ * coordinates clamped to the frame (edge replication). Runs in a pool thread on one row range,
+ * so a frame is warped by all threads at once.
+ */
+export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
+  const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as Nine;
+  const { width, height, data: src } = frame;
+  const dst = out.data;
+  const maxX = width - 1;
+  const maxY = height - 1;
+  const stride = width * 3;
+  const columns = out.width;
+  for (let y = rowStart; y < rowEnd; y++) {
+    // Numerators and divisor advance by a constant per pixel along the row.
+    let nx = h1 * y + h2;
+    let ny = h4 * y + h5;
+    let w = h7 * y + h8;
+    let o = y * columns * 3;
+    for (let x = 0; x < columns; x++, nx += h0, ny += h3, w += h6, o += 3) {
+      // Position in 1/256 pixel, rounded (a negative one is clamped below anyway): integer arithmetic from here on.
+      const X = ((nx / w) * 256 + 0.5) | 0;
+      const Y = ((ny / w) * 256 + 0.5) | 0;
+      let x0 = X >> 8;
+      let y0 = Y >> 8;
+      let fx = X & 255;
+      let fy = Y & 255;
+      if (x0 < 0 || x0 >= maxX) (x0 = x0 < 0 ? 0 : maxX), (fx = 0);
+      if (y0 < 0 || y0 >= maxY) (y0 = y0 < 0 ? 0 : maxY), (fy = 0);
+      const p = y0 * stride + x0 * 3;
+      const q = fx === 0 ? p : p + 3;
+      const r = fy === 0 ? p : p + stride;
+      const s = r + q - p;
+      const gx = 256 - fx;
+      const gy = 256 - fy;
+      dst[o] = ((src[p]! * gx + src[q]! * fx) * gy + (src[r]! * gx + src[s]! * fx) * fy + 32768) >> 16;
+      dst[o + 1] = ((src[p + 1]! * gx + src[q + 1]! * fx) * gy + (src[r + 1]! * gx + src[s + 1]! * fx) * fy + 32768) >> 16;
+      dst[o + 2] = ((src[p + 2]! * gx + src[q + 2]! * fx) * gy + (src[r + 2]! * gx + src[s + 2]! * fx) * fy + 32768) >> 16;
+    }
+  }
+}

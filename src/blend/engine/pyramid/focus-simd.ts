@@ -1,0 +1,160 @@
+import { split } from './simd-convert.js';
+import { Code, I32, instantiate, V128, type WasmMemory } from '../wasm/assembler.js';
+
+/**
+ * Focus stacking's sharpness measure (pyramid/focus.ts) as WebAssembly SIMD kernels in 32-bit integers,
+ * 16 pixels a step: grey is 299·R + 587·G + 114·B (BT.601 times 1000, so every sum below is
+ * exact and ranks pixels as the real-valued measure does), its |Laplacian|, the window sums
+ * across and down, and the running choice of the sharpest frame. One module per window radius
+ * (the sums across are unrolled), assembled once per thread. Kernels run whole vectors, so they
+ * read and write up to 64 bytes past a row and read `radius` elements before it: rows are padded.
+ */
+
+export interface FocusKernels {
+  /** Interleaved RGB bytes at `src` → planar R, G, B bytes. */
+  split(src: number, r: number, g: number, b: number, n: number): void;
+  /** 299·R + 587·G + 114·B of planar bytes, as 32-bit integers. */
+  grey(r: number, g: number, b: number, dst: number, n: number): void;
+  /** |up + down + mid[x − 1] + mid[x + 1] − 4·mid[x]|, mid's edges replicated at mid[−1] and mid[n]. */
+  laplacian(up: number, mid: number, down: number, dst: number, n: number): void;
+  /** Σ src[x − radius .. x + radius], src's edges replicated `radius` elements out. */
+  across(src: number, dst: number, n: number): void;
+  /** column += add. */
+  add(column: number, add: number, n: number): void;
+  /** column += add − drop. */
+  slide(column: number, add: number, drop: number, n: number): void;
+  /** Where column > best: best = column and the choice byte = k. */
+  pick(column: number, best: number, choice: number, k: number, n: number): void;
+}
+
+// addr + i on the stack.
+const at = (code: Code, addr: number, i: number): Code => code.get(addr).get(i).op('i32.add');
+
+function grey(): Code {
+  const code = new Code([I32, I32, I32, I32, I32]);
+  const [r, g, b, dst, n] = [0, 1, 2, 3, 4];
+  const [i, o] = [code.local(I32), code.local(I32)];
+  const [x, half, sum] = [code.local(V128), code.local(V128), code.local(V128)];
+  const weights = [299, 587, 114].map((w) => {
+    const local = code.local(V128);
+    code.i32(w).op('i32x4.splat').set(local);
+    return local;
+  });
+  const lanes = [0, 1, 2].map(() => [0, 1, 2, 3].map(() => code.local(V128)));
+  code.get(dst).set(o);
+  code.forStep(i, n, 16, () => {
+    [r, g, b].forEach((plane, c) => {
+      at(code, plane, i).load(0).set(x);
+      (['i16x8.extend_low_i8x16_u', 'i16x8.extend_high_i8x16_u'] as const).forEach((h, k) => {
+        code.get(x).op(h).set(half);
+        code.get(half).op('i32x4.extend_low_i16x8_u').set(lanes[c]![2 * k]!);
+        code.get(half).op('i32x4.extend_high_i16x8_u').set(lanes[c]![2 * k + 1]!);
+      });
+    });
+    for (let q = 0; q < 4; q++) {
+      code.get(lanes[0]![q]!).get(weights[0]!).op('i32x4.mul').set(sum);
+      code.get(sum).get(lanes[1]![q]!).get(weights[1]!).op('i32x4.mul', 'i32x4.add').set(sum);
+      code.get(o).get(sum).get(lanes[2]![q]!).get(weights[2]!).op('i32x4.mul', 'i32x4.add').store(16 * q);
+    }
+    code.get(o).i32(64).op('i32.add').set(o);
+  });
+  return code;
+}
+
+function laplacian(): Code {
+  const code = new Code([I32, I32, I32, I32, I32]);
+  const [up, mid, down, dst, n] = [0, 1, 2, 3, 4];
+  const [i, p, left] = [code.local(I32), code.local(I32), code.local(I32)];
+  code.get(mid).i32(4).op('i32.sub').set(left);
+  code.forStep(i, n, 16, () => {
+    code.get(i).i32(4).op('i32.mul').set(p);
+    for (let q = 0; q < 4; q++) {
+      const f = 16 * q;
+      at(code, dst, p);
+      at(code, up, p).load(f);
+      at(code, down, p).load(f).op('i32x4.add');
+      at(code, left, p).load(f).op('i32x4.add');
+      at(code, left, p).load(f + 8).op('i32x4.add');
+      at(code, mid, p).load(f).i32(2).op('i32x4.shl', 'i32x4.sub', 'i32x4.abs').store(f);
+    }
+  });
+  return code;
+}
+
+function across(radius: number): Code {
+  const code = new Code([I32, I32, I32]);
+  const [src, dst, n] = [0, 1, 2];
+  const [i, p, first] = [code.local(I32), code.local(I32), code.local(I32)];
+  code.get(src).i32(4 * radius).op('i32.sub').set(first);
+  code.forStep(i, n, 16, () => {
+    code.get(i).i32(4).op('i32.mul').set(p);
+    for (let q = 0; q < 4; q++) {
+      at(code, dst, p);
+      for (let j = 0; j <= 2 * radius; j++) {
+        at(code, first, p).load(16 * q + 4 * j);
+        if (j > 0) code.op('i32x4.add');
+      }
+      code.store(16 * q);
+    }
+  });
+  return code;
+}
+
+/**
+ * `column += added` (`add`) or `column += added − dropped` (`slide`, the running window's step),
+ * 16 columns of i32 an iteration.
+ */
+function columnStep(withDropped: boolean): Code {
+  const code = new Code(withDropped ? [I32, I32, I32, I32] : [I32, I32, I32]);
+  const [column, added, dropped, n] = withDropped ? [0, 1, 2, 3] : [0, 1, -1, 2];
+  const [i, p] = [code.local(I32), code.local(I32)];
+  code.forStep(i, n, 16, () => {
+    code.get(i).i32(4).op('i32.mul').set(p);
+    for (let q = 0; q < 4; q++) {
+      at(code, column, p);
+      at(code, column, p).load(16 * q);
+      at(code, added, p).load(16 * q).op('i32x4.add');
+      if (withDropped) at(code, dropped, p).load(16 * q).op('i32x4.sub');
+      code.store(16 * q);
+    }
+  });
+  return code;
+}
+
+function pick(): Code {
+  const code = new Code([I32, I32, I32, I32, I32]);
+  const [column, best, choice, k, n] = [0, 1, 2, 3, 4];
+  const [i, p] = [code.local(I32), code.local(I32)];
+  const [key, c, b] = [code.local(V128), code.local(V128), code.local(V128)];
+  const masks = [0, 1, 2, 3].map(() => code.local(V128));
+  code.get(k).op('i8x16.splat').set(key);
+  code.forStep(i, n, 16, () => {
+    code.get(i).i32(4).op('i32.mul').set(p);
+    masks.forEach((m, q) => {
+      at(code, column, p).load(16 * q).set(c);
+      at(code, best, p).load(16 * q).set(b);
+      code.get(c).get(b).op('i32x4.gt_s').set(m);
+      at(code, best, p).get(c).get(b).get(m).op('v128.bitselect').store(16 * q);
+    });
+    // the four 32-bit masks narrowed to one of 16 bytes (all ones stay all ones)
+    at(code, choice, i).get(key);
+    at(code, choice, i).load(0);
+    code.get(masks[0]!).get(masks[1]!).op('i16x8.narrow_i32x4_s').get(masks[2]!).get(masks[3]!).op('i16x8.narrow_i32x4_s', 'i8x16.narrow_i16x8_s');
+    code.op('v128.bitselect').store(0);
+  });
+  return code;
+}
+
+const compiled = new Map<number, { run: FocusKernels; memory: WasmMemory }>();
+
+/** The kernels for windows of `radius`, assembled on first use in this thread. */
+export function focusKernels(radius: number): { run: FocusKernels; memory: WasmMemory } {
+  let kernels = compiled.get(radius);
+  if (!kernels) {
+    const functions = { split: split(), grey: grey(), laplacian: laplacian(), across: across(radius), add: columnStep(false), slide: columnStep(true), pick: pick() };
+    const { exports, memory } = instantiate(functions, 1);
+    kernels = { run: exports as unknown as FocusKernels, memory };
+    compiled.set(radius, kernels);
+  }
+  return kernels;
+}

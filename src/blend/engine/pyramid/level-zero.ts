@@ -1,0 +1,107 @@
+import { EPSILON } from './exposure.js';
+import type { Row, RowMemory } from './simd.js';
+
+/**
+ * Every frame's level-0 weights, never stored: Mertens' exposure weights (pyramid/exposure.ts), computed
+ * from the frames row by row where they are needed, or one-hot weights from the index of the frame
+ * chosen per pixel.
+ */
+export type LevelZeroWeights = 'exposure' | { choice: Uint8Array };
+
+/**
+ * Level 0 of every frame, a row at a time in the kernels' memory: the frames' normalised level-0
+ * weights (a ring of the last `kept` rows per frame) and planar R, G, B bytes (one row more: the
+ * exposure weights of a row need the grey of the next), computed in row order. Exposure weights
+ * also keep three grey rows per frame for the Laplacian, and the saturation and well-exposedness
+ * of two rows. Rings no longer than needed keep a thread's rows in cache.
+ */
+export class LevelZeroRows {
+  private readonly planes: Row[][][];
+  private readonly weights: Row[][];
+  private readonly greys: Row[][];
+  private readonly terms: Array<Array<[saturation: Row, exposedness: Row]>>;
+  private readonly source: Row;
+  private readonly sum: Row;
+  private readonly present: boolean[];
+  private planarDone = -1;
+  private weightsDone = -1;
+
+  constructor(
+    private readonly mem: RowMemory,
+    private readonly frames: Uint8Array[],
+    private readonly width: number,
+    private readonly height: number,
+    private readonly levelZero: LevelZeroWeights,
+    private readonly kept: number,
+  ) {
+    const n = frames.length;
+    this.planes = frames.map(() => Array.from({ length: kept + 1 }, () => [0, 1, 2].map(() => mem.row(width, 1))));
+    this.weights = frames.map(() => Array.from({ length: kept }, () => mem.row(width, 4)));
+    const exposure = levelZero === 'exposure';
+    this.greys = exposure ? frames.map(() => [0, 1, 2].map(() => mem.row(width, 4))) : [];
+    this.terms = exposure ? frames.map(() => [0, 1].map(() => [mem.row(width, 4), mem.row(width, 4)] as [Row, Row])) : [];
+    this.source = mem.row(3 * width, 1);
+    this.sum = mem.row(width, 4);
+    this.present = new Array<boolean>(n).fill(true);
+  }
+
+  /** The first row whose weights will be asked for. */
+  start(row: number): void {
+    this.weightsDone = row - 1;
+    this.planarDone = Math.max(0, row - 1) - 1;
+  }
+
+  planar(k: number, row: number): Row[] {
+    return this.planes[k]![row % (this.kept + 1)]!;
+  }
+
+  weight(k: number, row: number): Row {
+    return this.weights[k]![row % this.kept]!;
+  }
+
+  /** Computes the weights of the rows up to `row`; returns which frames have any weight in that row. */
+  weightsUpTo(row: number): boolean[] {
+    while (this.weightsDone < row) this.computeWeights(++this.weightsDone);
+    return this.present;
+  }
+
+  private computeWeights(row: number): void {
+    const { mem, frames, width, height } = this;
+    const { run } = mem;
+    const last = height - 1;
+    if (this.levelZero === 'exposure') {
+      this.planarUpTo(Math.min(row + 1, last));
+      run.fill(this.sum.at, width, EPSILON * frames.length);
+      for (let k = 0; k < frames.length; k++) {
+        const greys = this.greys[k]!, [saturation, exposedness] = this.terms[k]![row % 2]!;
+        const up = greys[Math.max(row - 1, 0) % 3]!, mid = greys[row % 3]!, down = greys[Math.min(row + 1, last) % 3]!;
+        run.exposureWeight(up.at, mid.at, down.at, saturation.at, exposedness.at, this.weight(k, row).at, this.sum.at, width);
+      }
+      for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, this.sum.at, width, EPSILON);
+    } else {
+      this.planarUpTo(row);
+      const choice = this.levelZero.choice;
+      mem.put(this.source, choice, row * width, width);
+      this.present.fill(false);
+      for (let x = row * width, end = x + width; x < end; x++) this.present[choice[x]!] = true;
+      for (let k = 0; k < frames.length; k++) run.oneHot(this.source.at, k, this.weight(k, row).at, width);
+    }
+  }
+
+  private planarUpTo(row: number): void {
+    const { mem, frames, width } = this;
+    while (this.planarDone < row) {
+      const r = ++this.planarDone;
+      for (let k = 0; k < frames.length; k++) {
+        mem.put(this.source, frames[k]!, r * width * 3, width * 3);
+        const [red, green, blue] = this.planar(k, r) as [Row, Row, Row];
+        mem.run.split(this.source.at, red.at, green.at, blue.at, width);
+        if (this.levelZero === 'exposure') {
+          const grey = this.greys[k]![r % 3]!, [saturation, exposedness] = this.terms[k]![r % 2]!;
+          mem.run.exposurePixels(red.at, green.at, blue.at, grey.at, saturation.at, exposedness.at, width);
+          mem.replicateFloats(grey.at, width, 1, 1);
+        }
+      }
+    }
+  }
+}
