@@ -1,4 +1,4 @@
-import { Code, F64, growTo, I32, instantiate, V128, type WasmMemory } from '../wasm/assembler.js';
+import { Code, F64, growTo, I32, instantiate, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * Sums of factor × factor blocks of RGB rows in WebAssembly: the heavy half of a thumbnail
@@ -108,6 +108,11 @@ interface Kernel {
   memory: WasmMemory;
 }
 
+/** The module of the three kernels. */
+export function blocksModule(): ModuleSource {
+  return { functions: { columns: columns(), blocks: blocks(), means: means() }, pages: 1 };
+}
+
 let kernel: Kernel | null = null;
 
 /** How many rows of a `width`-pixel image one call of `columns` may take. */
@@ -135,7 +140,7 @@ export function blockMeans(
   greyAt: number,
   greyWidth: number,
 ): void {
-  kernel ??= instantiate({ columns: columns(), blocks: blocks(), means: means() }, 1).exports as unknown as Kernel;
+  kernel ??= instantiate(blocksModule()).exports as unknown as Kernel;
   const count = Math.ceil(width / factor);
   const rowBytes = width * 3;
   // memory: column sums (2 bytes a column), block sums (12 bytes a block), means (3 bytes a

@@ -1,4 +1,4 @@
-import { Code, I32, instantiate, PAGE, V128 } from '../wasm/assembler.js';
+import { Code, I32, instantiate, type ModuleSource, PAGE, V128 } from '../wasm/assembler.js';
 
 /**
  * The point-wise statistics of point/stack.ts as WebAssembly SIMD kernels, 16 bytes an instruction,
@@ -111,11 +111,16 @@ function generate(statistic: StackStatistic, n: number): Code {
   return code;
 }
 
+/** The module of `statistic` over n frames: `run` and memory for the n frame chunks and the result. */
+export function stackModule(statistic: StackStatistic, n: number): ModuleSource {
+  return { functions: { run: generate(statistic, n) }, pages: Math.ceil(((n + 1) * CHUNK) / PAGE) };
+}
+
 function kernelFor(statistic: StackStatistic, n: number): Kernel {
   const key = `${statistic}/${n}`;
   let kernel = kernels.get(key);
   if (!kernel) {
-    const { exports, memory } = instantiate({ run: generate(statistic, n) }, Math.ceil(((n + 1) * CHUNK) / PAGE));
+    const { exports, memory } = instantiate(stackModule(statistic, n));
     kernel = { run: exports.run as (length: number) => void, memory: new Uint8Array(memory.buffer) };
     kernels.set(key, kernel);
   }

@@ -1,5 +1,5 @@
 import { split } from './simd-convert.js';
-import { Code, I32, instantiate, V128, type WasmMemory } from '../wasm/assembler.js';
+import { Code, I32, instantiate, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * Focus stacking's sharpness measure (pyramid/focus.ts) as WebAssembly SIMD kernels in 32-bit integers,
@@ -145,14 +145,21 @@ function pick(): Code {
   return code;
 }
 
+/** The module of the kernels for windows of `radius`. */
+export function focusModule(radius: number): ModuleSource {
+  return {
+    functions: { split: split(), grey: grey(), laplacian: laplacian(), across: across(radius), add: columnStep(false), slide: columnStep(true), pick: pick() },
+    pages: 1,
+  };
+}
+
 const compiled = new Map<number, { run: FocusKernels; memory: WasmMemory }>();
 
 /** The kernels for windows of `radius`, assembled on first use in this thread. */
 export function focusKernels(radius: number): { run: FocusKernels; memory: WasmMemory } {
   let kernels = compiled.get(radius);
   if (!kernels) {
-    const functions = { split: split(), grey: grey(), laplacian: laplacian(), across: across(radius), add: columnStep(false), slide: columnStep(true), pick: pick() };
-    const { exports, memory } = instantiate(functions, 1);
+    const { exports, memory } = instantiate(focusModule(radius));
     kernels = { run: exports as unknown as FocusKernels, memory };
     compiled.set(radius, kernels);
   }

@@ -397,21 +397,28 @@ export class KernelArena {
   }
 }
 
-/**
- * Compiles and instantiates a module of functions without results, exported by name, with its
- * own memory (`memory`) of `pages` × 64 KiB, growable.
- */
-export function instantiate(functions: Record<string, Code>, pages: number): { exports: Record<string, unknown>; memory: WasmMemory } {
+/** A module's functions (without results, exported by name) and its memory's initial size in 64 KiB pages. */
+export interface ModuleSource {
+  functions: Record<string, Code>;
+  pages: number;
+}
+
+/** The binary module of `source`: its functions and its own memory (`memory`), growable. */
+export function assemble({ functions, pages }: ModuleSource): Uint8Array {
   const entries = Object.entries(functions);
   const types = entries.map(([, f]) => [0x60, ...vector(f.params.map((t) => [t])), 0]);
-  const bytes = [
+  return Uint8Array.from([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vector(types)),
     ...section(3, vector(entries.map((_, i) => unsigned(i)))),
     ...section(5, vector([[0x00, ...unsigned(pages)]])),
     ...section(7, vector([...entries.map(([n], i) => [...name(n), 0x00, ...unsigned(i)]), [...name('memory'), 0x02, 0]])),
     ...section(10, vector(entries.map(([, f]) => f.encode()))),
-  ];
-  const { exports } = new wasm.Instance(new wasm.Module(Uint8Array.from(bytes)));
+  ]);
+}
+
+/** Compiles and instantiates the module of `source`. */
+export function instantiate(source: ModuleSource): { exports: Record<string, unknown>; memory: WasmMemory } {
+  const { exports } = new wasm.Instance(new wasm.Module(assemble(source)));
   return { exports, memory: exports.memory as WasmMemory };
 }
