@@ -5,11 +5,12 @@
  * Instruction names are those of the text format; opcodes from the core and SIMD specifications.
  */
 
-export const I32 = 0x7f;
-export const F32 = 0x7d;
-export const V128 = 0x7b;
-export const F64 = 0x7c;
-type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
+// Value types; `as const` keeps them literal in objects of named parameters (`Signature`).
+export const I32 = 0x7f as const;
+export const F32 = 0x7d as const;
+export const V128 = 0x7b as const;
+export const F64 = 0x7c as const;
+export type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
 
 /** Instructions without immediates, one byte. */
 const PLAIN = {
@@ -147,6 +148,11 @@ export class Code {
   local(type: ValueType): number {
     this.localTypes.push(type);
     return this.params.length + this.localTypes.length - 1;
+  }
+
+  /** New locals, one per name, of the types given and in their order: their indices by name. */
+  declare<L extends string>(locals: Record<L, ValueType>): Record<L, number> {
+    return Object.fromEntries(Object.entries<ValueType>(locals).map(([n, type]) => [n, this.local(type)])) as Record<L, number>;
   }
 
   /** `count` new locals of `type`, their indices. */
@@ -326,6 +332,28 @@ export class Code {
     const body = [...vector(runs), ...this.bytes, 0x0b];
     return [...unsigned(body.length), ...body];
   }
+}
+
+/** A function's named parameters and the locals it declares first, each with its type, in order. */
+export interface Signature<P extends string, L extends string> {
+  params: Record<P, ValueType>;
+  locals?: Record<L, ValueType>;
+}
+
+/**
+ * A function written with names: `body` writes into `code` and reads each parameter and local of
+ * `signature` by its name in `$` (its index: parameters first, then the locals in order). The
+ * parameters' order is the exported function's; a local declared later in `body` (code.local)
+ * comes after these.
+ */
+export function fn<P extends string, L extends string = never>(signature: Signature<P, L>, body: (code: Code, $: Record<P | L, number>) => void): Code {
+  const names = Object.keys(signature.params) as P[];
+  const code = new Code(names.map((n) => signature.params[n]));
+  const clash = Object.keys(signature.locals ?? {}).find((n) => names.includes(n as P));
+  if (clash) throw new Error(`${clash} is both a parameter and a local`);
+  const $ = { ...Object.fromEntries(names.map((n, i) => [n, i])), ...code.declare(signature.locals ?? ({} as Record<L, ValueType>)) } as Record<P | L, number>;
+  body(code, $);
+  return code;
 }
 
 const section = (id: number, content: number[]): number[] => [id, ...unsigned(content.length), ...content];
