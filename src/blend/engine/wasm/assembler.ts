@@ -3,6 +3,8 @@
  * SIMD kernels the engine generates (point/stack-simd.ts, image/blocks-simd.ts, pyramid/simd.ts, composite/simd.ts...).
  * Nothing is compiled ahead of time, so no toolchain is needed and nothing is downloaded.
  * Instruction names are those of the text format; opcodes from the core and SIMD specifications.
+ * A kernel is written with named parameters and locals (`fn`); wasm/modules.ts lists every module
+ * the engine builds, and `npm run wasm:print -- <kernel>` prints one in the text format (wasm/text.ts).
  */
 
 // Value types; `as const` keeps them literal in objects of named parameters (`Signature`).
@@ -13,7 +15,7 @@ export const F64 = 0x7c as const;
 export type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
 
 /** Instructions without immediates, one byte. */
-const PLAIN = {
+export const PLAIN = {
   'i32.add': 0x6a,
   'i32.sub': 0x6b,
   'i32.mul': 0x6c,
@@ -48,7 +50,7 @@ const PLAIN = {
 } as const;
 
 /** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
-const SIMD = {
+export const SIMD = {
   'i8x16.narrow_i16x8_u': 0x66,
   'i8x16.min_u': 0x77,
   'i8x16.max_u': 0x79,
@@ -141,6 +143,8 @@ export type Locals = number[] & Record<0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 1
 export class Code {
   readonly bytes: number[] = [];
   private readonly localTypes: ValueType[] = [];
+  /** The names of parameters and locals declared with one (`fn`, `declare`), by index: for the text format (wasm/text.ts). */
+  readonly names = new Map<number, string>();
 
   constructor(readonly params: ValueType[]) {}
 
@@ -152,7 +156,13 @@ export class Code {
 
   /** New locals, one per name, of the types given and in their order: their indices by name. */
   declare<L extends string>(locals: Record<L, ValueType>): Record<L, number> {
-    return Object.fromEntries(Object.entries<ValueType>(locals).map(([n, type]) => [n, this.local(type)])) as Record<L, number>;
+    return Object.fromEntries(
+      Object.entries<ValueType>(locals).map(([n, type]) => {
+        const index = this.local(type);
+        this.names.set(index, n);
+        return [n, index];
+      }),
+    ) as Record<L, number>;
   }
 
   /** `count` new locals of `type`, their indices. */
@@ -349,6 +359,7 @@ export interface Signature<P extends string, L extends string> {
 export function fn<P extends string, L extends string = never>(signature: Signature<P, L>, body: (code: Code, $: Record<P | L, number>) => void): Code {
   const names = Object.keys(signature.params) as P[];
   const code = new Code(names.map((n) => signature.params[n]));
+  names.forEach((n, i) => code.names.set(i, n));
   const clash = Object.keys(signature.locals ?? {}).find((n) => names.includes(n as P));
   if (clash) throw new Error(`${clash} is both a parameter and a local`);
   const $ = { ...Object.fromEntries(names.map((n, i) => [n, i])), ...code.declare(signature.locals ?? ({} as Record<L, ValueType>)) } as Record<P | L, number>;
