@@ -8,6 +8,7 @@ import type { PointKernel } from '../src/blend/engine/point/stack.js';
 import { alignsByDefault, BLEND_REGISTRY, BLEND_TYPES, type BlendTypeOf, ENGINE_BLEND_TYPES, resolveBlendType } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { JOB_BASE_BYTES, jobMemory } from '../src/blend/memory.js';
+import { loadPhoto, random, withNoise } from './blend-scenes.js';
 
 /**
  * The blend-type registry (engine/registry.ts) is the one list: the docs name exactly its types,
@@ -37,16 +38,11 @@ function namesIn(cell: string): string[] {
   return names.filter((n) => n !== 'preserveBackground');
 }
 
-function randomFrames(n: number, width: number, height: number, seed: number): RgbImage[] {
-  let s = seed;
-  return Array.from({ length: n }, () => {
-    const f = sharedImage(width, height);
-    for (let i = 0; i < f.data.length; i++) {
-      s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-      f.data[i] = (s >>> 16) & 255;
-    }
-    return f;
-  });
+/** `count` frames of a fixture photo at `width` × `height`, each with its own sensor noise. */
+async function noisyFrames(count: number, width: number, height: number): Promise<RgbImage[]> {
+  const photo = await loadPhoto(new URL('./fixtures/blend/handheld-mean/gt.png', import.meta.url).pathname, width, height);
+  const next = random(width * height);
+  return Array.from({ length: count }, () => withNoise(photo, 12, next));
 }
 
 let pool: WorkerPool;
@@ -72,7 +68,7 @@ describe('blend-type registry', () => {
   });
 
   it('every point type runs its kernel through the pool with the bytes of calling it directly', async () => {
-    const frames = randomFrames(5, 61, 37, 9);
+    const frames = await noisyFrames(5, 61, 37);
     const point = ENGINE_BLEND_TYPES.filter((t): t is BlendTypeOf<'point'> => BLEND_REGISTRY[t].family === 'point');
     assert.ok(point.length >= 8);
     for (const type of point) {
@@ -86,7 +82,7 @@ describe('blend-type registry', () => {
   });
 
   it('every pyramid type blends, to an image of the frames\' size', async () => {
-    const frames = randomFrames(3, 70, 45, 4);
+    const frames = await noisyFrames(3, 70, 45);
     for (const type of ENGINE_BLEND_TYPES.filter((t): t is BlendTypeOf<'pyramid'> => BLEND_REGISTRY[t].family === 'pyramid')) {
       const out = await blendFrames(pool, type, frames);
       assert.deepEqual([out.width, out.height, out.data.length], [70, 45, 70 * 45 * 3], type);

@@ -9,7 +9,11 @@ export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'fai
 const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
 const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', maxLength: 128, description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
 
-const quoted = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(', ');
+/** `a`, `b` and `c`. */
+function quoted(names: readonly string[]): string {
+  const q = names.map((n) => `\`${n}\``);
+  return q.length > 1 ? `${q.slice(0, -1).join(', ')} and ${q.at(-1)}` : q.join('');
+}
 
 /** Each blend type of the registry with its description and aliases (docs/blend.md, "Blend types", says more). */
 const BLEND_TYPE_DESCRIPTION = [
