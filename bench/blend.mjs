@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import {
@@ -211,13 +212,17 @@ function lastStages(output) {
     .join(' ');
 }
 
-const INPUT_OF = { median: 'scene', mean: 'scene', lighten: 'scene', darken: 'scene', exposure: 'bracket', focus: 'focus', composite: 'group', multiply: 'scene', screen: 'scene', overlay: 'scene', 'soft-light': 'scene' };
+// The input set of each kind of frames a blend type is made for (its `input` in src/blend/engine/registry.ts).
+const INPUT_SETS = { scene: 'scene', bracket: 'bracket', 'focus-bracket': 'focus', group: 'group' };
 
 export async function run() {
   const rounds = seconds('BENCH_ROUNDS', 3, 1);
-  const types = (process.env.BENCH_BLEND_TYPES || Object.keys(INPUT_OF).join(',')).split(',');
   const m = machine();
   await build();
+  // Every type of the registry, each on the frames it is made for, in the built server's own list.
+  const { BLEND_REGISTRY } = await import(pathToFileURL(path.join(ROOT, 'dist/blend/engine/registry.js')).href);
+  const inputOf = Object.fromEntries(Object.entries(BLEND_REGISTRY).map(([type, { input }]) => [type, INPUT_SETS[input]]));
+  const types = (process.env.BENCH_BLEND_TYPES || Object.keys(inputOf).join(',')).split(',');
   ensureAnchors();
   const { dir } = makeTempDir('montage-bench-blend-inputs-');
   log('  making inputs ...');
@@ -240,9 +245,9 @@ export async function run() {
   for (const type of types) {
     // A type's first job in a process also compiles its kernels and code paths in each pool
     // thread, once: reported on its own, and the rounds after it make the median.
-    const first = await runJob(montage, urls[INPUT_OF[type]], type, true);
+    const first = await runJob(montage, urls[inputOf[type]], type, true);
     const runs = [];
-    for (let r = 0; r < rounds; r++) runs.push(await runJob(montage, urls[INPUT_OF[type]], type, true));
+    for (let r = 0; r < rounds; r++) runs.push(await runJob(montage, urls[inputOf[type]], type, true));
     results[type] = {
       ms: median(runs.map((x) => x.ms)),
       firstMs: first.ms,
@@ -264,7 +269,7 @@ export async function run() {
   let jobsDone = 0;
   const loop = async (type) => {
     while (!stop) {
-      await runJob(busy, urls[INPUT_OF[type]], type, false);
+      await runJob(busy, urls[inputOf[type]], type, false);
       jobsDone++;
     }
   };

@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import { claimJobs } from '../src/jobs/queue.js';
 import { BLEND_KIND } from '../src/blend/blend.service.js';
+import { BLEND_TYPES, resolveBlendType } from '../src/blend/engine/registry.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -111,7 +112,7 @@ for (const engine of ENGINES) {
       const images = await imageServer(t);
       const api = await startApp(t, await freshStorage(t, engine), ENV, { workers: true });
       const { key } = await api.account();
-      const types = ['auto', 'mean', 'average', 'median', 'lighten', 'darken', 'exposure', 'focus', 'composite', 'multiply', 'screen', 'overlay', 'soft-light'];
+      const types = BLEND_TYPES;
       const jobs = [];
       for (const blendType of types) {
         jobs.push(await start(api, key, { projectId: 'all-types', images: images.set('median-crowd').slice(0, 3), options: { blendType, outputFormat: blendType === 'median' ? 'png' : 'jpeg' } }));
@@ -120,7 +121,7 @@ for (const engine of ENGINES) {
         const job = await settled(api, key, queued.jobId, 60_000);
         assert.equal(job.status, 'completed', `${types[i]}: ${JSON.stringify(job.error)}`);
         assert.equal(job.requestedBlendType, types[i]);
-        assert.equal(job.blendType, types[i] === 'average' ? 'mean' : types[i] === 'auto' ? 'median' : types[i]);
+        assert.equal(job.blendType, types[i] === 'auto' ? 'median' : resolveBlendType(types[i]!));
         assert.ok(job.qualityScore >= 0 && job.qualityScore <= 1);
         assert.ok(Number.isInteger(job.processingTime) && job.processingTime >= 0);
         assert.deepEqual([job.width, job.height], [416, 277]);

@@ -3,11 +3,28 @@ import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
-import { BLEND_TYPES } from './pipeline.js';
+import { BLEND_REGISTRY, BLEND_TYPES, ENGINE_BLEND_TYPES } from './engine/registry.js';
 
 export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
 const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
 const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', maxLength: 128, description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
+
+/** `a`, `b` and `c`. */
+function quoted(names: readonly string[]): string {
+  const q = names.map((n) => `\`${n}\``);
+  return q.length > 1 ? `${q.slice(0, -1).join(', ')} and ${q.at(-1)}` : q.join('');
+}
+
+/** Each blend type of the registry with its description and aliases (docs/blend.md, "Blend types", says more). */
+const BLEND_TYPE_DESCRIPTION = [
+  'Default `auto`: chosen from the frames (brightness range, sharpness per tile, frame count).',
+  ...ENGINE_BLEND_TYPES.map((t) => {
+    const { description, aliases } = BLEND_REGISTRY[t];
+    return `\`${t}\`${aliases.length ? ` (also ${quoted(aliases)})` : ''}: ${description}.`;
+  }),
+].join(' ');
+
+const ALIGN_DESCRIPTION = `Align every frame to the first. Default true, except for ${quoted(ENGINE_BLEND_TYPES.filter((t) => !BLEND_REGISTRY[t].align))} (star trails: the motion is the subject).`;
 
 const startBodies = new Map<number, ReturnType<typeof makeStartBody>>();
 
@@ -26,12 +43,12 @@ const makeStartBody = (maxImages: number) =>
       options: Type.Optional(
         Type.Object(
           {
-            blendType: Type.Optional({ ...StringEnum(BLEND_TYPES), description: 'Default `auto`; `average` is another name for `mean`.' }),
+            blendType: Type.Optional({ ...StringEnum(BLEND_TYPES), description: BLEND_TYPE_DESCRIPTION }),
             preserveBackground: Type.Optional(
               Type.Boolean({ description: 'Keep every pixel outside the people exactly as in the first frame. Default false, except for `composite` (true).' }),
             ),
             qualityThreshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Fail the job (quality_below_threshold) when its score is lower. Default 0.' })),
-            align: Type.Optional(Type.Boolean({ description: 'Align every frame to the first. Default true, except for `lighten` and `darken` (star trails: the motion is the subject).' })),
+            align: Type.Optional(Type.Boolean({ description: ALIGN_DESCRIPTION })),
             outputFormat: Type.Optional({ ...StringEnum(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),
           },
           { additionalProperties: false },

@@ -16,6 +16,7 @@ import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
+import { alignsByDefault } from './engine/registry.js';
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
@@ -35,7 +36,7 @@ function resolveOptions(blendType: BlendType, options: StartBody['options']): St
   return {
     preserveBackground: options?.preserveBackground ?? blendType === 'composite',
     qualityThreshold: options?.qualityThreshold ?? 0,
-    align: options?.align ?? !(blendType === 'lighten' || blendType === 'darken'),
+    align: options?.align ?? alignsByDefault(blendType),
     outputFormat: options?.outputFormat ?? 'jpeg',
   };
 }

@@ -1,7 +1,8 @@
 import type { FrameStats } from './engine/image/analysis.js';
 
 /** What `auto` may pick. */
-export type AutoChoice = 'exposure' | 'focus' | 'median' | 'mean';
+export const AUTO_CHOICES = ['exposure', 'focus', 'median', 'mean'] as const;
+export type AutoChoice = (typeof AUTO_CHOICES)[number];
 
 /**
  * `auto`: brackets (frames whose brightness differs strongly) are fused, focus brackets

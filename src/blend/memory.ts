@@ -1,4 +1,5 @@
-import type { BlendType } from './pipeline.js';
+import { AUTO_CHOICES } from './choose.js';
+import { BLEND_REGISTRY, type BlendType, resolveBlendType } from './engine/registry.js';
 
 /**
  * What a blend job holds in memory, and how much of it a process lets run at once.
@@ -12,48 +13,21 @@ import type { BlendType } from './pipeline.js';
  */
 
 /**
- * A job's peak memory is about JOB_BASE_BYTES plus its pixels times BYTES_PER_PIXEL of its blend
- * type: the job's share of the process's peak resident set (every thread, libvips included),
- * measured by `bench/blend-memory.mjs` at 15, 60 and 120 megapixels in 5 and 10 frames, every frame
- * shifted so that alignment warps it (docs/blend.md, "Memory"). The base is what a job costs
- * beyond its pixels (threads' scratch, libvips' buffers); the per-pixel figures are the smallest
- * that, with that base, cover every measurement of the type, rounded up (`darken` is `lighten`'s
- * kernel, `layers` the four layer modes, measured as `overlay`).
+ * A job's peak memory is about JOB_BASE_BYTES plus its pixels times its blend type's
+ * `bytesPerPixel` (engine/registry.ts): the job's share of the process's peak resident set (every
+ * thread, libvips included), measured by `bench/blend-memory.mjs` at 15, 60 and 120 megapixels in
+ * 5 and 10 frames, every frame shifted so that alignment warps it (docs/blend.md, "Memory"). The
+ * base is what a job costs beyond its pixels (threads' scratch, libvips' buffers); the per-pixel
+ * figures are the smallest that, with that base, cover every measurement of the type, rounded up.
  */
 export const JOB_BASE_BYTES = 200e6;
 
-export const BYTES_PER_PIXEL = {
-  mean: 7,
-  median: 7,
-  lighten: 7,
-  darken: 7,
-  layers: 7,
-  exposure: 10,
-  focus: 9,
-  composite: 9,
-} as const;
-
-/** The estimate's class of a blend type: `auto` may become any of mean, median, exposure or focus; `preserveBackground` adds the segmentation of every frame that `composite` does, so it costs at least as much as either. */
+/** The estimate's bytes per pixel: `auto` may become any type it chooses; `preserveBackground` adds the segmentation of every frame that `composite` does, so it costs at least as much as either. */
 function bytesPerPixel(blendType: BlendType, preserveBackground: boolean): number {
-  const b = BYTES_PER_PIXEL;
-  if (blendType === 'composite') return b.composite;
+  const type = resolveBlendType(blendType);
+  const own = Math.max(...(type === 'auto' ? AUTO_CHOICES : [type]).map((t) => BLEND_REGISTRY[t].bytesPerPixel));
   // With preserveBackground the type's own blend runs and every frame is segmented as well.
-  if (preserveBackground) return Math.max(b.composite, bytesPerPixel(blendType, false));
-  switch (blendType) {
-    case 'auto':
-      return Math.max(b.mean, b.median, b.exposure, b.focus);
-    case 'mean':
-    case 'average':
-      return b.mean;
-    case 'median':
-    case 'lighten':
-    case 'darken':
-    case 'exposure':
-    case 'focus':
-      return b[blendType];
-    default:
-      return b.layers;
-  }
+  return preserveBackground ? Math.max(own, BLEND_REGISTRY.composite.bytesPerPixel) : own;
 }
 
 export interface FrameSize {

@@ -5,6 +5,7 @@ import { alignFrames, checkLineUps, type FrameReport, type LineUps } from './eng
 import type { FrameStats } from './engine/image/analysis.js';
 import { collectGarbage } from './engine/threads/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
+import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType } from './engine/registry.js';
 import { compositePeople, keepBackground } from './engine/composite/composite.js';
 import type { RgbImage } from './engine/image/image.js';
 import { engineModule, WorkerPool } from './engine/threads/pool.js';
@@ -17,9 +18,7 @@ import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader
 import { jobMemory, jobPixels, MemoryBudget, type FrameSize } from './memory.js';
 import { type Quality, scoreQuality } from './quality.js';
 
-export const BLEND_TYPES = ['auto', 'mean', 'average', 'median', 'lighten', 'darken', 'exposure', 'focus', 'composite', 'multiply', 'screen', 'overlay', 'soft-light'] as const;
-export type BlendType = (typeof BLEND_TYPES)[number];
-export type EngineBlendType = Exclude<BlendType, 'auto' | 'average'>;
+export type { BlendType, EngineBlendType };
 
 /** A job's work, with every default already resolved. */
 export interface BlendSpec {
@@ -46,10 +45,6 @@ export interface BlendResult {
 
 /** What a client is told of a frame's alignment (align/align.ts FrameReport). */
 export type FrameAlignment = Pick<FrameReport, 'index' | 'method' | 'shiftPx' | 'confidence'>;
-
-const GHOSTING_TYPES = new Set<EngineBlendType>(['mean', 'median', 'composite']);
-/** Blends whose scratch (pyramids, weights) is worth a collection before scoring. */
-const LARGE_SCRATCH = new Set<EngineBlendType>(['exposure', 'focus', 'composite']);
 
 /**
  * A frame whose line-up check finds it related to frame 0 (align/align.ts's correlation for that) and
@@ -219,7 +214,7 @@ export class BlendEngine {
       autoReason = choice.reason;
       stage('choose');
     } else {
-      blendTypeUsed = spec.blendType === 'average' ? 'mean' : spec.blendType;
+      blendTypeUsed = resolveBlendType(spec.blendType) as EngineBlendType;
     }
 
     const withMasks = blendTypeUsed === 'composite' || spec.preserveBackground;
@@ -254,11 +249,11 @@ export class BlendEngine {
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
     // encoding add theirs, so the two never add up. Per-pixel blends make none beyond their result.
-    if (LARGE_SCRATCH.has(blendTypeUsed) || masks) await this.collectGarbage();
+    if (BLEND_REGISTRY[blendTypeUsed].largeScratch || masks) await this.collectGarbage();
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
-    const scoring = this.score({ frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, GHOSTING_TYPES.has(blendTypeUsed));
+    const scoring = this.score({ frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };

@@ -5,32 +5,15 @@ import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRow
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
 import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
 import type { PointKernel } from './point/stack.js';
+import { BLEND_REGISTRY, type BlendTypeOf } from './registry.js';
 
-/** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
-export type PixelBlendType =
-  | 'mean'
-  | 'median'
-  | 'lighten'
-  | 'darken'
-  | 'multiply'
-  | 'screen'
-  | 'overlay'
-  | 'soft-light'
-  | 'exposure'
-  | 'focus';
+/** The blend types computed from the frames' pixels alone (alignment and segmentation come before): the registry's point and pyramid families. */
+export type PixelBlendType = BlendTypeOf<'point' | 'pyramid'>;
 
-type PointBlendType = Exclude<PixelBlendType, 'exposure' | 'focus'>;
-
-// Module and function of each point-wise kernel; every one has the PointKernel signature.
-const POINT_KERNELS: Record<PointBlendType, [module: string, fn: string]> = {
-  mean: ['point/stack', 'meanRows'],
-  median: ['point/stack', 'medianRows'],
-  lighten: ['point/stack', 'lightenRows'],
-  darken: ['point/stack', 'darkenRows'],
-  multiply: ['point/layers', 'multiplyRows'],
-  screen: ['point/layers', 'screenRows'],
-  overlay: ['point/layers', 'overlayRows'],
-  'soft-light': ['point/layers', 'softLightRows'],
+// The pyramid blends by name: a pyramid type the registry declares must have its function here.
+const PYRAMID_BLENDS: Record<BlendTypeOf<'pyramid'>, (pool: WorkerPool, frames: RgbImage[]) => Promise<RgbImage>> = {
+  exposure: fuseExposures,
+  focus: stackFocus,
 };
 
 // Levels shorter than this run as one task: splitting them costs more in messages than it saves.
@@ -39,19 +22,19 @@ const TALL_ROWS = 512;
 
 /**
  * Blends same-sized frames into a new image, the pixel loops on the pool's threads. Point-wise
- * types split the rows across the threads; exposure and focus split each pyramid level's rows
- * and stream the frames one at a time into one accumulating pyramid per channel.
+ * types split the rows across the threads, each running the type's kernel (engine/registry.ts);
+ * exposure and focus split each pyramid level's rows and stream the frames one at a time into one
+ * accumulating pyramid per channel.
  */
 export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[]): Promise<RgbImage> {
   if (frames.length === 0) throw new Error('blendFrames needs at least one frame');
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
-  if (type === 'exposure') return fuseExposures(pool, shared);
-  if (type === 'focus') return stackFocus(pool, shared);
+  const { kernel } = BLEND_REGISTRY[type];
+  if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared);
   const out = sharedImage(width, height);
-  const [module, fn] = POINT_KERNELS[type];
   const data = shared.map((f) => f.data);
-  await overRows<PointKernel>(pool, module, fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
+  await overRows<PointKernel>(pool, kernel.module, kernel.fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
   return out;
 }
 

@@ -26,10 +26,10 @@ const QUAD_FX = [0.125, 0.375, 0.625, 0.875];
  * background's. Pixels [2, quadEnd) have the taps of factor 4 (quadEnd 0: none do); `fractions`
  * holds w / 255 (f64) for w < 256.
  */
-export const finishRow: Step = (code, [background, bands, still, winner, weight, owners, taps, width, out, quadEnd, fractions]) => {
-  const [x, q, tap, left, right, wgt, frame, base, k, end, owner, mixed] = code.locals(I32, 12);
+export const finishRow: Step<'background' | 'bands' | 'still' | 'winner' | 'weight' | 'owners' | 'taps' | 'width' | 'out' | 'quadEnd' | 'fractions'> = (code, { background, bands, still, winner, weight, owners, taps, width, out, quadEnd, fractions }) => {
+  const { x, q, tap, left, right, wgt, frame, base, k, end, owner, mixed } = code.declare({ x: I32, q: I32, tap: I32, left: I32, right: I32, wgt: I32, frame: I32, base: I32, k: I32, end: I32, owner: I32, mixed: I32 });
   const effective = code.locals(I32, 4);
-  const [f, w, bl, ol] = [code.local(F64), code.local(F64), code.local(F64), code.local(F64)];
+  const { f, w, bl, ol } = code.declare({ f: F64, w: F64, bl: F64, ol: F64 });
   const v = [0, 1, 2].map(() => code.local(F64)) as [number, number, number];
   const float = (addr: () => void, offset: number) => {
     addr();

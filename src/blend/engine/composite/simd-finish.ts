@@ -1,5 +1,5 @@
 import { finishRow } from './simd-finish-row.js';
-import { type Args, kernel, ROW_TAP_BYTES, type Step, TAP_BYTES } from './simd-shared.js';
+import { kernel, ROW_TAP_BYTES, type Step, TAP_BYTES } from './simd-shared.js';
 import { type Code, F64, I32 } from '../wasm/assembler.js';
 
 /**
@@ -33,8 +33,8 @@ export interface FinishKernels {
 export const LAYER_BYTES = 16;
 
 /** a += b over n floats (FinishKernels.addFloats). */
-const addFloats: Step = (code, [a, b, n]) => {
-  const [i, end, p] = [code.local(I32), code.local(I32), code.local(I32)];
+const addFloats: Step<'a' | 'b' | 'n'> = (code, { a, b, n }) => {
+  const { i, end, p } = code.declare({ i: I32, end: I32, p: I32 });
   code.get(n).i32(4).op('i32.mul').set(end);
   code.forStep(i, end, 16, () => {
     code.address(a, i).set(p);
@@ -44,8 +44,8 @@ const addFloats: Step = (code, [a, b, n]) => {
 };
 
 /** Per frame, the first and last pixel with a weight above zero (i32; left as they are where none). */
-const rowSpans: Step = (code, [winner, weight, width, first, last]) => {
-  const [x, k] = [code.local(I32), code.local(I32)];
+const rowSpans: Step<'winner' | 'weight' | 'width' | 'first' | 'last'> = (code, { winner, weight, width, first, last }) => {
+  const { x, k } = code.declare({ x: I32, k: I32 });
   code.forStep(x, width, 1, () => {
     code.address(weight, x).load8().when(() => {
       code.address(winner, x).load8().i32(2).op('i32.shl').set(k);
@@ -56,8 +56,8 @@ const rowSpans: Step = (code, [winner, weight, width, first, last]) => {
 };
 
 /** dst[3i + k] = f32(top[c·i + k] + (bottom[c·i + k] − top[c·i + k]) · fy) for k < 3, i < n (c = channels). */
-const lerpRows: Step = (code, [top, bottom, n, channels, fy, dst]) => {
-  const [i, step] = [code.local(I32), code.local(I32)];
+const lerpRows: Step<'top' | 'bottom' | 'n' | 'channels' | 'fy' | 'dst'> = (code, { top, bottom, n, channels, fy, dst }) => {
+  const { i, step } = code.declare({ i: I32, step: I32 });
   const t = code.local(F64);
   code.get(channels).i32(4).op('i32.mul').set(step);
   code.forStep(i, n, 1, () => {
@@ -75,8 +75,8 @@ const lerpRows: Step = (code, [top, bottom, n, channels, fy, dst]) => {
 };
 
 /** dst[i] = 1 where the 3 floats of column i are all 0, else 0 (bytes). */
-const stillColumns: Step = (code, [bands, n, dst]) => {
-  const [i, p] = [code.local(I32), code.local(I32)];
+const stillColumns: Step<'bands' | 'n' | 'dst'> = (code, { bands, n, dst }) => {
+  const { i, p } = code.declare({ i: I32, p: I32 });
   code.get(bands).set(p);
   code.forStep(i, n, 1, () => {
     code.address(dst, i);
@@ -87,8 +87,8 @@ const stillColumns: Step = (code, [bands, n, dst]) => {
 };
 
 function ownerSpans(): Code {
-  return kernel([I32, I32, I32, I32, I32, I32], (code, [rows, winner, weight, width, count, spans]) => {
-    const [r, k, at, first, last, pixel, winnerRow, weightRow] = code.locals(I32, 8);
+  return kernel({ rows: I32, winner: I32, weight: I32, width: I32, count: I32, spans: I32 }, (code, { rows, winner, weight, width, count, spans }) => {
+    const { r, k, at, first, last, pixel, winnerRow, weightRow } = code.declare({ r: I32, k: I32, at: I32, first: I32, last: I32, pixel: I32, winnerRow: I32, weightRow: I32 });
     code.forStep(r, rows, 1, () => {
       code.get(r).get(count).op('i32.mul').i32(8).op('i32.mul').get(spans).op('i32.add').set(first);
       code.get(count).i32(4).op('i32.mul').get(first).op('i32.add').set(last);
@@ -100,16 +100,16 @@ function ownerSpans(): Code {
       code.get(r).get(width).op('i32.mul').set(pixel);
       code.address(winner, pixel).set(winnerRow);
       code.address(weight, pixel).set(weightRow);
-      rowSpans(code, [winnerRow, weightRow, width, first, last] as Args);
+      rowSpans(code, { winner: winnerRow, weight: weightRow, width, first, last });
     });
   });
 }
 
 function resultRows(): Code {
-  const params: Code['params'] = new Array(20).fill(I32);
-  return kernel(params, (code, [rows, rowTaps, spans, count, layers, layerCount, owners, cells, summed, reached, bands, still, background, winner, weight, taps, width, out, quadEnd, fractions]) => {
-    const [r, j, k, tap, top, bottom, first, last, pixels, layer, a, b] = code.locals(I32, 12);
-    const [c0, found, topRow, bottomRow, span, baseRow, three, four, backgroundRow, outRow, winnerRow, weightRow] = code.locals(I32, 12);
+  const params = { rows: I32, rowTaps: I32, spans: I32, count: I32, layers: I32, layerCount: I32, owners: I32, cells: I32, summed: I32, reached: I32, bands: I32, still: I32, background: I32, winner: I32, weight: I32, taps: I32, width: I32, out: I32, quadEnd: I32, fractions: I32 };
+  return kernel(params, (code, { rows, rowTaps, spans, count, layers, layerCount, owners, cells, summed, reached, bands, still, background, winner, weight, taps, width, out, quadEnd, fractions }) => {
+    const { r, j, k, tap, top, bottom, first, last, pixels, layer, a, b } = code.declare({ r: I32, j: I32, k: I32, tap: I32, top: I32, bottom: I32, first: I32, last: I32, pixels: I32, layer: I32, a: I32, b: I32 });
+    const { c0, found, topRow, bottomRow, span, baseRow, three, four, backgroundRow, outRow, winnerRow, weightRow } = code.declare({ c0: I32, found: I32, topRow: I32, bottomRow: I32, span: I32, baseRow: I32, three: I32, four: I32, backgroundRow: I32, outRow: I32, winnerRow: I32, weightRow: I32 });
     const bandsRow = code.local(I32);
     const fy = code.local(F64);
     code.i32(3).set(three).i32(4).set(four);
@@ -138,7 +138,7 @@ function resultRows(): Code {
           code.get(layer).load32(12).get(c0).i32(12).op('i32.mul', 'i32.add').set(baseRow);
           code.get(top).get(cells).op('i32.mul').get(c0).op('i32.add').i32(16).op('i32.mul').get(layer).load32(4).op('i32.add').set(topRow);
           code.get(bottom).get(cells).op('i32.mul').get(c0).op('i32.add').i32(16).op('i32.mul').get(layer).load32(4).op('i32.add').set(bottomRow);
-          lerpRows(code, [topRow, bottomRow, span, four, fy, baseRow] as Args);
+          lerpRows(code, { top: topRow, bottom: bottomRow, n: span, channels: four, fy, dst: baseRow });
           code.get(k).i32(1).op('i32.shl').get(owners).op('i32.add').set(k);
           code.get(k).get(layer).load32(8).get(pixels).i32(3).op('i32.mul', 'i32.add').store32(0);
           code.get(k).get(layer).load32(12).store32(4);
@@ -156,11 +156,11 @@ function resultRows(): Code {
           code.get(bottom).get(cells).op('i32.mul').i32(12).op('i32.mul').get(summed).op('i32.add').set(bottomRow);
           // lerpRows moves its destination along the row
           code.get(bands).set(bandsRow);
-          lerpRows(code, [topRow, bottomRow, cells, three, fy, bandsRow] as Args);
-          stillColumns(code, [bands, cells, still] as Args);
+          lerpRows(code, { top: topRow, bottom: bottomRow, n: cells, channels: three, fy, dst: bandsRow });
+          stillColumns(code, { bands, n: cells, dst: still });
           code.address(winner, pixels).set(winnerRow);
           code.address(weight, pixels).set(weightRow);
-          finishRow(code, [backgroundRow, bands, still, winnerRow, weightRow, owners, taps, width, outRow, quadEnd, fractions] as Args);
+          finishRow(code, { background: backgroundRow, bands, still, winner: winnerRow, weight: weightRow, owners, taps, width, out: outRow, quadEnd, fractions });
         },
         () => {
           // background + 0 + 0 × f, rounded: the background itself, 16 bytes at a time (the
@@ -175,5 +175,5 @@ function resultRows(): Code {
 
 /** The result kernels' code, for composite/simd.ts to assemble. */
 export function finishKernels(): Record<keyof FinishKernels, Code> {
-  return { addFloats: kernel([I32, I32, I32], addFloats), ownerSpans: ownerSpans(), resultRows: resultRows() };
+  return { addFloats: kernel({ a: I32, b: I32, n: I32 }, addFloats), ownerSpans: ownerSpans(), resultRows: resultRows() };
 }

@@ -1,4 +1,4 @@
-import { type Args, kernel, NOBODY, ROW_TAP_BYTES, type Step, TAP_BYTES } from './simd-shared.js';
+import { kernel, NOBODY, ROW_TAP_BYTES, type Step, TAP_BYTES } from './simd-shared.js';
 import { type Code, F64, I32, V128 } from '../wasm/assembler.js';
 
 /**
@@ -22,9 +22,9 @@ export interface OwnerKernels {
 }
 
 /** The strongest mask per pixel (OwnerKernels.strongest). */
-const strongest: Step = (code, [masks, count, stride, winner, weight, n]) => {
-  const [i, k, p] = [code.local(I32), code.local(I32), code.local(I32)];
-  const [w, who, m, gt] = [code.local(V128), code.local(V128), code.local(V128), code.local(V128)];
+const strongest: Step<'masks' | 'count' | 'stride' | 'winner' | 'weight' | 'n'> = (code, { masks, count, stride, winner, weight, n }) => {
+  const { i, k, p } = code.declare({ i: I32, k: I32, p: I32 });
+  const { w, who, m, gt } = code.declare({ w: V128, who: V128, m: V128, gt: V128 });
   code.forStep(i, n, 16, () => {
     code.i32(0).op('i32x4.splat').set(w);
     code.i32(NOBODY).op('i8x16.splat').set(who);
@@ -47,8 +47,8 @@ const strongest: Step = (code, [masks, count, stride, winner, weight, n]) => {
  * Each frame's halo row, 255 × (top + (bottom − top) · fy) as f32 (frame k's grid rows at
  * top/bottom + k·planeStride) → dst + k·dstStride; then the first frame of the highest per cell → `cellOwner`.
  */
-const haloRows: Step = (code, [top, bottom, planeStride, count, cells, fy, dst, dstStride, cellOwner]) => {
-  const [k, u, t, b, o, best] = code.locals(I32, 6);
+const haloRows: Step<'top' | 'bottom' | 'planeStride' | 'count' | 'cells' | 'fy' | 'dst' | 'dstStride' | 'cellOwner'> = (code, { top, bottom, planeStride, count, cells, fy, dst, dstStride, cellOwner }) => {
+  const { k, u, t, b, o, best } = code.declare({ k: I32, u: I32, t: I32, b: I32, o: I32, best: I32 });
   const a = code.local(F64);
   code.forStep(k, count, 1, () => {
     code.get(k).get(planeStride).op('i32.mul').set(o);
@@ -86,8 +86,8 @@ const haloRows: Step = (code, [top, bottom, planeStride, count, cells, fy, dst, 
  * rounded, beats the weight: that owner and weight. Marks `owned[k]` for every frame k owning a
  * pixel with a weight above zero.
  */
-const claim: Step = (code, [winner, weight, halos, haloStride, cellOwner, factor, taps, width, owned, cells]) => {
-  const [x, end, u, cell, person, owner, row, tap, h, w, quiet] = code.locals(I32, 11);
+const claim: Step<'winner' | 'weight' | 'halos' | 'haloStride' | 'cellOwner' | 'factor' | 'taps' | 'width' | 'owned' | 'cells'> = (code, { winner, weight, halos, haloStride, cellOwner, factor, taps, width, owned, cells }) => {
+  const { x, end, u, cell, person, owner, row, tap, h, w, quiet } = code.declare({ x: I32, end: I32, u: I32, cell: I32, person: I32, owner: I32, row: I32, tap: I32, h: I32, w: I32, quiet: I32 });
   const a = code.local(F64);
   const halo = (offset: number) => code.get(row).get(tap).load32(offset).i32(4).op('i32.mul', 'i32.add').loadF32().op('f64.promote_f32');
   // the cell owner's halo at cell `index()` is 0
@@ -134,9 +134,9 @@ const claim: Step = (code, [winner, weight, halos, haloStride, cellOwner, factor
 };
 
 function claimRows(): Code {
-  const params: Code['params'] = new Array(15).fill(I32);
-  return kernel(params, (code, [rows, rowTaps, planes, planeStride, count, cells, halos, haloStride, cellOwner, factor, taps, width, owned, winner, weight]) => {
-    const [r, tap, top, bottom, rowBytes, first, winnerRow, weightRow] = code.locals(I32, 8);
+  const params = { rows: I32, rowTaps: I32, planes: I32, planeStride: I32, count: I32, cells: I32, halos: I32, haloStride: I32, cellOwner: I32, factor: I32, taps: I32, width: I32, owned: I32, winner: I32, weight: I32 };
+  return kernel(params, (code, { rows, rowTaps, planes, planeStride, count, cells, halos, haloStride, cellOwner, factor, taps, width, owned, winner, weight }) => {
+    const { r, tap, top, bottom, rowBytes, first, winnerRow, weightRow } = code.declare({ r: I32, tap: I32, top: I32, bottom: I32, rowBytes: I32, first: I32, winnerRow: I32, weightRow: I32 });
     const fy = code.local(F64);
     code.get(cells).i32(4).op('i32.mul').set(rowBytes);
     code.forStep(r, rows, 1, () => {
@@ -147,13 +147,13 @@ function claimRows(): Code {
       code.get(r).get(width).op('i32.mul').set(first);
       code.address(winner, first).set(winnerRow);
       code.address(weight, first).set(weightRow);
-      haloRows(code, [top, bottom, planeStride, count, cells, fy, halos, haloStride, cellOwner] as Args);
-      claim(code, [winnerRow, weightRow, halos, haloStride, cellOwner, factor, taps, width, owned, cells] as Args);
+      haloRows(code, { top, bottom, planeStride, count, cells, fy, dst: halos, dstStride: haloStride, cellOwner });
+      claim(code, { winner: winnerRow, weight: weightRow, halos, haloStride, cellOwner, factor, taps, width, owned, cells });
     });
   });
 }
 
 /** The owner kernels' code, for composite/simd.ts to assemble. */
 export function ownerKernels(): Record<keyof OwnerKernels, Code> {
-  return { strongest: kernel([I32, I32, I32, I32, I32, I32], strongest), claimRows: claimRows() };
+  return { strongest: kernel({ masks: I32, count: I32, stride: I32, winner: I32, weight: I32, n: I32 }, strongest), claimRows: claimRows() };
 }

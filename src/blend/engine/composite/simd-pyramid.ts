@@ -1,4 +1,4 @@
-import { type Args, kernel, type Step } from './simd-shared.js';
+import { kernel, type Step } from './simd-shared.js';
 import { Code, F64, floatLanes, I32, V128 } from '../wasm/assembler.js';
 
 /**
@@ -68,9 +68,9 @@ function binomial(code: Code, v: number[], { four, six, sixteenth, wide }: Binom
   return code.shuffle(floatLanes([0, 1, 4, 5]));
 }
 
-const reduceColumn: Step = (code, [a, b, c, d, e, dst, n]) => {
+const reduceColumn: Step<'a' | 'b' | 'c' | 'd' | 'e' | 'dst' | 'n'> = (code, { a, b, c, d, e, dst, n }) => {
   const rows = [a, b, c, d, e];
-  const [i, end] = [code.local(I32), code.local(I32)];
+  const { i, end } = code.declare({ i: I32, end: I32 });
   const v = rows.map(() => code.local(V128));
   const locals = binomialLocals(code);
   code.get(n).i32(4).op('i32.mul').set(end);
@@ -81,8 +81,8 @@ const reduceColumn: Step = (code, [a, b, c, d, e, dst, n]) => {
   });
 };
 
-const reduceAcross: Step = (code, [column, taps, count, dst]) => {
-  const [x, t, o] = [code.local(I32), code.local(I32), code.local(I32)];
+const reduceAcross: Step<'column' | 'taps' | 'count' | 'dst'> = (code, { column, taps, count, dst }) => {
+  const { x, t, o } = code.declare({ x: I32, t: I32, o: I32 });
   const v = [0, 1, 2, 3, 4].map(() => code.local(V128));
   const locals = binomialLocals(code);
   code.get(taps).set(t).get(dst).set(o);
@@ -95,8 +95,8 @@ const reduceAcross: Step = (code, [column, taps, count, dst]) => {
   });
 };
 
-const expandColumns: Step = (code, [a, b, c, n, odd, dst]) => {
-  const [i, end] = [code.local(I32), code.local(I32)];
+const expandColumns: Step<'a' | 'b' | 'c' | 'n' | 'odd' | 'dst'> = (code, { a, b, c, n, odd, dst }) => {
+  const { i, end } = code.declare({ i: I32, end: I32 });
   const vectors = [0, 1, 2].map(() => code.local(V128));
   const wide = [0, 1, 2].map(() => code.local(V128));
   const halves = [code.local(V128), code.local(V128)];
@@ -122,8 +122,8 @@ const expandColumns: Step = (code, [a, b, c, n, odd, dst]) => {
   code.get(odd).when(() => loop(true), () => loop(false));
 };
 
-const expandAcross: Step = (code, [column, channels, sw, s0, x0, x1, dst]) => {
-  const [x, h, l, r, step, firstLeft, lastRight] = code.locals(I32, 7);
+const expandAcross: Step<'column' | 'channels' | 'sw' | 's0' | 'x0' | 'x1' | 'dst'> = (code, { column, channels, sw, s0, x0, x1, dst }) => {
+  const { x, h, l, r, step, firstLeft, lastRight } = code.declare({ x: I32, h: I32, l: I32, r: I32, step: I32, firstLeft: I32, lastRight: I32 });
   const value = code.local(F64);
   // channel k of source column `index` (columns from s0, `channels` floats each), as f64
   const tap = (index: number, k: number) => code.get(index).get(s0).op('i32.sub').get(step).op('i32.mul').get(column).op('i32.add').loadF32(4 * k).op('f64.promote_f32');
@@ -161,8 +161,8 @@ const expandAcross: Step = (code, [column, channels, sw, s0, x0, x1, dst]) => {
   });
 };
 
-const bandCombine: Step = (code, [g, expandedLevel, expandedSum, x0, x1, ra, rb, hasLevel, out]) => {
-  const [x, reached] = [code.local(I32), code.local(I32)];
+const bandCombine: Step<'g' | 'expandedLevel' | 'expandedSum' | 'x0' | 'x1' | 'ra' | 'rb' | 'hasLevel' | 'out'> = (code, { g, expandedLevel, expandedSum, x0, x1, ra, rb, hasLevel, out }) => {
+  const { x, reached } = code.declare({ x: I32, reached: I32 });
   const w = code.local(F64);
   const float = (row: number, size: number, k: number) => code.get(row).get(x).i32(size).op('i32.mul', 'i32.add').loadF32(4 * k).op('f64.promote_f32');
   // the expanded sum where reached, else 0 (the value read elsewhere is never used)
@@ -189,24 +189,24 @@ const bandCombine: Step = (code, [g, expandedLevel, expandedSum, x0, x1, ra, rb,
 };
 
 function reduceLevelRows(): Code {
-  return kernel([I32, I32, I32, I32, I32, I32, I32], (code, [rows, sources, column, stride, taps, count, dst]) => {
-    const [r, at, out] = code.locals(I32, 3);
+  return kernel({ rows: I32, sources: I32, column: I32, stride: I32, taps: I32, count: I32, dst: I32 }, (code, { rows, sources, column, stride, taps, count, dst }) => {
+    const { r, at, out } = code.declare({ r: I32, at: I32, out: I32 });
     const source = code.locals(I32, 5);
     code.forStep(r, rows, 1, () => {
       code.get(r).i32(20).op('i32.mul').get(sources).op('i32.add').set(at);
       source.forEach((local, k) => code.get(at).load32(4 * k).set(local));
       code.get(r).get(count).op('i32.mul').i32(16).op('i32.mul').get(dst).op('i32.add').set(out);
-      reduceColumn(code, [source[0], source[1], source[2], source[3], source[4], column, stride] as Args);
-      reduceAcross(code, [column, taps, count, out] as Args);
+      reduceColumn(code, { a: source[0], b: source[1], c: source[2], d: source[3], e: source[4], dst: column, n: stride });
+      reduceAcross(code, { column, taps, count, dst: out });
     });
   });
 }
 
 function bandSumRows(): Code {
-  const params: Code['params'] = new Array(12).fill(I32);
-  return kernel(params, (code, [rows, plan, level, next, sumNext, width, sw, hasLevel, column, expandedLevel, expandedSum, out]) => {
-    const [r, p, x0, x1, wa, wb, ea, eb, odd, last] = code.locals(I32, 10);
-    const [gRow, outRow, s0, s1, n, a, b, c, to, three, four] = code.locals(I32, 11);
+  const params = { rows: I32, plan: I32, level: I32, next: I32, sumNext: I32, width: I32, sw: I32, hasLevel: I32, column: I32, expandedLevel: I32, expandedSum: I32, out: I32 };
+  return kernel(params, (code, { rows, plan, level, next, sumNext, width, sw, hasLevel, column, expandedLevel, expandedSum, out }) => {
+    const { r, p, x0, x1, wa, wb, ea, eb, odd, last } = code.declare({ r: I32, p: I32, x0: I32, x1: I32, wa: I32, wb: I32, ea: I32, eb: I32, odd: I32, last: I32 });
+    const { gRow, outRow, s0, s1, n, a, b, c, to, three, four } = code.declare({ gRow: I32, outRow: I32, s0: I32, s1: I32, n: I32, a: I32, b: I32, c: I32, to: I32, three: I32, four: I32 });
     const field = (name: keyof typeof BandPlan) => code.get(p).load32(4 * BandPlan[name]);
     // EXPAND of the plan's source rows of `src` (`channels` floats a pixel) to pixels [from, upTo] → dst
     const expand = (src: number, channels: number, from: number, upTo: number, dst: number) => {
@@ -219,9 +219,9 @@ function bandSumRows(): Code {
       (['a', 'b', 'c'] as const).forEach((name, k) => {
         field(name).get(sw).op('i32.mul').get(s0).op('i32.add').get(channels).op('i32.mul').i32(4).op('i32.mul').get(src).op('i32.add').set([a, b, c][k]!);
       });
-      expandColumns(code, [a, b, c, n, odd, column] as Args);
+      expandColumns(code, { a, b, c, n, odd, dst: column });
       code.get(upTo).set(to);
-      expandAcross(code, [column, channels, sw, s0, from, to, dst] as Args);
+      expandAcross(code, { column, channels, sw, s0, x0: from, x1: to, dst });
     };
     code.i32(3).set(three).i32(4).set(four);
     code.forStep(r, rows, 1, () => {
@@ -237,7 +237,7 @@ function bandSumRows(): Code {
         code.get(outRow).i32(12).op('i32.mul').get(out).op('i32.add').set(outRow);
         // bandCombine moves its end
         code.get(x1).set(last);
-        bandCombine(code, [gRow, expandedLevel, expandedSum, x0, last, ea, eb, hasLevel, outRow] as Args);
+        bandCombine(code, { g: gRow, expandedLevel, expandedSum, x0, x1: last, ra: ea, rb: eb, hasLevel, out: outRow });
       });
     });
   });

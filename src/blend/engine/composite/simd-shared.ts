@@ -1,4 +1,4 @@
-import { Code } from '../wasm/assembler.js';
+import { type Code, fn, type ValueType } from '../wasm/assembler.js';
 
 /**
  * What the composite's WebAssembly kernels (composite/simd-*.ts) share: how a step is written so a
@@ -7,21 +7,16 @@ import { Code } from '../wasm/assembler.js';
  * there one call per row, and the JavaScript around it, would cost more than the row's work.
  */
 
-/** Argument locals, destructured without checks up to 24. */
-export type Args = number[] & Record<0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 18 | 19 | 20 | 21 | 22 | 23, number>;
-
 /**
- * A kernel's step, written into `code` with its arguments in the locals `args`. A step sets every
- * local it declares before reading it, as a loop runs it again with the locals it left; it may
- * change its arguments, so a loop hands it locals it sets afresh on each turn.
+ * A kernel's step, written into `code` with its arguments, by name, in the locals `args`. A step
+ * sets every local it declares before reading it, as a loop runs it again with the locals it left;
+ * it may change its arguments, so a loop hands it locals it sets afresh on each turn.
  */
-export type Step = (code: Code, args: Args) => void;
+export type Step<N extends string> = (code: Code, args: Record<N, number>) => void;
 
-/** A kernel of its own: `step` with the function's parameters, of these types, as its arguments. */
-export function kernel(params: Code['params'], step: Step): Code {
-  const code = new Code(params);
-  step(code, params.map((_, i) => i) as Args);
-  return code;
+/** A kernel of its own: `step` with the function's parameters, of these types and in this order, as its arguments. */
+export function kernel<N extends string>(params: Record<N, ValueType>, step: Step<N>): Code {
+  return fn({ params }, step);
 }
 
 /** `winner` value of a pixel that no frame claims. */

@@ -1,4 +1,4 @@
-import { type Args, kernel, type Step } from './simd-shared.js';
+import { kernel, type Step } from './simd-shared.js';
 import { type Code, F64, I32, V128 } from '../wasm/assembler.js';
 
 /**
@@ -33,9 +33,9 @@ export interface SumKernels {
 export const columnBytes = (pixels: number, channels: number, factor: number) => 2 * (pixels + factor) * channels + 16;
 
 /** 16-bit column sums of `rows` rows of `length` bytes at base + r·stride (rows ≤ 257) → `dst`. */
-const columnSums: Step = (code, [base, length, rows, stride, dst]) => {
-  const [i, r, p] = [code.local(I32), code.local(I32), code.local(I32)];
-  const [lo, hi, x] = [code.local(V128), code.local(V128), code.local(V128)];
+const columnSums: Step<'base' | 'length' | 'rows' | 'stride' | 'dst'> = (code, { base, length, rows, stride, dst }) => {
+  const { i, r, p } = code.declare({ i: I32, r: I32, p: I32 });
+  const { lo, hi, x } = code.declare({ lo: V128, hi: V128, x: V128 });
   code.forStep(i, length, 16, () => {
     code.i32(0).op('i32x4.splat').set(lo);
     code.i32(0).op('i32x4.splat').set(hi);
@@ -53,8 +53,8 @@ const columnSums: Step = (code, [base, length, rows, stride, dst]) => {
 };
 
 /** In place, the 16-bit sums per channel of each run of `factor` pixels (the last cut short) of `channels`-interleaved sums, over the run's first pixel. */
-const blockSums: Step = (code, [src, pixels, channels, factor]) => {
-  const [x, end, c, s, j, o, step] = code.locals(I32, 7);
+const blockSums: Step<'src' | 'pixels' | 'channels' | 'factor'> = (code, { src, pixels, channels, factor }) => {
+  const { x, end, c, s, j, o, step } = code.declare({ x: I32, end: I32, c: I32, s: I32, j: I32, o: I32, step: I32 });
   // a pixel's 16-bit sums are 2 · channels bytes apart
   code.get(channels).get(channels).op('i32.add').set(step);
   code.i32(0).set(x);
@@ -82,8 +82,8 @@ const blockSums: Step = (code, [src, pixels, channels, factor]) => {
 };
 
 /** 16-bit src[i] += src[i + shift / 2] for i < lanes (shift in bytes). */
-const doubleSums: Step = (code, [src, lanes, shift]) => {
-  const [i, end, p] = [code.local(I32), code.local(I32), code.local(I32)];
+const doubleSums: Step<'src' | 'lanes' | 'shift'> = (code, { src, lanes, shift }) => {
+  const { i, end, p } = code.declare({ i: I32, end: I32, p: I32 });
   code.get(lanes).get(lanes).op('i32.add').set(end);
   // forwards in place: lanes i + shift are read before anything writes them
   code.forStep(i, end, 16, () => {
@@ -99,11 +99,11 @@ const doubleSums: Step = (code, [src, lanes, shift]) => {
  * over the run's first pixel (16 bits hold 255 × 16 × 16). For a power of two a run's sum is built
  * in SIMD by doubling: each lane plus the one half a run to its right, the row's tail zeroed.
  */
-const runSums: Step = (code, [columns, pixels, channels, factor, cells]) => {
-  const [lanes, at, end, step, shift] = code.locals(I32, 5);
+const runSums: Step<'columns' | 'pixels' | 'channels' | 'factor' | 'cells'> = (code, { columns, pixels, channels, factor, cells }) => {
+  const { lanes, at, end, step, shift } = code.declare({ lanes: I32, at: I32, end: I32, step: I32, shift: I32 });
   code.get(factor).get(factor).i32(1).op('i32.sub', 'i32.and');
   code.when(
-    () => blockSums(code, [columns, pixels, channels, factor] as Args),
+    () => blockSums(code, { src: columns, pixels, channels, factor }),
     () => {
       code.get(cells).get(factor).op('i32.mul').get(channels).op('i32.mul').set(lanes);
       // zero bytes [2 · pixels · channels, 2 · lanes + 16), in 16-bit stores (both ends are even)
@@ -117,7 +117,7 @@ const runSums: Step = (code, [columns, pixels, channels, factor, cells]) => {
       code.i32(1).set(step);
       code.whileBelow(step, factor, () => {
         code.get(step).get(channels).op('i32.mul').i32(1).op('i32.shl').set(shift);
-        doubleSums(code, [columns, lanes, shift] as Args);
+        doubleSums(code, { src: columns, lanes, shift });
         code.get(step).i32(1).op('i32.shl').set(step);
       });
     },
@@ -125,8 +125,8 @@ const runSums: Step = (code, [columns, pixels, channels, factor, cells]) => {
 };
 
 /** dst[channels · b + c] = 16-bit src at b · stride + 2c (bytes), as i32, for b < count, c < channels. */
-const pickSums: Step = (code, [src, count, channels, stride, dst]) => {
-  const [b, c, p, o] = code.locals(I32, 4);
+const pickSums: Step<'src' | 'count' | 'channels' | 'stride' | 'dst'> = (code, { src, count, channels, stride, dst }) => {
+  const { b, c, p, o } = code.declare({ b: I32, c: I32, p: I32, o: I32 });
   code.get(dst).set(o);
   code.forStep(b, count, 1, () => {
     code.get(b).get(stride).op('i32.mul').get(src).op('i32.add').set(p);
@@ -142,8 +142,8 @@ const pickSums: Step = (code, [src, count, channels, stride, dst]) => {
  * per channel, and f32(owned weight · scale / 255); the last cell's scale is `lastScale`. The
  * frame's and the owned weight's cell sums are 16-bit run sums (runSums) of `factor` pixels.
  */
-const baseCells: Step = (code, [colours, owned, factor, sums, n, scale, lastScale, dst]) => {
-  const [i, p, o] = [code.local(I32), code.local(I32), code.local(I32)];
+const baseCells: Step<'colours' | 'owned' | 'factor' | 'sums' | 'n' | 'scale' | 'lastScale' | 'dst'> = (code, { colours, owned, factor, sums, n, scale, lastScale, dst }) => {
+  const { i, p, o } = code.declare({ i: I32, p: I32, o: I32 });
   const s = code.local(F64);
   code.get(colours).set(p).get(owned).set(o);
   code.forStep(i, n, 1, () => {
@@ -167,8 +167,8 @@ const baseCells: Step = (code, [colours, owned, factor, sums, n, scale, lastScal
 };
 
 function cellTotals(): Code {
-  return kernel([I32, I32, I32, I32, I32, I32, I32, I32, I32], (code, [rows, src, width, channels, count, factor, cells, columns, dst]) => {
-    const [r, length, rowBytes, cellBytes, runBytes, pixels, out] = code.locals(I32, 7);
+  return kernel({ rows: I32, src: I32, width: I32, channels: I32, count: I32, factor: I32, cells: I32, columns: I32, dst: I32 }, (code, { rows, src, width, channels, count, factor, cells, columns, dst }) => {
+    const { r, length, rowBytes, cellBytes, runBytes, pixels, out } = code.declare({ r: I32, length: I32, rowBytes: I32, cellBytes: I32, runBytes: I32, pixels: I32, out: I32 });
     code.get(width).get(channels).op('i32.mul').set(length);
     code.get(length).get(factor).op('i32.mul').set(rowBytes);
     code.get(cells).get(channels).op('i32.mul').i32(4).op('i32.mul').set(cellBytes);
@@ -176,17 +176,17 @@ function cellTotals(): Code {
     code.forStep(r, rows, 1, () => {
       code.get(r).get(rowBytes).op('i32.mul').get(src).op('i32.add').set(pixels);
       code.get(r).get(cellBytes).op('i32.mul').get(dst).op('i32.add').set(out);
-      columnSums(code, [pixels, length, count, length, columns] as Args);
-      runSums(code, [columns, width, channels, factor, cells] as Args);
-      pickSums(code, [columns, cells, channels, runBytes, out] as Args);
+      columnSums(code, { base: pixels, length, rows: count, stride: length, dst: columns });
+      runSums(code, { columns, pixels: width, channels, factor, cells });
+      pickSums(code, { src: columns, count: cells, channels, stride: runBytes, dst: out });
     });
   });
 }
 
 function baseCellRows(): Code {
-  const params: Code['params'] = [I32, I32, I32, I32, I32, I32, I32, I32, I32, I32, F64, F64, I32];
-  return kernel(params, (code, [rows, frame, mine, width, count, factor, cells, colours, owned, sums, scale, lastScale, dst]) => {
-    const [r, length, firstRow, frameRows, mineRows, cellSums, out, three, one] = code.locals(I32, 9);
+  const params = { rows: I32, frame: I32, mine: I32, width: I32, count: I32, factor: I32, cells: I32, colours: I32, owned: I32, sums: I32, scale: F64, lastScale: F64, dst: I32 };
+  return kernel(params, (code, { rows, frame, mine, width, count, factor, cells, colours, owned, sums, scale, lastScale, dst }) => {
+    const { r, length, firstRow, frameRows, mineRows, cellSums, out, three, one } = code.declare({ r: I32, length: I32, firstRow: I32, frameRows: I32, mineRows: I32, cellSums: I32, out: I32, three: I32, one: I32 });
     code.get(width).i32(3).op('i32.mul').set(length);
     code.i32(3).set(three).i32(1).set(one);
     code.forStep(r, rows, 1, () => {
@@ -195,17 +195,17 @@ function baseCellRows(): Code {
       code.get(firstRow).get(width).op('i32.mul').get(mine).op('i32.add').set(mineRows);
       code.get(r).get(cells).op('i32.mul').i32(12).op('i32.mul').get(sums).op('i32.add').set(cellSums);
       code.get(r).get(cells).op('i32.mul').i32(16).op('i32.mul').get(dst).op('i32.add').set(out);
-      columnSums(code, [frameRows, length, count, length, colours] as Args);
-      runSums(code, [colours, width, three, factor, cells] as Args);
-      columnSums(code, [mineRows, width, count, width, owned] as Args);
-      runSums(code, [owned, width, one, factor, cells] as Args);
-      baseCells(code, [colours, owned, factor, cellSums, cells, scale, lastScale, out] as Args);
+      columnSums(code, { base: frameRows, length, rows: count, stride: length, dst: colours });
+      runSums(code, { columns: colours, pixels: width, channels: three, factor, cells });
+      columnSums(code, { base: mineRows, length: width, rows: count, stride: width, dst: owned });
+      runSums(code, { columns: owned, pixels: width, channels: one, factor, cells });
+      baseCells(code, { colours, owned, factor, sums: cellSums, n: cells, scale, lastScale, dst: out });
     });
   });
 }
 
 const ownedBytes = () =>
-  kernel([I32, I32, I32, I32, I32], (code, [winner, weight, index, dst, n]) => {
+  kernel({ winner: I32, weight: I32, index: I32, dst: I32, n: I32 }, (code, { winner, weight, index, dst, n }) => {
     const i = code.local(I32);
     const key = code.local(V128);
     code.get(index).op('i8x16.splat').set(key);

@@ -3,7 +3,7 @@ import { type OwnerKernels, ownerKernels } from './simd-owner.js';
 import { type PyramidKernels, pyramidKernels } from './simd-pyramid.js';
 import { ROW_TAP_BYTES, type Taps } from './simd-shared.js';
 import { type SumKernels, sumKernels } from './simd-sums.js';
-import { instantiate, KernelArena, type WasmMemory } from '../wasm/assembler.js';
+import { instantiate, KernelArena, type ModuleSource, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * The composite's pixel loops (composite/kernels.ts, composite/pyramid.ts) in WebAssembly,
@@ -33,10 +33,14 @@ export function chunkRows(pixels: number): number {
 
 let kernels: { run: CompositeKernels; memory: WasmMemory } | null = null;
 
+/** The module of every composite kernel. */
+export function compositeModule(): ModuleSource {
+  return { functions: { ...sumKernels(), ...ownerKernels(), ...finishKernels(), ...pyramidKernels() }, pages: 1 };
+}
+
 function compiled(): { run: CompositeKernels; memory: WasmMemory } {
   if (!kernels) {
-    const functions = { ...sumKernels(), ...ownerKernels(), ...finishKernels(), ...pyramidKernels() };
-    const { exports, memory } = instantiate(functions, 1);
+    const { exports, memory } = instantiate(compositeModule());
     kernels = { run: exports as unknown as CompositeKernels, memory };
   }
   return kernels;

@@ -1,4 +1,4 @@
-import { Code, F64, growTo, I32, instantiate, V128, type WasmMemory } from '../wasm/assembler.js';
+import { Code, fn, F64, growTo, I32, instantiate, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * Sums of factor × factor blocks of RGB rows in WebAssembly: the heavy half of a thumbnail
@@ -14,49 +14,44 @@ const ROW_BYTES_BUDGET = 1 << 22;
 
 /** `columns(length, rows, base)`: 16-bit column sums of the rows at base + r·length, r < rows, into [0, 2·length). */
 function columns(): Code {
-  const code = new Code([I32, I32, I32]);
-  const [length, rows, base] = [0, 1, 2];
-  const [i, r, p] = [code.local(I32), code.local(I32), code.local(I32)];
-  const [lo, hi, x] = [code.local(V128), code.local(V128), code.local(V128)];
-  code.forStep(i, length, 16, () => {
-    code.i32(0).op('i32x4.splat').set(lo);
-    code.i32(0).op('i32x4.splat').set(hi);
-    code.get(base).get(i).op('i32.add').set(p);
-    code.forStep(r, rows, 1, () => {
-      code.get(p).load(0).set(x);
-      code.get(lo).get(x).op('i16x8.extend_low_i8x16_u', 'i16x8.add').set(lo);
-      code.get(hi).get(x).op('i16x8.extend_high_i8x16_u', 'i16x8.add').set(hi);
-      code.get(p).get(length).op('i32.add').set(p);
+  return fn({ params: { length: I32, rows: I32, base: I32 }, locals: { i: I32, r: I32, p: I32, lo: V128, hi: V128, x: V128 } }, (code, { length, rows, base, i, r, p, lo, hi, x }) => {
+    code.forStep(i, length, 16, () => {
+      code.i32(0).op('i32x4.splat').set(lo);
+      code.i32(0).op('i32x4.splat').set(hi);
+      code.get(base).get(i).op('i32.add').set(p);
+      code.forStep(r, rows, 1, () => {
+        code.get(p).load(0).set(x);
+        code.get(lo).get(x).op('i16x8.extend_low_i8x16_u', 'i16x8.add').set(lo);
+        code.get(hi).get(x).op('i16x8.extend_high_i8x16_u', 'i16x8.add').set(hi);
+        code.get(p).get(length).op('i32.add').set(p);
+      });
+      code.get(i).get(i).op('i32.add').get(lo).store(0);
+      code.get(i).get(i).op('i32.add').get(hi).store(16);
     });
-    code.get(i).get(i).op('i32.add').get(lo).store(0);
-    code.get(i).get(i).op('i32.add').get(hi).store(16);
   });
-  return code;
 }
 
 /** `blocks(pixels, factor, sums)`: adds to the 32-bit R, G, B sums at `sums` those of each run of `factor` pixels of the column sums, the last one cut short. */
 function blocks(): Code {
-  const code = new Code([I32, I32, I32]);
-  const [pixels, factor, sums] = [0, 1, 2];
-  const [x, end, p, o, r, g, b] = Array.from({ length: 7 }, () => code.local(I32)) as [number, number, number, number, number, number, number];
-  code.get(sums).set(o);
-  code.whileBelow(x, pixels, () => {
-    code.i32(0).set(r).i32(0).set(g).i32(0).set(b);
-    code.get(x).get(factor).op('i32.add').set(end);
-    code.get(end).get(pixels).get(end).get(pixels).op('i32.lt_u', 'select').set(end);
-    code.whileBelow(x, end, () => {
-      code.get(r).get(p).load16(0).op('i32.add').set(r);
-      code.get(g).get(p).load16(2).op('i32.add').set(g);
-      code.get(b).get(p).load16(4).op('i32.add').set(b);
-      code.get(p).i32(6).op('i32.add').set(p);
-      code.get(x).i32(1).op('i32.add').set(x);
+  return fn({ params: { pixels: I32, factor: I32, sums: I32 }, locals: { x: I32, end: I32, p: I32, o: I32, r: I32, g: I32, b: I32 } }, (code, { pixels, factor, sums, x, end, p, o, r, g, b }) => {
+    code.get(sums).set(o);
+    code.whileBelow(x, pixels, () => {
+      code.i32(0).set(r).i32(0).set(g).i32(0).set(b);
+      code.get(x).get(factor).op('i32.add').set(end);
+      code.get(end).get(pixels).get(end).get(pixels).op('i32.lt_u', 'select').set(end);
+      code.whileBelow(x, end, () => {
+        code.get(r).get(p).load16(0).op('i32.add').set(r);
+        code.get(g).get(p).load16(2).op('i32.add').set(g);
+        code.get(b).get(p).load16(4).op('i32.add').set(b);
+        code.get(p).i32(6).op('i32.add').set(p);
+        code.get(x).i32(1).op('i32.add').set(x);
+      });
+      code.get(o).get(o).load32(0).get(r).op('i32.add').store32(0);
+      code.get(o).get(o).load32(4).get(g).op('i32.add').store32(4);
+      code.get(o).get(o).load32(8).get(b).op('i32.add').store32(8);
+      code.get(o).i32(12).op('i32.add').set(o);
     });
-    code.get(o).get(o).load32(0).get(r).op('i32.add').store32(0);
-    code.get(o).get(o).load32(4).get(g).op('i32.add').store32(4);
-    code.get(o).get(o).load32(8).get(b).op('i32.add').store32(8);
-    code.get(o).i32(12).op('i32.add').set(o);
   });
-  return code;
 }
 
 /**
@@ -68,37 +63,33 @@ function blocks(): Code {
  * 1 / 2n away from one, so truncating it gives Math.round's answer.
  */
 function means(): Code {
-  const code = new Code([I32, I32, I32, I32, I32, I32, I32, I32]);
-  const [count, pixels, factor, rows, sums, out, greyCount, grey] = [0, 1, 2, 3, 4, 5, 6, 7];
-  const [k, n, p] = [code.local(I32), code.local(I32), code.local(I32)];
-  const twice = code.local(F64);
-  const whole = code.local(F64);
-  // luma: ⌊(2·(77R + 150G + 29B) + 256n) / 512n⌋, n = factor × rows for a whole block
-  code.get(factor).get(rows).op('i32.mul', 'f64.convert_i32_u').f64(256).op('f64.mul').set(whole);
-  code.get(sums).set(p);
-  code.forStep(k, greyCount, 1, () => {
-    code.get(grey).get(k).op('i32.add');
-    code.get(p).load32(0).op('f64.convert_i32_u').f64(154).op('f64.mul');
-    code.get(p).load32(4).op('f64.convert_i32_u').f64(300).op('f64.mul').op('f64.add');
-    code.get(p).load32(8).op('f64.convert_i32_u').f64(58).op('f64.mul').op('f64.add');
-    code.get(whole).op('f64.add').get(whole).get(whole).op('f64.add', 'f64.div', 'i32.trunc_f64_u').store8(0);
-    code.get(p).i32(12).op('i32.add').set(p);
+  return fn({ params: { count: I32, pixels: I32, factor: I32, rows: I32, sums: I32, out: I32, greyCount: I32, grey: I32 }, locals: { k: I32, n: I32, p: I32, twice: F64, whole: F64 } }, (code, { count, pixels, factor, rows, sums, out, greyCount, grey, k, n, p, twice, whole }) => {
+    // luma: ⌊(2·(77R + 150G + 29B) + 256n) / 512n⌋, n = factor × rows for a whole block
+    code.get(factor).get(rows).op('i32.mul', 'f64.convert_i32_u').f64(256).op('f64.mul').set(whole);
+    code.get(sums).set(p);
+    code.forStep(k, greyCount, 1, () => {
+      code.get(grey).get(k).op('i32.add');
+      code.get(p).load32(0).op('f64.convert_i32_u').f64(154).op('f64.mul');
+      code.get(p).load32(4).op('f64.convert_i32_u').f64(300).op('f64.mul').op('f64.add');
+      code.get(p).load32(8).op('f64.convert_i32_u').f64(58).op('f64.mul').op('f64.add');
+      code.get(whole).op('f64.add').get(whole).get(whole).op('f64.add', 'f64.div', 'i32.trunc_f64_u').store8(0);
+      code.get(p).i32(12).op('i32.add').set(p);
+    });
+    code.get(sums).set(p);
+    code.forStep(k, count, 1, () => {
+      // n = rows × the block's width: factor, or what is left of the row
+      code.get(pixels).get(k).get(factor).op('i32.mul', 'i32.sub').set(n);
+      code.get(factor).get(n).get(factor).get(n).op('i32.lt_u', 'select').get(rows).op('i32.mul').set(n);
+      code.get(n).get(n).op('i32.add', 'f64.convert_i32_u').set(twice);
+      for (const c of [0, 1, 2]) {
+        code.get(out).i32(c).op('i32.add');
+        code.get(p).load32(4 * c).get(p).load32(4 * c).op('i32.add').get(n).op('i32.add', 'f64.convert_i32_u');
+        code.get(twice).op('f64.div', 'i32.trunc_f64_u').store8(0);
+      }
+      code.get(out).i32(3).op('i32.add').set(out);
+      code.get(p).i32(12).op('i32.add').set(p);
+    });
   });
-  code.get(sums).set(p);
-  code.forStep(k, count, 1, () => {
-    // n = rows × the block's width: factor, or what is left of the row
-    code.get(pixels).get(k).get(factor).op('i32.mul', 'i32.sub').set(n);
-    code.get(factor).get(n).get(factor).get(n).op('i32.lt_u', 'select').get(rows).op('i32.mul').set(n);
-    code.get(n).get(n).op('i32.add', 'f64.convert_i32_u').set(twice);
-    for (const c of [0, 1, 2]) {
-      code.get(out).i32(c).op('i32.add');
-      code.get(p).load32(4 * c).get(p).load32(4 * c).op('i32.add').get(n).op('i32.add', 'f64.convert_i32_u');
-      code.get(twice).op('f64.div', 'i32.trunc_f64_u').store8(0);
-    }
-    code.get(out).i32(3).op('i32.add').set(out);
-    code.get(p).i32(12).op('i32.add').set(p);
-  });
-  return code;
 }
 
 interface Kernel {
@@ -106,6 +97,11 @@ interface Kernel {
   blocks(pixels: number, factor: number, sums: number): void;
   means(count: number, pixels: number, factor: number, rows: number, sums: number, out: number, greyCount: number, grey: number): void;
   memory: WasmMemory;
+}
+
+/** The module of the three kernels. */
+export function blocksModule(): ModuleSource {
+  return { functions: { columns: columns(), blocks: blocks(), means: means() }, pages: 1 };
 }
 
 let kernel: Kernel | null = null;
@@ -135,7 +131,7 @@ export function blockMeans(
   greyAt: number,
   greyWidth: number,
 ): void {
-  kernel ??= instantiate({ columns: columns(), blocks: blocks(), means: means() }, 1).exports as unknown as Kernel;
+  kernel ??= instantiate(blocksModule()).exports as unknown as Kernel;
   const count = Math.ceil(width / factor);
   const rowBytes = width * 3;
   // memory: column sums (2 bytes a column), block sums (12 bytes a block), means (3 bytes a

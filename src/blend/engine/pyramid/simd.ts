@@ -2,7 +2,7 @@ import { exposureWeightCode } from './exposure.js';
 import { accumulate, addScaled, fill, normalise, oneHot } from './simd-arithmetic.js';
 import { bytesToFloats, floatsToRgb, floatsToShorts, shortsToFloats, split } from './simd-convert.js';
 import { decimate, expand, sumBytes5, sumFloats5 } from './simd-reduce-expand.js';
-import { instantiate, KernelArena, type WasmMemory } from '../wasm/assembler.js';
+import { type Code, instantiate, KernelArena, type ModuleSource, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * The row loops of the pyramid blend (pyramid/pyramid.ts) as WebAssembly SIMD kernels, assembled once
@@ -70,31 +70,36 @@ export interface RowKernels {
 
 let kernels: { run: RowKernels; memory: WasmMemory } | null = null;
 
+/** The module of every row kernel. */
+export function rowModule(): ModuleSource {
+  const { exposurePixels, exposureWeight } = exposureWeightCode();
+  const functions: Record<keyof RowKernels, Code> = {
+    split: split(),
+    bytesToFloats: bytesToFloats(),
+    floatsToRgb: floatsToRgb(),
+    shortsToFloats: shortsToFloats(),
+    floatsToShorts: floatsToShorts(),
+    sumBytes5: sumBytes5(),
+    sumFloats5: sumFloats5(),
+    decimateShorts: decimate(2),
+    decimateFloats: decimate(4),
+    expandRow: expand('store'),
+    expandAccumulate: expand('floats'),
+    expandAccumulateBytes: expand('bytes'),
+    accumulate: accumulate(),
+    addScaled: addScaled(),
+    fill: fill(),
+    normalise: normalise(),
+    oneHot: oneHot(),
+    exposurePixels,
+    exposureWeight,
+  };
+  return { functions, pages: 1 };
+}
+
 function compiled(): { run: RowKernels; memory: WasmMemory } {
   if (!kernels) {
-    const { exposurePixels, exposureWeight } = exposureWeightCode();
-    const functions = {
-      split: split(),
-      bytesToFloats: bytesToFloats(),
-      floatsToRgb: floatsToRgb(),
-      shortsToFloats: shortsToFloats(),
-      floatsToShorts: floatsToShorts(),
-      sumBytes5: sumBytes5(),
-      sumFloats5: sumFloats5(),
-      decimateShorts: decimate(2),
-      decimateFloats: decimate(4),
-      expandRow: expand('store'),
-      expandAccumulate: expand('floats'),
-      expandAccumulateBytes: expand('bytes'),
-      accumulate: accumulate(),
-      addScaled: addScaled(),
-      fill: fill(),
-      normalise: normalise(),
-      oneHot: oneHot(),
-      exposurePixels,
-      exposureWeight,
-    };
-    const { exports, memory } = instantiate(functions, 1);
+    const { exports, memory } = instantiate(rowModule());
     kernels = { run: exports as unknown as RowKernels, memory };
   }
   return kernels;

@@ -3,16 +3,19 @@
  * SIMD kernels the engine generates (point/stack-simd.ts, image/blocks-simd.ts, pyramid/simd.ts, composite/simd.ts...).
  * Nothing is compiled ahead of time, so no toolchain is needed and nothing is downloaded.
  * Instruction names are those of the text format; opcodes from the core and SIMD specifications.
+ * A kernel is written with named parameters and locals (`fn`); wasm/modules.ts lists every module
+ * the engine builds, and `npm run wasm:print -- <kernel>` prints one in the text format (wasm/text.ts).
  */
 
-export const I32 = 0x7f;
-export const F32 = 0x7d;
-export const V128 = 0x7b;
-export const F64 = 0x7c;
-type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
+// Value types; `as const` keeps them literal in objects of named parameters (`Signature`).
+export const I32 = 0x7f as const;
+export const F32 = 0x7d as const;
+export const V128 = 0x7b as const;
+export const F64 = 0x7c as const;
+export type ValueType = typeof I32 | typeof F32 | typeof F64 | typeof V128;
 
 /** Instructions without immediates, one byte. */
-const PLAIN = {
+export const PLAIN = {
   'i32.add': 0x6a,
   'i32.sub': 0x6b,
   'i32.mul': 0x6c,
@@ -47,7 +50,7 @@ const PLAIN = {
 } as const;
 
 /** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
-const SIMD = {
+export const SIMD = {
   'i8x16.narrow_i16x8_u': 0x66,
   'i8x16.min_u': 0x77,
   'i8x16.max_u': 0x79,
@@ -140,6 +143,8 @@ export type Locals = number[] & Record<0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 1
 export class Code {
   readonly bytes: number[] = [];
   private readonly localTypes: ValueType[] = [];
+  /** The names of parameters and locals declared with one (`fn`, `declare`), by index: for the text format (wasm/text.ts). */
+  readonly names = new Map<number, string>();
 
   constructor(readonly params: ValueType[]) {}
 
@@ -147,6 +152,17 @@ export class Code {
   local(type: ValueType): number {
     this.localTypes.push(type);
     return this.params.length + this.localTypes.length - 1;
+  }
+
+  /** New locals, one per name, of the types given and in their order: their indices by name. */
+  declare<L extends string>(locals: Record<L, ValueType>): Record<L, number> {
+    return Object.fromEntries(
+      Object.entries<ValueType>(locals).map(([n, type]) => {
+        const index = this.local(type);
+        this.names.set(index, n);
+        return [n, index];
+      }),
+    ) as Record<L, number>;
   }
 
   /** `count` new locals of `type`, their indices. */
@@ -328,6 +344,29 @@ export class Code {
   }
 }
 
+/** A function's named parameters and the locals it declares first, each with its type, in order. */
+export interface Signature<P extends string, L extends string> {
+  params: Record<P, ValueType>;
+  locals?: Record<L, ValueType>;
+}
+
+/**
+ * A function written with names: `body` writes into `code` and reads each parameter and local of
+ * `signature` by its name in `$` (its index: parameters first, then the locals in order). The
+ * parameters' order is the exported function's; a local declared later in `body` (code.local)
+ * comes after these.
+ */
+export function fn<P extends string, L extends string = never>(signature: Signature<P, L>, body: (code: Code, $: Record<P | L, number>) => void): Code {
+  const names = Object.keys(signature.params) as P[];
+  const code = new Code(names.map((n) => signature.params[n]));
+  names.forEach((n, i) => code.names.set(i, n));
+  const clash = Object.keys(signature.locals ?? {}).find((n) => names.includes(n as P));
+  if (clash) throw new Error(`${clash} is both a parameter and a local`);
+  const $ = { ...Object.fromEntries(names.map((n, i) => [n, i])), ...code.declare(signature.locals ?? ({} as Record<L, ValueType>)) } as Record<P | L, number>;
+  body(code, $);
+  return code;
+}
+
 const section = (id: number, content: number[]): number[] => [id, ...unsigned(content.length), ...content];
 
 /** The part of the WebAssembly global used here (@types/node 20 does not declare it; lib.dom does). */
@@ -397,21 +436,28 @@ export class KernelArena {
   }
 }
 
-/**
- * Compiles and instantiates a module of functions without results, exported by name, with its
- * own memory (`memory`) of `pages` × 64 KiB, growable.
- */
-export function instantiate(functions: Record<string, Code>, pages: number): { exports: Record<string, unknown>; memory: WasmMemory } {
+/** A module's functions (without results, exported by name) and its memory's initial size in 64 KiB pages. */
+export interface ModuleSource {
+  functions: Record<string, Code>;
+  pages: number;
+}
+
+/** The binary module of `source`: its functions and its own memory (`memory`), growable. */
+export function assemble({ functions, pages }: ModuleSource): Uint8Array {
   const entries = Object.entries(functions);
   const types = entries.map(([, f]) => [0x60, ...vector(f.params.map((t) => [t])), 0]);
-  const bytes = [
+  return Uint8Array.from([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vector(types)),
     ...section(3, vector(entries.map((_, i) => unsigned(i)))),
     ...section(5, vector([[0x00, ...unsigned(pages)]])),
     ...section(7, vector([...entries.map(([n], i) => [...name(n), 0x00, ...unsigned(i)]), [...name('memory'), 0x02, 0]])),
     ...section(10, vector(entries.map(([, f]) => f.encode()))),
-  ];
-  const { exports } = new wasm.Instance(new wasm.Module(Uint8Array.from(bytes)));
+  ]);
+}
+
+/** Compiles and instantiates the module of `source`. */
+export function instantiate(source: ModuleSource): { exports: Record<string, unknown>; memory: WasmMemory } {
+  const { exports } = new wasm.Instance(new wasm.Module(assemble(source)));
   return { exports, memory: exports.memory as WasmMemory };
 }

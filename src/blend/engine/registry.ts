@@ -1,0 +1,222 @@
+import { AUTO_CHOICES } from '../choose.js';
+import type * as layers from './point/layers.js';
+import type * as stack from './point/stack.js';
+import type { PointKernel } from './point/stack.js';
+
+/**
+ * Every blend type, declared once: what the engine dispatches on (engine/blend.ts), what the API
+ * accepts and documents (blend.schemas.ts), how much memory a job is given (memory.ts), which
+ * defaults a job gets (blend.service.ts, pipeline.ts), what the benchmark runs (bench/blend.mjs)
+ * and what the tests iterate. It imports no engine code (the kernels' modules only as types), so
+ * the API and the benchmark read it without loading the engine. docs/blend.md ("Adding a blend
+ * type") says how a new one is added.
+ */
+
+/** How a type is computed: per pixel over the frames' rows, through Laplacian pyramids, or from people's masks. */
+export type BlendFamily = 'point' | 'pyramid' | 'composite';
+
+/** The frames a type is made for, which the benchmark and the docs show it on. */
+export type BlendInput = 'scene' | 'bracket' | 'focus-bracket' | 'group';
+
+/** The modules that hold per-pixel kernels, by their path under the engine (threads/pool.ts `engineModule`). */
+interface PointKernelModules {
+  'point/stack': typeof stack;
+  'point/layers': typeof layers;
+}
+
+/** A per-pixel kernel: a function with the PointKernel signature in one of those modules (a renamed one breaks the build). */
+export type PointKernelRef = {
+  [M in keyof PointKernelModules]: {
+    module: M;
+    fn: { [F in keyof PointKernelModules[M]]: PointKernelModules[M][F] extends PointKernel ? F : never }[keyof PointKernelModules[M]];
+  };
+}[keyof PointKernelModules];
+
+export interface BlendTypeDeclaration {
+  family: BlendFamily;
+  /** Other names the API accepts for it. */
+  aliases: readonly string[];
+  /** The row function of a `point` type; null for the others, which engine/blend.ts or composite/ dispatch by name. */
+  kernel: PointKernelRef | null;
+  /** Whether a job aligns its frames unless it says otherwise (star trails: the motion is the subject). */
+  align: boolean;
+  /** Whether the quality score measures ghosting (moving things left half-visible) in its result. */
+  ghosting: boolean;
+  /** Whether moving things are removed before the blend (deghosting). */
+  deghost: boolean;
+  /** Whether its scratch (pyramids, weights, masks) is worth a collection before scoring. */
+  largeScratch: boolean;
+  /**
+   * A job's peak memory per pixel of its frames, beyond memory.ts's base: the smallest figure
+   * that covers every measurement of bench/blend-memory.mjs, rounded up (docs/blend.md, "Memory").
+   */
+  bytesPerPixel: number;
+  input: BlendInput;
+  /** One sentence for the API's description. */
+  description: string;
+}
+
+/** The declarations; the order is the API's. */
+export const BLEND_REGISTRY = {
+  mean: {
+    family: 'point',
+    aliases: ['average'],
+    kernel: { module: 'point/stack', fn: 'meanRows' },
+    align: true,
+    ghosting: true,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'per-pixel mean of the aligned frames (noise reduction, long-exposure look)',
+  },
+  median: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/stack', fn: 'medianRows' },
+    align: true,
+    ghosting: true,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'per-pixel median (removes passers-by and moving things)',
+  },
+  lighten: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/stack', fn: 'lightenRows' },
+    align: false,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'per-pixel, per-channel maximum (star trails, light painting)',
+  },
+  darken: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/stack', fn: 'darkenRows' },
+    align: false,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'per-pixel, per-channel minimum (removes bright specks)',
+  },
+  exposure: {
+    family: 'pyramid',
+    aliases: [],
+    kernel: null,
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: true,
+    bytesPerPixel: 10,
+    input: 'bracket',
+    description: 'exposure fusion (Mertens) of a bracket',
+  },
+  focus: {
+    family: 'pyramid',
+    aliases: [],
+    kernel: null,
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: true,
+    bytesPerPixel: 9,
+    input: 'focus-bracket',
+    description: 'focus stacking: the sharpest frame per pixel, blended so seams do not show',
+  },
+  composite: {
+    family: 'composite',
+    aliases: [],
+    kernel: null,
+    align: true,
+    ghosting: true,
+    deghost: false,
+    largeScratch: true,
+    bytesPerPixel: 9,
+    input: 'group',
+    description: 'the people of every frame placed on the first (a group photo in which everyone appears)',
+  },
+  multiply: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/layers', fn: 'multiplyRows' },
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'W3C multiply blend mode, folded left to right',
+  },
+  screen: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/layers', fn: 'screenRows' },
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'W3C screen blend mode, folded left to right',
+  },
+  overlay: {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/layers', fn: 'overlayRows' },
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'W3C overlay blend mode, folded left to right',
+  },
+  'soft-light': {
+    family: 'point',
+    aliases: [],
+    kernel: { module: 'point/layers', fn: 'softLightRows' },
+    align: true,
+    ghosting: false,
+    deghost: false,
+    largeScratch: false,
+    bytesPerPixel: 7,
+    input: 'scene',
+    description: 'W3C soft-light blend mode, folded left to right',
+  },
+} as const satisfies Record<string, BlendTypeDeclaration>;
+
+type Registry = typeof BLEND_REGISTRY;
+
+/** A type the engine computes (an alias resolved, `auto` decided). */
+export type EngineBlendType = keyof Registry;
+
+/** The types of one family. */
+export type BlendTypeOf<F extends BlendFamily> = { [T in EngineBlendType]: Registry[T]['family'] extends F ? T : never }[EngineBlendType];
+
+/** Every type the engine computes, in the registry's order. */
+export const ENGINE_BLEND_TYPES = Object.keys(BLEND_REGISTRY) as EngineBlendType[];
+
+/** What a job may ask for: `auto`, then each type followed by its aliases. */
+export const BLEND_TYPES = ['auto', ...ENGINE_BLEND_TYPES.flatMap((t) => [t, ...BLEND_REGISTRY[t].aliases])] as Array<
+  'auto' | EngineBlendType | Registry[EngineBlendType]['aliases'][number]
+>;
+export type BlendType = (typeof BLEND_TYPES)[number];
+
+/** The type a requested name stands for: itself, or the type it is an alias of; `auto` stays `auto`. */
+export function resolveBlendType(requested: BlendType): EngineBlendType | 'auto' {
+  if (requested === 'auto') return requested;
+  return ENGINE_BLEND_TYPES.find((t) => t === requested || (BLEND_REGISTRY[t].aliases as readonly string[]).includes(requested))!;
+}
+
+/** Whether a job of the requested type aligns unless it says otherwise: its type's default; for `auto`, whether every type it may choose aligns. */
+export function alignsByDefault(requested: BlendType): boolean {
+  const type = resolveBlendType(requested);
+  return (type === 'auto' ? AUTO_CHOICES : [type]).every((t) => BLEND_REGISTRY[t].align);
+}

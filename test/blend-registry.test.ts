@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { AUTO_CHOICES } from '../src/blend/choose.js';
+import { blendFrames } from '../src/blend/engine/blend.js';
+import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
+import type { PointKernel } from '../src/blend/engine/point/stack.js';
+import { alignsByDefault, BLEND_REGISTRY, BLEND_TYPES, type BlendTypeOf, ENGINE_BLEND_TYPES, resolveBlendType } from '../src/blend/engine/registry.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { JOB_BASE_BYTES, jobMemory } from '../src/blend/memory.js';
+import { loadPhoto, random, withNoise } from './blend-scenes.js';
+
+/**
+ * The blend-type registry (engine/registry.ts) is the one list: the docs name exactly its types,
+ * every point type's kernel runs through the pool as called directly, every type the engine
+ * computes blends, and the memory estimates and alignment defaults are its figures.
+ */
+
+const DOCS = fs.readFileSync(new URL('../docs/blend.md', import.meta.url), 'utf8');
+
+/** The rows of the first table after `heading` in docs/blend.md, header and rule left out, as cells. */
+function tableAfter(heading: string): string[][] {
+  const from = DOCS.indexOf(heading);
+  assert.ok(from >= 0, `docs/blend.md has no ${heading}`);
+  const lines = DOCS.slice(from).split('\n');
+  const start = lines.findIndex((l) => l.startsWith('|'));
+  const end = lines.findIndex((l, i) => i > start && !l.startsWith('|'));
+  return lines.slice(start + 2, end).map((l) => l.split('|').slice(1, -1));
+}
+
+/** The names in a first cell: `a`, `b` … `c` (c included, in registry order), `auto`. */
+function namesIn(cell: string): string[] {
+  const names = [...cell.matchAll(/`([a-z-]+)`(\s*…\s*`([a-z-]+)`)?/g)].flatMap((m) => {
+    if (!m[3]) return [m[1]!];
+    const all = ENGINE_BLEND_TYPES as string[];
+    return all.slice(all.indexOf(m[1]!), all.indexOf(m[3]) + 1);
+  });
+  return names.filter((n) => n !== 'preserveBackground');
+}
+
+/** `count` frames of a fixture photo at `width` × `height`, each with its own sensor noise. */
+async function noisyFrames(count: number, width: number, height: number): Promise<RgbImage[]> {
+  const photo = await loadPhoto(new URL('./fixtures/blend/handheld-mean/gt.png', import.meta.url).pathname, width, height);
+  const next = random(width * height);
+  return Array.from({ length: count }, () => withNoise(photo, 12, next));
+}
+
+let pool: WorkerPool;
+before(() => {
+  pool = new WorkerPool(2);
+});
+after(() => pool.close());
+
+describe('blend-type registry', () => {
+  it('docs/blend.md\'s "Blend types" table names exactly the types a job may ask for', () => {
+    const documented = tableAfter('## Blend types').flatMap(([first]) => namesIn(first!));
+    assert.deepEqual([...documented].sort(), [...BLEND_TYPES].sort());
+  });
+
+  it('docs/blend.md\'s memory table gives each type the bytes per pixel memory.ts uses', () => {
+    const rows = tableAfter('| blend type | bytes per pixel');
+    const documented = new Map(rows.flatMap(([first, figure]) => namesIn(first!).map((n) => [n, Number(figure)] as const)));
+    for (const type of ENGINE_BLEND_TYPES) {
+      const figure = documented.get(type);
+      assert.equal(figure, BLEND_REGISTRY[type].bytesPerPixel, `${type}: docs say ${figure}`);
+    }
+    assert.equal(documented.get('auto'), Math.max(...AUTO_CHOICES.map((t) => BLEND_REGISTRY[t].bytesPerPixel)));
+  });
+
+  it('every point type runs its kernel through the pool with the bytes of calling it directly', async () => {
+    const frames = await noisyFrames(5, 61, 37);
+    const point = ENGINE_BLEND_TYPES.filter((t): t is BlendTypeOf<'point'> => BLEND_REGISTRY[t].family === 'point');
+    assert.ok(point.length >= 8);
+    for (const type of point) {
+      const { module, fn } = BLEND_REGISTRY[type].kernel;
+      const kernel = (await import(`../src/blend/engine/${module}.js`))[fn] as PointKernel;
+      assert.equal(typeof kernel, 'function', `${type}: ${module} exports no ${fn}`);
+      const direct = sharedImage(61, 37);
+      kernel(frames.map((f) => f.data), 61, direct.data, 0, 37);
+      assert.deepEqual((await blendFrames(pool, type, frames)).data, direct.data, type);
+    }
+  });
+
+  it('every pyramid type blends, to an image of the frames\' size', async () => {
+    const frames = await noisyFrames(3, 70, 45);
+    for (const type of ENGINE_BLEND_TYPES.filter((t): t is BlendTypeOf<'pyramid'> => BLEND_REGISTRY[t].family === 'pyramid')) {
+      const out = await blendFrames(pool, type, frames);
+      assert.deepEqual([out.width, out.height, out.data.length], [70, 45, 70 * 45 * 3], type);
+    }
+  });
+
+  it('aliases resolve to their type; auto stays auto', () => {
+    assert.equal(resolveBlendType('average'), 'mean');
+    assert.equal(resolveBlendType('auto'), 'auto');
+    for (const type of ENGINE_BLEND_TYPES) assert.equal(resolveBlendType(type), type);
+  });
+
+  it('memory estimates and alignment defaults are those each type declares', () => {
+    // per megapixel: 200 MB of base, then the type's bytes per pixel; auto takes the largest of
+    // what it may choose (exposure's 10), preserveBackground at least composite's 9
+    const mb = (type: (typeof BLEND_TYPES)[number], preserveBackground = false) => jobMemory(type, preserveBackground, 1e6) / 1e6;
+    assert.deepEqual([mb('mean'), mb('average'), mb('overlay'), mb('focus'), mb('exposure'), mb('auto')], [207, 207, 207, 209, 210, 210]);
+    assert.deepEqual([mb('average', true), mb('composite', true), mb('exposure', true)], [209, 209, 210]);
+    assert.equal(JOB_BASE_BYTES, 200e6);
+    assert.deepEqual(BLEND_TYPES.filter((t) => !alignsByDefault(t)), ['lighten', 'darken']);
+  });
+});
