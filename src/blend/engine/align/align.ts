@@ -215,13 +215,14 @@ export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: 
 
 /**
  * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image/image.ts) from
- * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks;
- * throws AlignmentFailed naming the first frame that shows another scene. The evidence goes from
- * strong to weak: a frame that lines up as it is stays; the others get a feature homography
- * (AKAZE + RANSAC, refined) and, beside it, a global estimate (phase correlation of gradients,
- * refined), and the block agreement chooses among those and leaving the frame as it is.
+ * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks:
+ * one report per frame, each as soon as that frame is decided (a frame that shows another scene
+ * rejects with AlignmentFailed). The evidence goes from strong to weak: a frame that lines up as
+ * it is stays; the others get a feature homography (AKAZE + RANSAC, refined) and, beside it, a
+ * global estimate (phase correlation of gradients, refined), and the block agreement chooses
+ * among those and leaving the frame as it is.
  */
-export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Promise<FrameReport[]> {
+function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Array<Promise<FrameReport>> {
   const first = frames[0];
   if (!first) return [];
   const { width, height } = first;
@@ -230,52 +231,52 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
   const [ref, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
   lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
-  const [reference, checked] = await Promise.all([lineUps.reference, Promise.all(lineUps.checks)]);
+  const { reference, checks } = lineUps;
+  // OpenCV detects the reference's features once, when the first frame that needs them asks.
+  let refFeatures: Promise<Features> | null = null;
 
-  const decisions = new Map<number, Promise<FrameReport>>();
-  const toMatch = rest.flatMap((grey, k) => (linesUp(checked[k]!, scale) ? [] : [{ index: k + 1, grey, lineUp: checked[k]! }]));
-  if (toMatch.length > 0) {
+  const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
+    const lineUp = await check;
+    if (linesUp(lineUp, scale)) {
+      return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY };
+    }
+    const { smoothed } = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
-    const refFeatures = pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
-    for (const { index, grey, lineUp } of toMatch) {
-      const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
-      const estimate = Promise.all([refFeatures, features])
-        .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
-        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, reference.smoothed, grey, thumbWidth, thumbHeight]));
-      const global = pool.run<GlobalEstimate>(GLOBAL, 'globalEstimate', [reference.smoothed, grey, thumbWidth, thumbHeight]);
-      const decision = Promise.all([estimate.catch(() => undefined), global]).then(async ([e, g]) => {
-        const candidates = candidatesOf(lineUp, e, g, scale);
-        const motions = candidates.map((c) => c.homography);
-        const agreement = await pool.run<Agreement>(GLOBAL, 'judgeMotions', [reference.smoothed, grey, thumbWidth, thumbHeight, motions]);
-        return decide(index, candidates, agreement, e, scale);
-      });
-      decisions.set(index, decision);
-    }
-    await Promise.allSettled(decisions.values());
-  }
+    refFeatures ??= pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
+    const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+    const estimate = Promise.all([refFeatures, features])
+      .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
+      .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, smoothed, grey, thumbWidth, thumbHeight]));
+    const global = pool.run<GlobalEstimate>(GLOBAL, 'globalEstimate', [smoothed, grey, thumbWidth, thumbHeight]);
+    const [e, g] = await Promise.all([estimate.catch(() => undefined), global]);
+    const candidates = candidatesOf(lineUp, e, g, scale);
+    const motions = candidates.map((c) => c.homography);
+    const agreement = await pool.run<Agreement>(GLOBAL, 'judgeMotions', [smoothed, grey, thumbWidth, thumbHeight, motions]);
+    return decide(index, candidates, agreement, e, scale);
+  };
 
-  const reports: FrameReport[] = [{ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY }];
-  for (const [k, lineUp] of checked.entries()) {
-    const asIs: FrameReport = { index: k + 1, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY };
-    reports.push((await decisions.get(k + 1)) ?? asIs);
-  }
+  const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY })];
+  // Each frame is decided as soon as its own line-up check is in, not once every check is.
+  for (const [k, grey] of rest.entries()) reports.push(decideFrame(k + 1, grey, checks[k]!));
   return reports;
 }
+/** The reports of decideFrames in frame order, once all are in; throws the first frame's AlignmentFailed (in frame order). */
+async function inOrder(reports: Array<Promise<FrameReport>>): Promise<FrameReport[]> {
+  await Promise.allSettled(reports);
+  return Promise.all(reports);
+}
 
-/** Warps the 'translation' and 'homography' frames at full size, each split into row ranges across the pool's threads. */
-export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: FrameReport[]): Promise<RgbImage[]> {
-  const out = frames.slice();
-  const tasks: unknown[][] = [];
-  for (const r of reports) {
-    const frame = frames[r.index];
-    if ((r.method !== 'homography' && r.method !== 'translation') || !frame) continue;
-    const warped = sharedImage(frame.width, frame.height);
-    out[r.index] = warped;
-    for (const [start, end] of rowRanges(frame.height, pool.size)) tasks.push([frame, warped, r.homography, start, end]);
-  }
-  await pool.all(WARP, 'warpRows', tasks);
-  return out;
+/** Row bands per pool thread a warp is cut into: short tasks, so the OpenCV thread is soon free again for the next frame's features. */
+const WARP_BANDS_PER_THREAD = 4;
+
+/** `frame` warped at full size by its report's homography, in row bands across the pool's threads; the frame itself for 'reference' and 'identity'. */
+async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
+  if (r.method !== 'homography' && r.method !== 'translation') return frame;
+  const warped = sharedImage(frame.width, frame.height);
+  const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]) => [frame, warped, r.homography, start, end]);
+  await pool.all(WARP, 'warpRows', bands);
+  return warped;
 }
 
 /**
@@ -285,6 +286,10 @@ export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: 
  */
 export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[], lineUps?: LineUps): Promise<AlignResult> {
   greys ??= (await makeThumbnails(pool, frames, true)).map((t) => t.grey!);
-  const frameReports = await estimateAlignment(pool, frames, greys, lineUps);
-  return { frames: await warpFrames(pool, frames, frameReports), frameReports };
+  const reports = decideFrames(pool, frames, greys, lineUps);
+  // Each frame is warped as soon as it is decided, while the OpenCV thread works on the next frames.
+  const warping = reports.map((report, i) => report.then((r) => warpFrame(pool, frames[i]!, r)));
+  warping.forEach((w) => w.catch(() => {}));
+  const frameReports = await inOrder(reports);
+  return { frames: await Promise.all(warping), frameReports };
 }

@@ -72,6 +72,93 @@ function fromHalved(h: Homography, times: number): Homography {
   return normalise(multiply(multiply(toThumb, h), toHalf));
 }
 
+/** Block `b`'s pixel range [x0, x1) × [y0, y1), one pixel in from the edges (gradients read both neighbours). */
+function blockBounds(b: number, width: number, height: number): [number, number, number, number] {
+  const [col, row] = [b % BLOCKS, Math.floor(b / BLOCKS)];
+  return [
+    Math.max(1, Math.floor((col * width) / BLOCKS)),
+    Math.min(width - 1, Math.floor(((col + 1) * width) / BLOCKS)),
+    Math.max(1, Math.floor((row * height) / BLOCKS)),
+    Math.min(height - 1, Math.floor(((row + 1) * height) / BLOCKS)),
+  ];
+}
+
+// The pixel loops below are module-level functions: V8 optimises them whole and keeps that code
+// from call to call (a thread judges only a few frames per job).
+
+/** Whether the reference's block [x0, x1) × [y0, y1) has texture to agree on (TEXTURE), on the sampling grid. */
+function isTextured(ref: Float32Array, width: number, [x0, x1, y0, y1]: [number, number, number, number], step: number): boolean {
+  let sx = 0;
+  let sy = 0;
+  let ss = 0;
+  let count = 0;
+  for (let y = y0; y < y1; y += step) {
+    for (let x = x0; x < x1; x += step) {
+      const i = y * width + x;
+      const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
+      const gy = (ref[i + width]! - ref[i - width]!) / 2;
+      sx += gx;
+      sy += gy;
+      ss += gx * gx + gy * gy;
+      count++;
+    }
+  }
+  return count >= 16 && (ss - (sx * sx + sy * sy) / count) / count >= TEXTURE;
+}
+
+/** `frame` brought onto the reference by `h`, bilinear, into `warped`; `valid` marks the pixels whose source lies inside the frame. */
+function warpOnto(frame: Float32Array, width: number, height: number, h: Homography, warped: Float32Array, valid: Uint8Array): void {
+  valid.fill(0);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const value = sampleThroughHomography(frame, width, height, h, x, y);
+      if (Number.isNaN(value)) continue;
+      warped[y * width + x] = value;
+      valid[y * width + x] = 1;
+    }
+  }
+}
+
+/**
+ * Zero-mean correlation of the gradient vectors (x and y parts as one signal each) of `ref` and
+ * `image` over a block, on the sampling grid; with `valid`, only where the image's four
+ * neighbours are valid, and NaN when fewer than half the block's samples are.
+ */
+function gradientCorrelation(ref: Float32Array, image: Float32Array, valid: Uint8Array | null, width: number, [x0, x1, y0, y1]: [number, number, number, number], step: number): number {
+  let count = 0;
+  let total = 0;
+  let ax = 0;
+  let ay = 0;
+  let fxs = 0;
+  let fys = 0;
+  let aa = 0;
+  let ff = 0;
+  let af = 0;
+  for (let y = y0; y < y1; y += step) {
+    for (let x = x0; x < x1; x += step) {
+      const i = y * width + x;
+      total++;
+      if (valid && !(valid[i - 1]! & valid[i + 1]! & valid[i - width]! & valid[i + width]!)) continue;
+      const gx = (image[i + 1]! - image[i - 1]!) / 2;
+      const gy = (image[i + width]! - image[i - width]!) / 2;
+      const rx = (ref[i + 1]! - ref[i - 1]!) / 2;
+      const ry = (ref[i + width]! - ref[i - width]!) / 2;
+      count++;
+      ax += rx;
+      ay += ry;
+      fxs += gx;
+      fys += gy;
+      aa += rx * rx + ry * ry;
+      ff += gx * gx + gy * gy;
+      af += rx * gx + ry * gy;
+    }
+  }
+  if (count < total / 2) return NaN;
+  const va = aa - (ax * ax + ay * ay) / count;
+  const vf = ff - (fxs * fxs + fys * fys) / count;
+  return va > 0 && vf > 0 ? (af - (ax * fxs + ay * fys) / count) / Math.sqrt(va * vf) : 0;
+}
+
 /**
  * Gradient correlation per textured reference block between `ref` and `frame` brought onto it
  * by `h` (reference pixel → frame pixel), both at the same size, bilinear.
@@ -79,36 +166,8 @@ function fromHalved(h: Homography, times: number): Homography {
 export function blockAgreement(ref: Float32Array, frame: Float32Array, width: number, height: number, motions: Homography[]): Agreement {
   // Every pixel up to AGREEMENT_SAMPLES, then on a regular grid: a few hundred per block suffice.
   const step = gridStep(width * height, AGREEMENT_SAMPLES);
-  /** Block `b`'s pixel range [x0, x1) × [y0, y1), one pixel in from the edges (gradients read both neighbours). */
-  const bounds = (b: number): [number, number, number, number] => {
-    const [col, row] = [b % BLOCKS, Math.floor(b / BLOCKS)];
-    return [
-      Math.max(1, Math.floor((col * width) / BLOCKS)),
-      Math.min(width - 1, Math.floor(((col + 1) * width) / BLOCKS)),
-      Math.max(1, Math.floor((row * height) / BLOCKS)),
-      Math.min(height - 1, Math.floor(((row + 1) * height) / BLOCKS)),
-    ];
-  };
-  const textured: number[] = [];
-  for (let b = 0; b < BLOCKS * BLOCKS; b++) {
-    const [x0, x1, y0, y1] = bounds(b);
-    let sx = 0;
-    let sy = 0;
-    let ss = 0;
-    let count = 0;
-    for (let y = y0; y < y1; y += step) {
-      for (let x = x0; x < x1; x += step) {
-        const i = y * width + x;
-        const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
-        const gy = (ref[i + width]! - ref[i - width]!) / 2;
-        sx += gx;
-        sy += gy;
-        ss += gx * gx + gy * gy;
-        count++;
-      }
-    }
-    if (count >= 16 && (ss - (sx * sx + sy * sy) / count) / count >= TEXTURE) textured.push(b);
-  }
+  const bounds = Array.from({ length: BLOCKS * BLOCKS }, (_, b) => blockBounds(b, width, height));
+  const textured = bounds.flatMap((block, b) => (isTextured(ref, width, block, step) ? [b] : []));
 
   const n = width * height;
   let warped = new Float32Array(0);
@@ -116,55 +175,10 @@ export function blockAgreement(ref: Float32Array, frame: Float32Array, width: nu
   const scores = motions.map((h): BlockScores => {
     const still = h.every((v, k) => v === (k % 4 === 0 ? 1 : 0));
     if (!still) {
-      // The frame brought onto the reference, bilinear; `valid` marks the pixels whose source lies inside it.
       if (warped.length !== n) (warped = new Float32Array(n)), (valid = new Uint8Array(n));
-      valid.fill(0);
-      for (let y = 0; y < height; y++) {
-        for (let x = 0; x < width; x++) {
-          const value = sampleThroughHomography(frame, width, height, h, x, y);
-          if (Number.isNaN(value)) continue;
-          warped[y * width + x] = value;
-          valid[y * width + x] = 1;
-        }
-      }
+      warpOnto(frame, width, height, h, warped, valid);
     }
-    const image = still ? frame : warped;
-    const correlations = textured.map((b) => {
-      const [x0, x1, y0, y1] = bounds(b);
-      // Zero-mean correlation of the gradient vectors (x and y parts as one signal each).
-      let count = 0;
-      let total = 0;
-      let ax = 0;
-      let ay = 0;
-      let fxs = 0;
-      let fys = 0;
-      let aa = 0;
-      let ff = 0;
-      let af = 0;
-      for (let y = y0; y < y1; y += step) {
-        for (let x = x0; x < x1; x += step) {
-          const i = y * width + x;
-          total++;
-          if (!still && !(valid[i - 1]! & valid[i + 1]! & valid[i - width]! & valid[i + width]!)) continue;
-          const gx = (image[i + 1]! - image[i - 1]!) / 2;
-          const gy = (image[i + width]! - image[i - width]!) / 2;
-          const rx = (ref[i + 1]! - ref[i - 1]!) / 2;
-          const ry = (ref[i + width]! - ref[i - width]!) / 2;
-          count++;
-          ax += rx;
-          ay += ry;
-          fxs += gx;
-          fys += gy;
-          aa += rx * rx + ry * ry;
-          ff += gx * gx + gy * gy;
-          af += rx * gx + ry * gy;
-        }
-      }
-      if (count < total / 2) return NaN;
-      const va = aa - (ax * ax + ay * ay) / count;
-      const vf = ff - (fxs * fxs + fys * fys) / count;
-      return va > 0 && vf > 0 ? (af - (ax * fxs + ay * fys) / count) / Math.sqrt(va * vf) : 0;
-    });
+    const correlations = textured.map((b) => gradientCorrelation(ref, still ? frame : warped, still ? null : valid, width, bounds[b]!, step));
     return { correlations };
   });
   return { textured: textured.length, scores };
@@ -234,6 +248,39 @@ function gradientSpectrum(image: Float32Array, width: number, height: number, nx
 /** Phase-correlation peaks tried as shifts: a person who moved between frames makes a peak of their own, which may outgrow the scene's. */
 const PEAKS = 8;
 
+/** conj(A)·B, whitened, into `a` (interleaved complex, `count` values): its inverse peaks where frame(p + t) matches ref(p). */
+function whiten(a: Float64Array, b: Float64Array, count: number): void {
+  for (let k = 0; k < count; k++) {
+    const [ar, ai, br, bi] = [a[2 * k]!, a[2 * k + 1]!, b[2 * k]!, b[2 * k + 1]!];
+    const re = ar * br + ai * bi;
+    const im = ar * bi - ai * br;
+    const m = Math.hypot(re, im);
+    a[2 * k] = m > 1e-9 ? re / m : 0;
+    a[2 * k + 1] = m > 1e-9 ? im / m : 0;
+  }
+}
+
+/** The real parts of the interleaved complex nx × ny image `a` that are local maxima over their 5 × 5 neighbourhood (wrapping around), as indices. */
+function localMaxima(a: Float64Array, nx: number, ny: number): number[] {
+  const maxima: number[] = [];
+  for (let k = 0; k < nx * ny; k++) {
+    const [x, y] = [k % nx, Math.floor(k / nx)];
+    const v = a[2 * k]!;
+    let highest = true;
+    for (let j = -2; j <= 2 && highest; j++) {
+      const row = (((y + j) % ny) + ny) % ny;
+      for (let i = -2; i <= 2; i++) {
+        if ((i || j) && a[2 * (row * nx + ((((x + i) % nx) + nx) % nx))]! >= v) {
+          highest = false;
+          break;
+        }
+      }
+    }
+    if (highest) maxima.push(k);
+  }
+  return maxima;
+}
+
 /**
  * The shifts (dx, dy) with frame(p + shift) ≈ ref(p) that phase correlation of the gradients
  * proposes, strongest peak first, in pixels of the images given, each with its peak's height
@@ -243,26 +290,10 @@ export function phaseCorrelate(ref: Float32Array, frame: Float32Array, width: nu
   const [nx, ny] = [powerOfTwo(width), powerOfTwo(height)];
   const a = gradientSpectrum(ref, width, height, nx, ny);
   const b = gradientSpectrum(frame, width, height, nx, ny);
-  // conj(A)·B, whitened: its inverse peaks where frame(p + t) matches ref(p).
-  for (let k = 0; k < nx * ny; k++) {
-    const [ar, ai, br, bi] = [a[2 * k]!, a[2 * k + 1]!, b[2 * k]!, b[2 * k + 1]!];
-    const re = ar * br + ai * bi;
-    const im = ar * bi - ai * br;
-    const m = Math.hypot(re, im);
-    a[2 * k] = m > 1e-9 ? re / m : 0;
-    a[2 * k + 1] = m > 1e-9 ? im / m : 0;
-  }
+  whiten(a, b, nx * ny);
   fft2(a, nx, ny, true);
   const at = (x: number, y: number) => a[2 * ((((y % ny) + ny) % ny) * nx + (((x % nx) + nx) % nx))]!;
-  // Local maxima over their 5 × 5 neighbourhood, highest first.
-  const maxima: number[] = [];
-  for (let k = 0; k < nx * ny; k++) {
-    const [x, y] = [k % nx, Math.floor(k / nx)];
-    const v = a[2 * k]!;
-    let highest = true;
-    for (let j = -2; j <= 2 && highest; j++) for (let i = -2; i <= 2; i++) if ((i || j) && at(x + i, y + j) >= v) (highest = false), (i = 3);
-    if (highest) maxima.push(k);
-  }
+  const maxima = localMaxima(a, nx, ny);
   maxima.sort((p, q) => a[2 * q]! - a[2 * p]!);
   // A parabola through each peak and its neighbours, for the fraction of a pixel.
   const vertex = (l: number, c: number, r: number) => (l - 2 * c + r < 0 ? (0.5 * (l - r)) / (l - 2 * c + r) : 0);
