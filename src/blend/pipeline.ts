@@ -7,7 +7,7 @@ import { collectGarbage } from './engine/threads/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
 import { compositePeople, keepBackground } from './engine/composite/composite.js';
 import type { RgbImage } from './engine/image/image.js';
-import { engineModule, WorkerPool } from './engine/threads/pool.js';
+import { WorkerPool } from './engine/threads/pool.js';
 import { rowRanges } from './engine/image/image.js';
 import { segmentPeople } from './engine/segment/segment.js';
 import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/image/thumbnails.js';
@@ -158,7 +158,7 @@ export class BlendEngine {
   /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
   private async collectGarbage(): Promise<void> {
     // The threads collect while this one does.
-    const threads = this.pool.everyThread(engineModule('threads/gc'), 'collectGarbage').catch(() => {});
+    const threads = this.pool.everyThread('collectGarbage').catch(() => {});
     collectGarbage();
     await threads;
   }
@@ -176,7 +176,6 @@ export class BlendEngine {
     // made in the pool's threads as soon as it is decoded, while libvips decodes the rest. Work
     // on a frame whose image fails is dropped: the failure is reported in image order once every
     // image has settled.
-    const analysis = engineModule('image/analysis');
     const decoding = images.map((bytes, i) => decodeImage(bytes, i, this.limits.maxPixels));
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
@@ -191,7 +190,7 @@ export class BlendEngine {
       ? thumbnailing.slice(1).map((thumbnail, k) =>
           handled(
             Promise.all([thumbnailing[0]!, thumbnail, measuring[0]!, measuring[k + 1]!]).then(([first, t, firstStats, stats]) =>
-              this.pool.run<number>(analysis, 'blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
+              this.pool.run('blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
             ),
           ),
         )
@@ -292,7 +291,7 @@ export class BlendEngine {
   }
 
   private stats(frame: RgbImage): Promise<FrameStats> {
-    return this.pool.run<FrameStats>(engineModule('image/analysis'), 'frameStats', [frame.data, frame.width, frame.height]);
+    return this.pool.run('frameStats', [frame.data, frame.width, frame.height]);
   }
 
   /**
@@ -307,9 +306,8 @@ export class BlendEngine {
     const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
     const { width, height } = smallResult;
     const pixels = width * height;
-    const analysis = engineModule('image/analysis');
     const ghostingSums = withGhosting
-      ? this.pool.all<number>(analysis, 'ghostingSum', rowRanges(pixels, this.pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
+      ? this.pool.all('ghostingSum', rowRanges(pixels, this.pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
       : null;
     const [inputs, resultStats] = await Promise.all([Promise.all(small.map((f, i) => (f === thumbnails[i]!.rgb ? before.stats[i]! : this.stats(f)))), this.stats(smallResult)]);
     let correlation: number | null = null;
@@ -318,7 +316,7 @@ export class BlendEngine {
         small.slice(1).map((f, k) =>
           f === thumbnails[k + 1]!.rgb
             ? before.correlations[k]!
-            : this.pool.run<number>(analysis, 'blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
+            : this.pool.run('blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
         ),
       );
       correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;

@@ -1,10 +1,9 @@
-import type { FeatureMatch, Features } from './cv.js';
 import { thumbnailSize } from './grey.js';
 import type { LineUp, LineUpReference } from './lineup.js';
 import { agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
 import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, type RgbImage } from '../image/image.js';
-import { engineModule, type WorkerPool } from '../threads/pool.js';
+import type { TaskArgs, WorkerPool } from '../threads/pool.js';
 import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 
@@ -57,12 +56,6 @@ export class AlignmentFailed extends Error {
   }
 }
 
-const LINE_UP = engineModule('align/lineup');
-const GLOBAL = engineModule('align/global');
-const CV = engineModule('align/cv');
-const REFINE = engineModule('align/refine');
-const WARP = engineModule('align/warp');
-
 /** Correlation from which two frames show the same scene, so their measured drift can be trusted. */
 const RELATED_CORRELATION = 0.5;
 /** Full-size pixels a frame may be off and still be left unwarped; also how close two motions must be to count as one. */
@@ -87,7 +80,7 @@ const ON_CV_THREAD = { slot: 0 };
 
 /** Loads OpenCV.js (~0.5 s) ahead of the first job, so that job does not wait for it. */
 export async function prepareAlignment(pool: WorkerPool): Promise<void> {
-  await pool.run(CV, 'loadOpenCv', [], ON_CV_THREAD);
+  await pool.run('loadOpenCv', [], ON_CV_THREAD);
 }
 
 /** What decides each frame's fate: the thumbnails' scale and size. */
@@ -208,8 +201,8 @@ export interface LineUps {
 export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: Array<Promise<Uint8Array>>): LineUps {
   const size = first.then(({ width, height }) => thumbnailSize(width, height, thumbnailFactor(width, height)));
   const [refGrey, ...rest] = greys;
-  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run<LineUpReference>(LINE_UP, 'lineUpReference', [grey, w, h]));
-  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run<LineUp>(LINE_UP, 'checkLineUp', [ref, g, w, h])));
+  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run('lineUpReference', [grey, w, h]));
+  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run('checkLineUp', [ref, g, w, h])));
   return { reference, checks };
 }
 
@@ -237,17 +230,17 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
   if (toMatch.length > 0) {
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
-    const refFeatures = pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
+    const refFeatures = pool.run('detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
     for (const { index, grey, lineUp } of toMatch) {
-      const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+      const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
       const estimate = Promise.all([refFeatures, features])
-        .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
-        .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, reference.smoothed, grey, thumbWidth, thumbHeight]));
-      const global = pool.run<GlobalEstimate>(GLOBAL, 'globalEstimate', [reference.smoothed, grey, thumbWidth, thumbHeight]);
+        .then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD))
+        .then((match) => pool.run('refineEstimate', [match, reference.smoothed, grey, thumbWidth, thumbHeight]));
+      const global = pool.run('globalEstimate', [reference.smoothed, grey, thumbWidth, thumbHeight]);
       const decision = Promise.all([estimate.catch(() => undefined), global]).then(async ([e, g]) => {
         const candidates = candidatesOf(lineUp, e, g, scale);
         const motions = candidates.map((c) => c.homography);
-        const agreement = await pool.run<Agreement>(GLOBAL, 'judgeMotions', [reference.smoothed, grey, thumbWidth, thumbHeight, motions]);
+        const agreement = await pool.run('judgeMotions', [reference.smoothed, grey, thumbWidth, thumbHeight, motions]);
         return decide(index, candidates, agreement, e, scale);
       });
       decisions.set(index, decision);
@@ -266,7 +259,7 @@ export async function estimateAlignment(pool: WorkerPool, frames: RgbImage[], gr
 /** Warps the 'translation' and 'homography' frames at full size, each split into row ranges across the pool's threads. */
 export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: FrameReport[]): Promise<RgbImage[]> {
   const out = frames.slice();
-  const tasks: unknown[][] = [];
+  const tasks: TaskArgs<'warpRows'>[] = [];
   for (const r of reports) {
     const frame = frames[r.index];
     if ((r.method !== 'homography' && r.method !== 'translation') || !frame) continue;
@@ -274,7 +267,7 @@ export async function warpFrames(pool: WorkerPool, frames: RgbImage[], reports: 
     out[r.index] = warped;
     for (const [start, end] of rowRanges(frame.height, pool.size)) tasks.push([frame, warped, r.homography, start, end]);
   }
-  await pool.all(WARP, 'warpRows', tasks);
+  await pool.all('warpRows', tasks);
   return out;
 }
 

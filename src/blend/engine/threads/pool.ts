@@ -1,17 +1,18 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { EngineTasks, TaskFunctions, TaskTable } from './tasks.js';
 
 /**
  * A fixed set of worker threads that run the engine's pixel loops, so they never run on the
- * HTTP event loop. A task names a module (by file URL) and one of its exported functions; the
- * arguments are structured-cloned, so typed arrays over SharedArrayBuffer are shared, not copied.
+ * HTTP event loop. A task is named by its entry in a task table (threads/tasks.ts), which types
+ * its arguments and result; the arguments are structured-cloned, so typed arrays over
+ * SharedArrayBuffer are shared, not copied.
  */
-interface Task {
+interface Queued {
   id: number;
   /** Runs only on this slot: a task every thread must run, or one for a library's thread. */
   slot?: number;
-  module: string;
-  fn: string;
+  name: string;
   args: unknown[];
   resolve(value: unknown): void;
   reject(err: Error): void;
@@ -19,7 +20,7 @@ interface Task {
 
 interface Slot {
   worker: Worker;
-  task: Task | null;
+  task: Queued | null;
 }
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
@@ -33,28 +34,47 @@ export interface RunOptions {
   slot?: number;
 }
 
-/** The URL of an engine module named by its path under src/blend/engine (`align/warp`), in source (`.ts`, under tsx) or compiled (`.js`) form. */
-export function engineModule(name: string): string {
-  return new URL(`../${name}${EXT}`, import.meta.url).href;
-}
+/** The engine's task table (threads/tasks.ts), in source (`.ts`, under tsx) or compiled (`.js`) form. */
+const ENGINE_TASKS = new URL(`./tasks${EXT}`, import.meta.url);
 
-export class WorkerPool {
+/** The name of a task of table `T` (threads/tasks.ts for the engine's). */
+export type TaskName<T extends TaskTable = EngineTasks> = keyof T & string;
+
+/** The arguments and the (awaited) result of task `N` of table `T`. */
+export type TaskArgs<N extends keyof T & string, T extends TaskTable = EngineTasks> = ArgumentLists<T>[N];
+export type TaskResult<N extends keyof T & string, T extends TaskTable = EngineTasks> = Results<T>[N];
+// Looked up in object types (not computed per name), so that an argument list written in place is typed as the task's tuple.
+type ArgumentLists<T extends TaskTable> = { [N in keyof T]: Parameters<TaskFunctions<T>[N]> };
+type Results<T extends TaskTable> = { [N in keyof T]: Awaited<ReturnType<TaskFunctions<T>[N]>> };
+
+/** The tasks of table `T` that take no arguments. */
+type NoArgumentTask<T extends TaskTable> = { [N in keyof T & string]: TaskArgs<N, T> extends [] ? N : never }[keyof T & string];
+
+/**
+ * The pool's threads run the tasks of table `T`: the engine's (threads/tasks.ts) unless `table`
+ * names another module whose `TASKS` export is a table of type `T` (a test's).
+ */
+export class WorkerPool<T extends TaskTable = EngineTasks> {
   private readonly slots: Slot[] = [];
-  private readonly queue: Task[] = [];
+  private readonly queue: Queued[] = [];
   private nextId = 1;
   private closed = false;
 
-  constructor(readonly size = Math.max(1, os.availableParallelism())) {
+  constructor(
+    readonly size = Math.max(1, os.availableParallelism()),
+    private readonly table: URL = ENGINE_TASKS,
+  ) {
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
     const entry = new URL(`./worker${EXT}`, import.meta.url);
+    const workerData = { table: this.table.href };
     // Under tsx (tests, development) the thread registers the TypeScript loader before loading its entry.
     const worker =
       EXT === '.ts'
-        ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true })
-        : new Worker(entry);
+        ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData })
+        : new Worker(entry, { workerData });
     worker.unref();
     const slot: Slot = { worker, task: null };
     worker.on('message', (msg: { id: number; ok: boolean; value?: unknown; error?: { message: string; name: string; code?: string; index?: number } }) => {
@@ -80,28 +100,28 @@ export class WorkerPool {
     return slot;
   }
 
-  /** Runs `fn` of `module` (a URL from `engineModule`) on a free thread, or only on `options.slot`. */
-  run<T>(module: string, fn: string, args: unknown[], options: RunOptions = {}): Promise<T> {
+  /** Runs task `name` on a free thread, or only on `options.slot`. */
+  run<N extends keyof T & string>(name: N, args: TaskArgs<N, T>, options: RunOptions = {}): Promise<TaskResult<N, T>> {
     if (this.closed) return Promise.reject(new Error('worker pool is closed'));
     const { slot } = options;
     if (slot !== undefined && !(Number.isInteger(slot) && slot >= 0 && slot < this.size)) {
       return Promise.reject(new RangeError(`no thread ${slot} in a pool of ${this.size}`));
     }
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, slot, module, fn, args, resolve: resolve as (v: unknown) => void, reject });
+    return new Promise<TaskResult<N, T>>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, slot, name, args, resolve: resolve as (v: unknown) => void, reject });
       this.dispatch();
     });
   }
 
-  /** Runs `fn` once on every thread (per-thread housekeeping). */
-  async everyThread(module: string, fn: string): Promise<void> {
+  /** Runs task `name`, which takes no arguments, once on every thread (per-thread housekeeping). */
+  async everyThread(name: NoArgumentTask<T>): Promise<void> {
     if (this.closed) return;
-    await Promise.all(this.slots.map((_, slot) => this.run(module, fn, [], { slot })));
+    await Promise.all(this.slots.map((_, slot) => this.run(name, [] as TaskArgs<typeof name, T>, { slot })));
   }
 
-  /** Runs the same function once per argument list, in parallel, and returns the results in order. */
-  all<T>(module: string, fn: string, argLists: unknown[][], options: RunOptions = {}): Promise<T[]> {
-    return Promise.all(argLists.map((args) => this.run<T>(module, fn, args, options)));
+  /** Runs the same task once per argument list, in parallel, and returns the results in order. */
+  all<N extends keyof T & string>(name: N, argLists: Array<TaskArgs<N, T>>, options: RunOptions = {}): Promise<Array<TaskResult<N, T>>> {
+    return Promise.all(argLists.map((args) => this.run(name, args, options)));
   }
 
   private dispatch(): void {
@@ -115,7 +135,7 @@ export class WorkerPool {
       const task = this.queue.splice(next, 1)[0]!;
       slot.task = task;
       slot.worker.ref();
-      slot.worker.postMessage({ id: task.id, module: task.module, fn: task.fn, args: task.args });
+      slot.worker.postMessage({ id: task.id, name: task.name, args: task.args });
     }
     for (const slot of this.slots) if (!slot.task) slot.worker.unref();
   }
