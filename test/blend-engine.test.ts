@@ -249,4 +249,35 @@ describe('the worker pool', () => {
       await pool.close();
     }
   });
+
+  it("stops an aborted job's work: its queued tasks fail at once, a band ends, a long task's thread is replaced", async () => {
+    const pool = new WorkerPool<typeof TEST_TASKS>(2, POOL_TASKS);
+    try {
+      const before = new Set(await Promise.all([0, 1].map((slot) => pool.run('whoNow', [], { slot }))));
+      const stopped = new AbortController();
+      const job = pool.forJob(stopped.signal);
+      const other = pool.forJob(new AbortController().signal);
+      const long = job.run('spin', [60_000], { slot: 0 }); // would hold its thread for a minute
+      const band = job.run('spin', [100], { slot: 1 });
+      const queued = job.all('spin', Array.from({ length: 4 }, (): [number] => [1000]));
+      const theirs = other.run('who', [0]);
+      const reason = new Error('the job took too long');
+      stopped.abort(reason);
+      // only the other job's task is left in the queue, and the job can start nothing new
+      assert.deepEqual(pool.activity, { queued: 1, running: 2 });
+      await assert.rejects(job.run('who', [0]), (err) => err === reason);
+      await assert.rejects(queued, (err) => err === reason);
+      await assert.rejects(band, (err) => err === reason);
+      await assert.rejects(long, (err) => err === reason);
+      await job.settled();
+      assert.ok(before.has(await theirs));
+      assert.deepEqual(pool.activity, { queued: 0, running: 0 });
+      // thread 0 was terminated and replaced; thread 1 finished its band and goes on
+      const after = await Promise.all([0, 1].map((slot) => pool.run('whoNow', [], { slot })));
+      assert.ok(!before.has(after[0]!));
+      assert.ok(before.has(after[1]!));
+    } finally {
+      await pool.close();
+    }
+  });
 });
