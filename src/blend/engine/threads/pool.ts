@@ -13,8 +13,8 @@ import type { EngineTasks, TaskFunctions, TaskTable } from './tasks.js';
  * with the signal's reason), a running one ends with its band (tasks are row bands, a few tens of
  * milliseconds), and a thread still running one of the job's tasks STOP_GRACE_MS later (a long
  * single task: OpenCV's features, the segmentation model) is terminated, its successor started by
- * the next task for its place. `settled`
- * says when none of the job's tasks is queued or running any more.
+ * the next task for its place. `settled` says when none of the job's tasks is queued or running
+ * any more.
  */
 interface Queued {
   id: number;
@@ -34,7 +34,7 @@ interface Slot {
 }
 
 /** How long a thread may go on with an aborted job's task before it is terminated and replaced. */
-export const STOP_GRACE_MS = 500;
+const STOP_GRACE_MS = 500;
 
 /** A job's tasks in the pool: how many are queued or running, and who waits for none to be. */
 class Job {
@@ -228,6 +228,7 @@ export class WorkerPool<T extends TaskTable = EngineTasks> {
   private readonly threads: Threads;
   private readonly job: Job | null;
 
+  /** `shared` is for `forJob` only: a job's view runs on the pool's threads. */
   constructor(size = Math.max(1, os.availableParallelism()), table: URL = ENGINE_TASKS, shared?: { threads: Threads; job: Job }) {
     this.threads = shared?.threads ?? new Threads(size, table);
     this.size = this.threads.size;
@@ -241,7 +242,7 @@ export class WorkerPool<T extends TaskTable = EngineTasks> {
   forJob(signal: AbortSignal): WorkerPool<T> {
     const job = new Job(signal);
     signal.addEventListener('abort', () => this.threads.cancel(job), { once: true });
-    return new WorkerPool<T>(this.size, ENGINE_TASKS, { threads: this.threads, job });
+    return new WorkerPool<T>(this.size, undefined, { threads: this.threads, job });
   }
 
   /** Resolves once none of this view's job's tasks is queued or running (at once for the pool itself). */
