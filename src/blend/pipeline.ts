@@ -104,18 +104,22 @@ export class BlendEngine {
    * Runs a job whose images `fetch` has brought (or fetches them itself): decodes, aligns, blends,
    * scores and encodes. A caller that shares the process with other jobs first waits for its
    * memory (`admit`). Once `signal` aborts, the job's pixel work stops (threads/pool.ts, `forJob`)
-   * and the run fails with the signal's reason; either way it settles only when none of its
-   * tasks runs any more, so the memory it held is free.
+   * and the run fails with the signal's reason; a job that fails stops the rest of its work the
+   * same way. Either way the run settles only when none of its tasks runs any more, so the memory
+   * it held is free.
    */
   async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal): Promise<BlendResult> {
-    const pool = this.pool.forJob(signal);
+    const failed = new AbortController();
+    const pool = this.pool.forJob(AbortSignal.any([signal, failed.signal]));
     try {
       const result = await this.blend(pool, spec, (fetched ?? (await this.fetch(spec))).bytes);
       signal.throwIfAborted();
       return result;
     } catch (err) {
       // Whatever failed first once the job was stopped, the job failed for being stopped.
-      throw signal.aborted ? signal.reason : err;
+      const reason: unknown = signal.aborted ? signal.reason : err;
+      failed.abort(reason);
+      throw reason;
     } finally {
       await pool.settled();
       // Give this job's frames back now (threads/gc.ts says why).
