@@ -8,6 +8,7 @@ import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/
 import { overlayRows, multiplyRows, screenRows, softLightRows } from '../src/blend/engine/point/layers.js';
 import { clippedFractions, psnr, ssim } from '../src/blend/engine/image/metrics.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { POOL_TASKS, type TASKS as TEST_TASKS } from './fixtures/pool-tasks.js';
 import { expandIntoRows, reduceRows } from '../src/blend/engine/pyramid/pyramid.js';
 import { levelSizes, type Plane, sharedPlane } from '../src/blend/engine/pyramid/planes.js';
 import { darkenRows, lightenRows, meanRows, medianRows, type PointKernel } from '../src/blend/engine/point/stack.js';
@@ -232,23 +233,49 @@ describe('exposure and focus', () => {
 });
 
 describe('the worker pool', () => {
-  // A module that answers which thread ran it, after `ms` milliseconds.
-  const WHO = `data:text/javascript,${encodeURIComponent(
-    "import { threadId } from 'node:worker_threads'; export const who = async (ms) => { await new Promise((r) => setTimeout(r, ms)); return threadId; };",
-  )}`;
-
   it('runs a task given a slot on that thread only, while the others take the rest', async () => {
-    const pool = new WorkerPool(2);
+    const pool = new WorkerPool<typeof TEST_TASKS>(2, POOL_TASKS);
     try {
-      await pool.everyThread(WHO, 'who'); // both threads started
-      const pinned = pool.all<number>(WHO, 'who', Array.from({ length: 4 }, () => [50]), { slot: 1 });
-      const free = await pool.all<number>(WHO, 'who', Array.from({ length: 3 }, () => [0]));
+      await pool.everyThread('whoNow'); // both threads started
+      const pinned = pool.all('who', Array.from({ length: 4 }, (): [number] => [50]), { slot: 1 });
+      const free = await pool.all('who', Array.from({ length: 3 }, (): [number] => [0]));
       const onSlot = await pinned;
       assert.equal(new Set(onSlot).size, 1);
       // the pinned thread is busy throughout, so the free tasks all ran on the other one
       assert.ok(free.every((id) => id !== onSlot[0]));
-      assert.notEqual(await pool.run<number>(WHO, 'who', [0], { slot: 0 }), onSlot[0]);
-      await assert.rejects(pool.run(WHO, 'who', [0], { slot: 2 }), RangeError);
+      assert.notEqual(await pool.run('who', [0], { slot: 0 }), onSlot[0]);
+      await assert.rejects(pool.run('who', [0], { slot: 2 }), RangeError);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("stops an aborted job's work: its queued tasks fail at once, a band ends, a long task's thread is replaced", async () => {
+    const pool = new WorkerPool<typeof TEST_TASKS>(2, POOL_TASKS);
+    try {
+      const before = new Set(await Promise.all([0, 1].map((slot) => pool.run('whoNow', [], { slot }))));
+      const stopped = new AbortController();
+      const job = pool.forJob(stopped.signal);
+      const other = pool.forJob(new AbortController().signal);
+      const long = job.run('spin', [60_000], { slot: 0 }); // would hold its thread for a minute
+      const band = job.run('spin', [100], { slot: 1 });
+      const queued = job.all('spin', Array.from({ length: 4 }, (): [number] => [1000]));
+      const theirs = other.run('who', [0]);
+      const reason = new Error('the job took too long');
+      stopped.abort(reason);
+      // only the other job's task is left in the queue, and the job can start nothing new
+      assert.deepEqual(pool.activity, { queued: 1, running: 2 });
+      await assert.rejects(job.run('who', [0]), (err) => err === reason);
+      await assert.rejects(queued, (err) => err === reason);
+      await assert.rejects(band, (err) => err === reason);
+      await assert.rejects(long, (err) => err === reason);
+      await job.settled();
+      assert.ok(before.has(await theirs));
+      assert.deepEqual(pool.activity, { queued: 0, running: 0 });
+      // thread 0 was terminated and replaced; thread 1 finished its band and goes on
+      const after = await Promise.all([0, 1].map((slot) => pool.run('whoNow', [], { slot })));
+      assert.ok(!before.has(after[0]!));
+      assert.ok(before.has(after[1]!));
     } finally {
       await pool.close();
     }

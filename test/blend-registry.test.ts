@@ -7,6 +7,7 @@ import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
 import type { PointKernel } from '../src/blend/engine/point/stack.js';
 import { alignsByDefault, BLEND_REGISTRY, BLEND_TYPES, type BlendTypeOf, ENGINE_BLEND_TYPES, resolveBlendType } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { TASKS } from '../src/blend/engine/threads/tasks.js';
 import { JOB_BASE_BYTES, jobMemory } from '../src/blend/memory.js';
 import { loadPhoto, random, withNoise } from './blend-scenes.js';
 
@@ -72,9 +73,9 @@ describe('blend-type registry', () => {
     const point = ENGINE_BLEND_TYPES.filter((t): t is BlendTypeOf<'point'> => BLEND_REGISTRY[t].family === 'point');
     assert.ok(point.length >= 8);
     for (const type of point) {
-      const { module, fn } = BLEND_REGISTRY[type].kernel;
-      const kernel = (await import(`../src/blend/engine/${module}.js`))[fn] as PointKernel;
-      assert.equal(typeof kernel, 'function', `${type}: ${module} exports no ${fn}`);
+      const { load, fn } = TASKS[BLEND_REGISTRY[type].kernel];
+      const kernel = ((await load()) as Record<string, unknown>)[fn] as PointKernel;
+      assert.equal(typeof kernel, 'function', `${type}: its task's module exports no ${fn}`);
       const direct = sharedImage(61, 37);
       kernel(frames.map((f) => f.data), 61, direct.data, 0, 37);
       assert.deepEqual((await blendFrames(pool, type, frames)).data, direct.data, type);

@@ -99,13 +99,22 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     return settle(row, changes, (failed) => ({ event: 'blend.failed', data: presentJob(failed, config) }));
   }
 
-  /** The job's time limit, from when it is admitted (waiting for memory is not the job's time). */
-  function withTimeLimit<T>(work: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new BlendFailure('job_timeout', `the job took longer than ${config.blend.jobTimeoutMs / 1000} s`)), config.blend.jobTimeoutMs);
-    });
-    return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+  /**
+   * Runs `work` within the job's time limit, from when it is admitted (waiting for memory is not the
+   * job's time): at the limit its signal aborts with `job_timeout`, which stops the engine's work
+   * (pipeline.ts, `run`); the run then fails with that, once its work has ended.
+   */
+  async function withTimeLimit<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const limit = new AbortController();
+    const timer = setTimeout(
+      () => limit.abort(new BlendFailure('job_timeout', `the job took longer than ${config.blend.jobTimeoutMs / 1000} s`)),
+      config.blend.jobTimeoutMs,
+    );
+    try {
+      return await work(limit.signal);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   return {
@@ -124,6 +133,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         await start(job, row, startedAt);
         started = true;
       };
+      // The job's memory (memory.ts), held from its admission until its outcome is recorded; its run has settled by then, so no work of it is left.
       let release: (() => void) | null = null;
       try {
         const spec = specOf(row);
@@ -131,18 +141,9 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         try {
           const engine = engineOf();
           const fetched = await engine.fetch(spec);
-          const admitted = await engine.admit(spec, fetched, handedBack);
-          // The engine cannot be stopped mid-run: a job past its time limit still holds its memory
-          // until its run settles, and only then is the memory given to the next job.
-          let running: Promise<unknown> | null = null;
-          release = () => {
-            if (running) running.then(admitted, admitted);
-            else admitted();
-          };
+          release = await engine.admit(spec, fetched, handedBack);
           await markStarted();
-          const run = engine.run(spec, fetched);
-          running = run;
-          result = await withTimeLimit(run);
+          result = await withTimeLimit((signal) => engine.run(spec, fetched, signal));
         } catch (err) {
           // The process is stopping and gave the job back: another worker runs it again.
           if (handedBack.aborted) return { status: 'done' };

@@ -8,7 +8,7 @@ import { blendFrames, type PixelBlendType } from './engine/blend.js';
 import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType } from './engine/registry.js';
 import { compositePeople, keepBackground } from './engine/composite/composite.js';
 import type { RgbImage } from './engine/image/image.js';
-import { engineModule, WorkerPool } from './engine/threads/pool.js';
+import { WorkerPool } from './engine/threads/pool.js';
 import { rowRanges } from './engine/image/image.js';
 import { segmentPeople } from './engine/segment/segment.js';
 import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/image/thumbnails.js';
@@ -98,12 +98,25 @@ export class BlendEngine {
   /**
    * Runs a job whose images `fetch` has brought (or fetches them itself): decodes, aligns, blends,
    * scores and encodes. A caller that shares the process with other jobs first waits for its
-   * memory (`admit`).
+   * memory (`admit`). Once `signal` aborts, the job's pixel work stops (threads/pool.ts, `forJob`)
+   * and the run fails with the signal's reason; a job that fails stops the rest of its work the
+   * same way. Either way the run settles only when none of its tasks runs any more, so the memory
+   * it held is free.
    */
-  async run(spec: BlendSpec, fetched?: FetchedImages): Promise<BlendResult> {
+  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal): Promise<BlendResult> {
+    const failed = new AbortController();
+    const pool = this.pool.forJob(AbortSignal.any([signal, failed.signal]));
     try {
-      return await this.blend(spec, (fetched ?? (await this.fetch(spec))).bytes);
+      const result = await this.blend(pool, spec, (fetched ?? (await this.fetch(spec))).bytes);
+      signal.throwIfAborted();
+      return result;
+    } catch (err) {
+      // Whatever failed first once the job was stopped, the job failed for being stopped.
+      const reason: unknown = signal.aborted ? signal.reason : err;
+      failed.abort(reason);
+      throw reason;
     } finally {
+      await pool.settled();
       // Give this job's frames back now (threads/gc.ts says why).
       await this.collectGarbage();
     }
@@ -153,12 +166,12 @@ export class BlendEngine {
   /** A full collection in every thread and this one: a buffer is freed once no thread holds it. */
   private async collectGarbage(): Promise<void> {
     // The threads collect while this one does.
-    const threads = this.pool.everyThread(engineModule('threads/gc'), 'collectGarbage').catch(() => {});
+    const threads = this.pool.everyThread('collectGarbage').catch(() => {});
     collectGarbage();
     await threads;
   }
 
-  private async blend(spec: BlendSpec, images: Buffer[]): Promise<BlendResult> {
+  private async blend(pool: WorkerPool, spec: BlendSpec, images: Buffer[]): Promise<BlendResult> {
     const stages: Record<string, number> = {};
     let mark = performance.now();
     const stage = (name: string) => {
@@ -171,14 +184,13 @@ export class BlendEngine {
     // made in the pool's threads as soon as it is decoded, while libvips decodes the rest. Work
     // on a frame whose image fails is dropped: the failure is reported in image order once every
     // image has settled.
-    const analysis = engineModule('image/analysis');
     const decoding = images.map((bytes, i) => decodeImage(bytes, i, this.limits.maxPixels));
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
     );
-    const thumbnailing = framing.map((frame) => handled(frame.then((f) => makeThumbnail(this.pool, f, spec.align))));
-    const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(t.rgb))));
-    const lineUps = spec.align ? checkLineUps(this.pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
+    const thumbnailing = framing.map((frame) => handled(frame.then((f) => makeThumbnail(pool, f, spec.align))));
+    const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(pool, t.rgb))));
+    const lineUps = spec.align ? checkLineUps(pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
     if (lineUps) [lineUps.reference as Promise<unknown>, ...lineUps.checks].forEach(handled);
     // Alignment leaves most frames as they are: the score's correlation of each with frame 0 is
     // measured now, and again only for frames it warps.
@@ -186,7 +198,7 @@ export class BlendEngine {
       ? thumbnailing.slice(1).map((thumbnail, k) =>
           handled(
             Promise.all([thumbnailing[0]!, thumbnail, measuring[0]!, measuring[k + 1]!]).then(([first, t, firstStats, stats]) =>
-              this.pool.run<number>(analysis, 'blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
+              pool.run('blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
             ),
           ),
         )
@@ -196,7 +208,7 @@ export class BlendEngine {
     // (without alignment) or its line-up check finds it (nearly) lined up, while the others are
     // still decoded and aligned. A frame alignment then warps is segmented again below; one
     // thought to move but left as it is, once alignment has said so.
-    const early = spec.blendType === 'composite' || spec.preserveBackground ? this.earlyMasks(framing, lineUps) : null;
+    const early = spec.blendType === 'composite' || spec.preserveBackground ? this.earlyMasks(pool, framing, lineUps) : null;
     const decoded = await firstFailureInOrder(decoding);
     const { width, height } = decoded[0]!;
     const frames = await Promise.all(framing);
@@ -219,13 +231,13 @@ export class BlendEngine {
 
     const withMasks = blendTypeUsed === 'composite' || spec.preserveBackground;
     // Frame 0 is alignment's reference and never moves: its mask is made while the others are aligned.
-    const firstMask = withMasks ? (early?.first ?? handled(this.mask(frames[0]!))) : null;
+    const firstMask = withMasks ? (early?.first ?? handled(this.mask(pool, frames[0]!))) : null;
 
     let aligned = frames;
     let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
-      const alignment = await alignFrames(this.pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
+      const alignment = await alignFrames(pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -237,15 +249,15 @@ export class BlendEngine {
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
     if (firstMask) {
-      const others = aligned.slice(1).map(async (frame, k) => (frame === frames[k + 1] ? await early?.others[k] : null) ?? this.mask(frame));
+      const others = aligned.slice(1).map(async (frame, k) => (frame === frames[k + 1] ? await early?.others[k] : null) ?? this.mask(pool, frame));
       masks = await Promise.all([firstMask, ...others]);
       stage('segment');
     }
     if (blendTypeUsed === 'composite') {
-      result = await compositePeople(this.pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
+      result = await compositePeople(pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
     } else {
-      result = await blendFrames(this.pool, blendTypeUsed as PixelBlendType, aligned);
-      if (masks) result = await keepBackground(this.pool, aligned[0]!, result, masks);
+      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned);
+      if (masks) result = await keepBackground(pool, aligned[0]!, result, masks);
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
     // encoding add theirs, so the two never add up. Per-pixel blends make none beyond their result.
@@ -253,14 +265,14 @@ export class BlendEngine {
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
-    const scoring = this.score({ frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
+    const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
   }
 
-  private mask(frame: RgbImage): Promise<Uint8Array> {
-    return segmentPeople(this.pool, [frame]).then(([mask]) => mask!);
+  private mask(pool: WorkerPool, frame: RgbImage): Promise<Uint8Array> {
+    return segmentPeople(pool, [frame]).then(([mask]) => mask!);
   }
 
   /**
@@ -269,51 +281,50 @@ export class BlendEngine {
    * line-up check expects alignment to leave it as it is (LIKELY_UNWARPED_DRIFT). Null for a
    * frame the check expects to move: its mask waits for its aligned pixels.
    */
-  private earlyMasks(framing: Array<Promise<RgbImage>>, lineUps: LineUps | null): { first: Promise<Uint8Array>; others: Array<Promise<Uint8Array | null>> } {
+  private earlyMasks(pool: WorkerPool, framing: Array<Promise<RgbImage>>, lineUps: LineUps | null): { first: Promise<Uint8Array>; others: Array<Promise<Uint8Array | null>> } {
     const [first, ...others] = framing;
     return {
-      first: handled(first!.then((f) => this.mask(f))),
+      first: handled(first!.then((f) => this.mask(pool, f))),
       others: others.map((frame, k) =>
         handled(
           lineUps
             ? Promise.all([frame, lineUps.checks[k]!]).then(([f, check]) => {
                 const stays = check.correlation >= RELATED_CORRELATION && check.drift <= LIKELY_UNWARPED_DRIFT;
-                return stays ? this.mask(f) : null;
+                return stays ? this.mask(pool, f) : null;
               })
-            : frame.then((f) => this.mask(f)),
+            : frame.then((f) => this.mask(pool, f)),
         ),
       ),
     };
   }
 
-  private stats(frame: RgbImage): Promise<FrameStats> {
-    return this.pool.run<FrameStats>(engineModule('image/analysis'), 'frameStats', [frame.data, frame.width, frame.height]);
+  private stats(pool: WorkerPool, frame: RgbImage): Promise<FrameStats> {
+    return pool.run('frameStats', [frame.data, frame.width, frame.height]);
   }
 
   /**
    * Scores the result against the aligned frames, on thumbnails: a frame that alignment left as
    * it was keeps what was measured on it before alignment; warped frames and the result are measured anew.
    */
-  private async score(before: Measured, aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
+  private async score(pool: WorkerPool, before: Measured, aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
     const { frames, thumbnails } = before;
     const fresh = [result, ...aligned.filter((f, i) => f !== frames[i])];
-    const made = (await makeThumbnails(this.pool, fresh, false)).map((t) => t.rgb);
+    const made = (await makeThumbnails(pool, fresh, false)).map((t) => t.rgb);
     const smallResult = made.shift()!;
     const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
     const { width, height } = smallResult;
     const pixels = width * height;
-    const analysis = engineModule('image/analysis');
     const ghostingSums = withGhosting
-      ? this.pool.all<number>(analysis, 'ghostingSum', rowRanges(pixels, this.pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
+      ? pool.all('ghostingSum', rowRanges(pixels, pool.size).map(([start, end]) => [small.map((f) => f.data), smallResult.data, start, end]))
       : null;
-    const [inputs, resultStats] = await Promise.all([Promise.all(small.map((f, i) => (f === thumbnails[i]!.rgb ? before.stats[i]! : this.stats(f)))), this.stats(smallResult)]);
+    const [inputs, resultStats] = await Promise.all([Promise.all(small.map((f, i) => (f === thumbnails[i]!.rgb ? before.stats[i]! : this.stats(pool, f)))), this.stats(pool, smallResult)]);
     let correlation: number | null = null;
     if (wasAligned) {
       const correlations = await Promise.all(
         small.slice(1).map((f, k) =>
           f === thumbnails[k + 1]!.rgb
             ? before.correlations[k]!
-            : this.pool.run<number>(analysis, 'blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
+            : pool.run('blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
         ),
       );
       correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;

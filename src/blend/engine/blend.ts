@@ -1,10 +1,7 @@
-import type { sharpestFrameRows } from './pyramid/focus.js';
 import { type RgbImage, rowRanges, sharedImage, toShared } from './image/image.js';
-import { engineModule, type WorkerPool } from './threads/pool.js';
-import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRows, reduceRows } from './pyramid/pyramid.js';
+import type { TaskArgs, TaskName, TaskResult, WorkerPool } from './threads/pool.js';
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
 import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
-import type { PointKernel } from './point/stack.js';
 import { BLEND_REGISTRY, type BlendTypeOf } from './registry.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before): the registry's point and pyramid families. */
@@ -34,7 +31,7 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared);
   const out = sharedImage(width, height);
   const data = shared.map((f) => f.data);
-  await overRows<PointKernel>(pool, kernel.module, kernel.fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
+  await overRows(pool, kernel, height, (y0, y1) => [data, width, out.data, y0, y1]);
   return out;
 }
 
@@ -48,7 +45,7 @@ async function stackFocus(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImag
   const { width, height } = frames[0]!;
   const data = frames.map((f) => f.data);
   const choice = new Uint8Array(new SharedArrayBuffer(width * height));
-  await overRows<typeof sharpestFrameRows>(pool, 'pyramid/focus', 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
+  await overRows(pool, 'sharpestFrameRows', height, (y0, y1) => [data, width, height, choice, y0, y1]);
   return pyramidBlend(pool, frames, { choice });
 }
 
@@ -88,15 +85,15 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
   const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
   const weights = top > 0 ? frames.map(() => sharedFixedPlane(...sizes[1]!)) : null;
   if (firsts && weights) {
-    await overRows<typeof levelOneRows>(pool, 'pyramid/pyramid', 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
+    await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
   }
   for (const [k, kept] of (firsts ?? []).entries()) {
     const weight = weights![k]!;
     for (let l = 1; l < top; l++) {
       const next = sizes[l + 1]![1];
       await Promise.all([
-        overRows<typeof reduceRows>(pool, 'pyramid/pyramid', 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
-        overRows<typeof reduceRows>(pool, 'pyramid/pyramid', 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
+        overRows(pool, 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
+        overRows(pool, 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
       ]);
     }
     // the levels' contributions are independent of each other: one batch for the whole pyramid
@@ -104,7 +101,7 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
       sizes.slice(1).map(([, h], i) => {
         const l = i + 1;
         const coarser = l < top ? gauss[l + 1]! : null;
-        return overRows<typeof accumulateRows>(pool, 'pyramid/pyramid', 'accumulateRows', h, (y0, y1) => [
+        return overRows(pool, 'accumulateRows', h, (y0, y1) => [
           acc[l]!,
           l === 1 ? kept : gauss[l]!,
           coarser,
@@ -116,10 +113,10 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
     );
   }
   for (let l = top - 1; l >= 1; l--) {
-    await overRows<typeof expandIntoRows>(pool, 'pyramid/pyramid', 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
+    await overRows(pool, 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
   }
   // from here on the scratch is dead and `out` overwrites it
-  await overRows<typeof collapseLevelZeroRows>(pool, 'pyramid/pyramid', 'collapseLevelZeroRows', height, (y0, y1) => [
+  await overRows(pool, 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
     firsts,
     levelZero,
@@ -134,21 +131,11 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
 }
 
 /**
- * Runs `fn` of engine module `module` over rows [0, height) in row ranges: one for short levels,
- * one per thread, or four per thread for tall ones so that a thread slowed down by other work
- * leaves rows to the others. The type parameter ties the argument list to the kernel's signature.
+ * Runs thread task `name` over rows [0, height) in row ranges: one for short levels, one per
+ * thread, or four per thread for tall ones so that a thread slowed down by other work leaves rows
+ * to the others. The task table (threads/tasks.ts) ties the argument list to the kernel's signature.
  */
-function overRows<K extends (...args: never[]) => void>(
-  pool: WorkerPool,
-  module: string,
-  fn: string,
-  height: number,
-  args: (y0: number, y1: number) => Parameters<K>,
-): Promise<void[]> {
+function overRows<N extends TaskName>(pool: WorkerPool, name: N, height: number, args: (y0: number, y1: number) => TaskArgs<N>): Promise<Array<TaskResult<N>>> {
   const parts = height < MIN_SPLIT_ROWS ? 1 : height < TALL_ROWS ? pool.size : pool.size * 4;
-  return pool.all<void>(
-    engineModule(module),
-    fn,
-    rowRanges(height, parts).map(([y0, y1]) => args(y0, y1)),
-  );
+  return pool.all(name, rowRanges(height, parts).map(([y0, y1]) => args(y0, y1)));
 }

@@ -1,13 +1,12 @@
 import { AUTO_CHOICES } from '../choose.js';
-import type * as layers from './point/layers.js';
-import type * as stack from './point/stack.js';
 import type { PointKernel } from './point/stack.js';
+import type { EngineTasks, TaskFunctions } from './threads/tasks.js';
 
 /**
  * Every blend type, declared once: what the engine dispatches on (engine/blend.ts), what the API
  * accepts and documents (blend.schemas.ts), how much memory a job is given (memory.ts), which
  * defaults a job gets (blend.service.ts, pipeline.ts), what the benchmark runs (bench/blend.mjs)
- * and what the tests iterate. It imports no engine code (the kernels' modules only as types), so
+ * and what the tests iterate. It imports no engine code (the kernels' thread tasks only as types), so
  * the API and the benchmark read it without loading the engine. docs/blend.md ("Adding a blend
  * type") says how a new one is added.
  */
@@ -18,26 +17,15 @@ export type BlendFamily = 'point' | 'pyramid' | 'composite';
 /** The frames a type is made for, which the benchmark and the docs show it on. */
 export type BlendInput = 'scene' | 'bracket' | 'focus-bracket' | 'group';
 
-/** The modules that hold per-pixel kernels, by their path under the engine (threads/pool.ts `engineModule`). */
-interface PointKernelModules {
-  'point/stack': typeof stack;
-  'point/layers': typeof layers;
-}
-
-/** A per-pixel kernel: a function with the PointKernel signature in one of those modules (a renamed one breaks the build). */
-export type PointKernelRef = {
-  [M in keyof PointKernelModules]: {
-    module: M;
-    fn: { [F in keyof PointKernelModules[M]]: PointKernelModules[M][F] extends PointKernel ? F : never }[keyof PointKernelModules[M]];
-  };
-}[keyof PointKernelModules];
+/** A per-pixel kernel: the thread task (threads/tasks.ts) of a function with the PointKernel signature (a renamed one breaks the build). */
+export type PointKernelTask = { [N in keyof EngineTasks]: TaskFunctions<EngineTasks>[N] extends PointKernel ? N : never }[keyof EngineTasks];
 
 export interface BlendTypeDeclaration {
   family: BlendFamily;
   /** Other names the API accepts for it. */
   aliases: readonly string[];
   /** The row function of a `point` type; null for the others, which engine/blend.ts or composite/ dispatch by name. */
-  kernel: PointKernelRef | null;
+  kernel: PointKernelTask | null;
   /** Whether a job aligns its frames unless it says otherwise (star trails: the motion is the subject). */
   align: boolean;
   /** Whether the quality score measures ghosting (moving things left half-visible) in its result. */
@@ -61,7 +49,7 @@ export const BLEND_REGISTRY = {
   mean: {
     family: 'point',
     aliases: ['average'],
-    kernel: { module: 'point/stack', fn: 'meanRows' },
+    kernel: 'meanRows',
     align: true,
     ghosting: true,
     deghost: false,
@@ -73,7 +61,7 @@ export const BLEND_REGISTRY = {
   median: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/stack', fn: 'medianRows' },
+    kernel: 'medianRows',
     align: true,
     ghosting: true,
     deghost: false,
@@ -85,7 +73,7 @@ export const BLEND_REGISTRY = {
   lighten: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/stack', fn: 'lightenRows' },
+    kernel: 'lightenRows',
     align: false,
     ghosting: false,
     deghost: false,
@@ -97,7 +85,7 @@ export const BLEND_REGISTRY = {
   darken: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/stack', fn: 'darkenRows' },
+    kernel: 'darkenRows',
     align: false,
     ghosting: false,
     deghost: false,
@@ -145,7 +133,7 @@ export const BLEND_REGISTRY = {
   multiply: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/layers', fn: 'multiplyRows' },
+    kernel: 'multiplyRows',
     align: true,
     ghosting: false,
     deghost: false,
@@ -157,7 +145,7 @@ export const BLEND_REGISTRY = {
   screen: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/layers', fn: 'screenRows' },
+    kernel: 'screenRows',
     align: true,
     ghosting: false,
     deghost: false,
@@ -169,7 +157,7 @@ export const BLEND_REGISTRY = {
   overlay: {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/layers', fn: 'overlayRows' },
+    kernel: 'overlayRows',
     align: true,
     ghosting: false,
     deghost: false,
@@ -181,7 +169,7 @@ export const BLEND_REGISTRY = {
   'soft-light': {
     family: 'point',
     aliases: [],
-    kernel: { module: 'point/layers', fn: 'softLightRows' },
+    kernel: 'softLightRows',
     align: true,
     ghosting: false,
     deghost: false,

@@ -1,10 +1,9 @@
-import type { FeatureMatch, Features } from './cv.js';
 import { thumbnailSize } from './grey.js';
 import type { LineUp, LineUpReference } from './lineup.js';
 import { agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
 import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, type RgbImage } from '../image/image.js';
-import { engineModule, type WorkerPool } from '../threads/pool.js';
+import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
 import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 
@@ -57,12 +56,6 @@ export class AlignmentFailed extends Error {
   }
 }
 
-const LINE_UP = engineModule('align/lineup');
-const GLOBAL = engineModule('align/global');
-const CV = engineModule('align/cv');
-const REFINE = engineModule('align/refine');
-const WARP = engineModule('align/warp');
-
 /** Correlation from which two frames show the same scene, so their measured drift can be trusted. */
 const RELATED_CORRELATION = 0.5;
 /** Full-size pixels a frame may be off and still be left unwarped; also how close two motions must be to count as one. */
@@ -87,7 +80,7 @@ const ON_CV_THREAD = { slot: 0 };
 
 /** Loads OpenCV.js (~0.5 s) ahead of the first job, so that job does not wait for it. */
 export async function prepareAlignment(pool: WorkerPool): Promise<void> {
-  await pool.run(CV, 'loadOpenCv', [], ON_CV_THREAD);
+  await pool.run('loadOpenCv', [], ON_CV_THREAD);
 }
 
 /** What decides each frame's fate: the thumbnails' scale and size. */
@@ -208,8 +201,8 @@ export interface LineUps {
 export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: Array<Promise<Uint8Array>>): LineUps {
   const size = first.then(({ width, height }) => thumbnailSize(width, height, thumbnailFactor(width, height)));
   const [refGrey, ...rest] = greys;
-  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run<LineUpReference>(LINE_UP, 'lineUpReference', [grey, w, h]));
-  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run<LineUp>(LINE_UP, 'checkLineUp', [ref, g, w, h])));
+  const reference = Promise.all([size, refGrey!]).then(([[w, h], grey]) => pool.run('lineUpReference', [grey, w, h]));
+  const checks = rest.map((grey) => Promise.all([size, reference, grey]).then(([[w, h], ref, g]) => pool.run('checkLineUp', [ref, g, w, h])));
   return { reference, checks };
 }
 
@@ -233,7 +226,7 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
   lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
   const { reference, checks } = lineUps;
   // OpenCV detects the reference's features once, when the first frame that needs them asks.
-  let refFeatures: Promise<Features> | null = null;
+  let refFeatures: Promise<TaskResult<'detectFeatures'>> | null = null;
 
   const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
     const lineUp = await check;
@@ -243,16 +236,16 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     const { smoothed } = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
-    refFeatures ??= pool.run<Features>(CV, 'detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
-    const features = pool.run<Features>(CV, 'detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+    refFeatures ??= pool.run('detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
+    const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
     const estimate = Promise.all([refFeatures, features])
-      .then(([r, f]) => pool.run<FeatureMatch>(CV, 'matchHomography', [r, f], ON_CV_THREAD))
-      .then((match) => pool.run<Estimate>(REFINE, 'refineEstimate', [match, smoothed, grey, thumbWidth, thumbHeight]));
-    const global = pool.run<GlobalEstimate>(GLOBAL, 'globalEstimate', [smoothed, grey, thumbWidth, thumbHeight]);
+      .then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD))
+      .then((match) => pool.run('refineEstimate', [match, smoothed, grey, thumbWidth, thumbHeight]));
+    const global = pool.run('globalEstimate', [smoothed, grey, thumbWidth, thumbHeight]);
     const [e, g] = await Promise.all([estimate.catch(() => undefined), global]);
     const candidates = candidatesOf(lineUp, e, g, scale);
     const motions = candidates.map((c) => c.homography);
-    const agreement = await pool.run<Agreement>(GLOBAL, 'judgeMotions', [smoothed, grey, thumbWidth, thumbHeight, motions]);
+    const agreement = await pool.run('judgeMotions', [smoothed, grey, thumbWidth, thumbHeight, motions]);
     return decide(index, candidates, agreement, e, scale);
   };
 
@@ -274,8 +267,8 @@ const WARP_BANDS_PER_THREAD = 4;
 async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
   if (r.method !== 'homography' && r.method !== 'translation') return frame;
   const warped = sharedImage(frame.width, frame.height);
-  const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]) => [frame, warped, r.homography, start, end]);
-  await pool.all(WARP, 'warpRows', bands);
+  const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]): TaskArgs<'warpRows'> => [frame, warped, r.homography, start, end]);
+  await pool.all('warpRows', bands);
   return warped;
 }
 

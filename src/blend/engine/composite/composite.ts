@@ -7,10 +7,7 @@
 import type { HaloGrid, Layer } from './kernels.js';
 import type { Plane } from './pyramid.js';
 import { type RgbImage, rowRanges, sharedFloats, sharedImage } from '../image/image.js';
-import { engineModule, type WorkerPool } from '../threads/pool.js';
-
-const KERNELS = engineModule('composite/kernels');
-const PYRAMID = engineModule('composite/pyramid');
+import type { TaskArgs, TaskName, TaskResult, WorkerPool } from '../threads/pool.js';
 
 /** Pyramid depth below full size: the coarsest band is about 1/100 of the short side (2..5 levels). */
 function levelCount(width: number, height: number): number {
@@ -31,9 +28,9 @@ function plane(width: number, height: number, channels: number): Plane {
  */
 const BANDS_PER_THREAD = 4;
 
-/** Runs a row kernel over `rows` rows, split among the pool's threads. */
-function overRows<T>(pool: WorkerPool, module: string, fn: string, rows: number, args: (r0: number, r1: number) => unknown[]): Promise<T[]> {
-  return pool.all<T>(module, fn, rowRanges(rows, pool.size * BANDS_PER_THREAD).map(([r0, r1]) => args(r0, r1)));
+/** Runs a row kernel (a thread task, threads/tasks.ts) over `rows` rows, split among the pool's threads. */
+function overRows<N extends TaskName>(pool: WorkerPool, name: N, rows: number, args: (r0: number, r1: number) => TaskArgs<N>): Promise<Array<TaskResult<N>>> {
+  return pool.all(name, rowRanges(rows, pool.size * BANDS_PER_THREAD).map(([r0, r1]) => args(r0, r1)));
 }
 
 /**
@@ -43,7 +40,7 @@ function overRows<T>(pool: WorkerPool, module: string, fn: string, rows: number,
  */
 async function buildLayer(pool: WorkerPool, index: number, base: Plane, levels: number): Promise<Layer> {
   const bands = plane(base.width, base.height, 3);
-  await pool.run(PYRAMID, 'collapse', [base, levels, bands]);
+  await pool.run('collapse', [base, levels, bands]);
   return { index, base, bands };
 }
 
@@ -64,8 +61,8 @@ export async function compositePeople(pool: WorkerPool, frames: RgbImage[], mask
   const plate = background === 'first' ? frames[0]! : sharedImage(width, height);
   const data = frames.map((f) => f.data);
   await Promise.all([
-    background === 'median' ? overRows(pool, KERNELS, 'medianRows', height, (r0, r1) => [data, plate.data, width, r0, r1]) : null,
-    pool.all(KERNELS, 'haloPlane', masks.map((mask, i) => [mask, width, height, grid, halos[i]])),
+    background === 'median' ? overRows(pool, 'plateMedianRows', height, (r0, r1) => [data, plate.data, width, r0, r1]) : null,
+    pool.all('haloPlane', masks.map((mask, i) => [mask, width, height, grid, halos[i]!])),
   ]);
   const winner = sharedBytes(width * height);
   const weight = sharedBytes(width * height);
@@ -76,21 +73,21 @@ export async function compositePeople(pool: WorkerPool, frames: RgbImage[], mask
   // The background's cell sums serve every frame's base level (baseRows).
   const plateSums = sharedFloats(cw * ch * 3);
   const [owns] = await Promise.all([
-    overRows<boolean[]>(pool, KERNELS, 'ownerRows', height, (r0, r1) => [masks, halos, grid, winner, weight, width, r0, r1]),
-    overRows(pool, KERNELS, 'cellSumRows', ch, (r0, r1) => [plate.data, width, height, factor, cw, plateSums, r0, r1]),
+    overRows(pool, 'ownerRows', height, (r0, r1) => [masks, halos, grid, winner, weight, width, r0, r1]),
+    overRows(pool, 'cellSumRows', ch, (r0, r1) => [plate.data, width, height, factor, cw, plateSums, r0, r1]),
   ]);
   const layers = await Promise.all(
     frames.map(async (frame, index) => {
       // Frame 0 as the background adds nothing to itself; a frame that owns no pixel adds nothing.
       if (frame === plate || !owns.some((part) => part[index])) return null;
       const base = plane(cw, ch, 4);
-      await overRows(pool, KERNELS, 'baseRows', ch, (r0, r1) => [frame.data, plateSums, winner, weight, index, width, height, factor, base, r0, r1]);
+      await overRows(pool, 'baseRows', ch, (r0, r1) => [frame.data, plateSums, winner, weight, index, width, height, factor, base, r0, r1]);
       return buildLayer(pool, index, base, levels - detailLevels + 1);
     }),
   );
   const out = sharedImage(width, height);
   const used = layers.filter((l): l is Layer => l !== null);
-  await overRows(pool, KERNELS, 'finishRows', height, (r0, r1) => [plate.data, data, winner, weight, used, factor, out.data, width, r0, r1]);
+  await overRows(pool, 'finishRows', height, (r0, r1) => [plate.data, data, winner, weight, used, factor, out.data, width, r0, r1]);
   return out;
 }
 
@@ -100,6 +97,6 @@ export async function compositePeople(pool: WorkerPool, frames: RgbImage[], mask
  */
 export async function keepBackground(pool: WorkerPool, first: RgbImage, blended: RgbImage, masks: Uint8Array[]): Promise<RgbImage> {
   const out = sharedImage(first.width, first.height);
-  await overRows(pool, KERNELS, 'keepRows', first.height, (r0, r1) => [first.data, blended.data, masks, out.data, first.width, r0, r1]);
+  await overRows(pool, 'keepRows', first.height, (r0, r1) => [first.data, blended.data, masks, out.data, first.width, r0, r1]);
   return out;
 }

@@ -1,7 +1,6 @@
-import type { thumbnailRows } from './analysis.js';
 import { thumbnailSize } from '../align/grey.js';
 import { type RgbImage, rowRanges, sharedImage } from './image.js';
-import { engineModule, type WorkerPool } from '../threads/pool.js';
+import type { TaskArgs, WorkerPool } from '../threads/pool.js';
 
 /**
  * The small copies (~1000 px) that `auto`, alignment and the quality score decide on. A frame's
@@ -31,9 +30,9 @@ export async function makeThumbnail(pool: WorkerPool, frame: RgbImage, withGrey:
     grey: withGrey ? new Uint8Array(new SharedArrayBuffer(greyWidth * greyHeight)) : null,
   };
   const args = rowRanges(thumbnail.rgb.height, pool.size).map(
-    ([start, end]): Parameters<typeof thumbnailRows> => [frame.data, width, height, factor, thumbnail.rgb.data, start, end, thumbnail.grey],
+    ([start, end]): TaskArgs<'thumbnailRows'> => [frame.data, width, height, factor, thumbnail.rgb.data, start, end, thumbnail.grey],
   );
-  await pool.all(engineModule('image/analysis'), 'thumbnailRows', args);
+  await pool.all('thumbnailRows', args);
   return thumbnail;
 }
 

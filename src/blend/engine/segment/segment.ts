@@ -1,9 +1,5 @@
 import type { RgbImage } from '../image/image.js';
-import { engineModule, type WorkerPool } from '../threads/pool.js';
-import type { maskFromWeights, Working } from './mask.js';
-
-const MASK = engineModule('segment/mask');
-const MODEL = engineModule('segment/model');
+import type { WorkerPool } from '../threads/pool.js';
 
 /**
  * One person mask per frame (0 background .. 255 person, the frame's size, in shared memory). The
@@ -18,9 +14,8 @@ export function segmentPeople(pool: WorkerPool, frames: RgbImage[]): Promise<Uin
 async function personMask(pool: WorkerPool, frame: RgbImage): Promise<Uint8Array> {
   const { width, height } = frame;
   const mask = new Uint8Array(new SharedArrayBuffer(width * height));
-  const work = await pool.run<Working>(MASK, 'workingCopy', [frame]);
-  const weights = await pool.run<Float32Array>(MODEL, 'personWeights', [work], { slot: pool.size - 1 });
-  const args: Parameters<typeof maskFromWeights> = [weights, work.width, work.height, mask, width, height];
-  await pool.run(MASK, 'maskFromWeights', args);
+  const work = await pool.run('workingCopy', [frame]);
+  const weights = await pool.run('personWeights', [work], { slot: pool.size - 1 });
+  await pool.run('maskFromWeights', [weights, work.width, work.height, mask, width, height]);
   return mask;
 }
