@@ -5,6 +5,8 @@ import type { accumulateRows, collapseLevelZeroRows, expandIntoRows, levelOneRow
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
 import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
 import type { PointKernel } from './point/stack.js';
+import type { weightedMeanRows } from './point/stack-weighted.js';
+import { deghostMasks, type DeghostMasks } from './deghost/deghost.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before). */
 export type PixelBlendType =
@@ -40,24 +42,32 @@ const TALL_ROWS = 512;
 /**
  * Blends same-sized frames into a new image, the pixel loops on the pool's threads. Point-wise
  * types split the rows across the threads; exposure and focus split each pyramid level's rows
- * and stream the frames one at a time into one accumulating pyramid per channel.
+ * and stream the frames one at a time into one accumulating pyramid per channel. With `deghost`,
+ * `mean` and `exposure` count each frame only where it agrees with the reference (deghost/deghost.ts);
+ * the other types ignore it.
  */
-export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[]): Promise<RgbImage> {
+export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[], deghost = false): Promise<RgbImage> {
   if (frames.length === 0) throw new Error('blendFrames needs at least one frame');
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
-  if (type === 'exposure') return fuseExposures(pool, shared);
+  const deghosting = deghost && frames.length > 1 && (type === 'mean' || type === 'exposure');
+  const masks = deghosting ? await deghostMasks(pool, shared, type === 'mean' ? 'first' : 'middle-exposure') : null;
+  if (type === 'exposure') return fuseExposures(pool, shared, masks);
   if (type === 'focus') return stackFocus(pool, shared);
   const out = sharedImage(width, height);
-  const [module, fn] = POINT_KERNELS[type];
   const data = shared.map((f) => f.data);
+  if (masks) {
+    await overRows<typeof weightedMeanRows>(pool, 'point/stack-weighted', 'weightedMeanRows', height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1]);
+    return out;
+  }
+  const [module, fn] = POINT_KERNELS[type];
   await overRows<PointKernel>(pool, module, fn, height, (y0, y1) => [data, width, out.data, y0, y1]);
   return out;
 }
 
-/** Mertens exposure fusion: the pyramid blend of the normalised weights (pyramid/exposure.ts), made where they are needed. */
-function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
-  return pyramidBlend(pool, frames, 'exposure');
+/** Mertens exposure fusion: the pyramid blend of the normalised weights (pyramid/exposure.ts), made where they are needed; deghosted with `masks`. */
+function fuseExposures(pool: WorkerPool, frames: RgbImage[], masks: DeghostMasks | null): Promise<RgbImage> {
+  return pyramidBlend(pool, frames, masks ? { exposure: masks } : 'exposure');
 }
 
 /** Focus stacking: the sharpest frame per pixel, then the pyramid blend of one-hot weights. */
