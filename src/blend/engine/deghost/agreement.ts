@@ -12,7 +12,12 @@
  * 2. The residual (reference − mapped frame) is divided by √(1 + s²), s the mapping's slope at
  *    the frame's value: with sensor noise alike in both frames, that leaves residuals of one
  *    spread at every value (a bracket's dark frame, mapped up, is noisier in the shadows). The
- *    spread is the set's own: 1.4826 · their median absolute value (a robust standard deviation).
+ *    spread is the set's own, measured per band of 16 values (a tone curve bends some bands more
+ *    than the mapping can follow) from the lower quartile of |residual| (a normal's is 0.3186 σ),
+ *    which a mover filling up to three quarters of a band does not shift. A mover's values can be
+ *    rare enough to fill a band of the frame's values, but the scene behind it fills the
+ *    reference's (and the other way round where the reference shows the mover): a pixel takes the
+ *    smaller spread of its two bands.
  *    A clipped value (within 2 of 0 or 255) says only "this or beyond": the residual is the gap
  *    between the two frames' ranges (none when a clipped value could be the other's), and the
  *    spread is measured on the pixels where neither frame is clipped.
@@ -32,15 +37,20 @@ const DISAGREE_DEVIATIONS = 5;
 const MEAN_ABS = Math.sqrt(2 / Math.PI);
 const DEVIATION_ABS = Math.sqrt(1 - 2 / Math.PI);
 /** Growth of the disagreement and reach of the feathering (pixels of the thumbnail). */
-const FEATHER = 4;
+const FEATHER = 2;
 /** Channel values at most LOW or at least HIGH are clipped. */
 const LOW = 2;
 const HIGH = 253;
+/** The spread is measured per band of 2^BAND_SHIFT values (of the frame, and of the reference) … */
+const BAND_SHIFT = 4;
+/** … that holds at least BAND_PIXELS judged pixels, else on all of them. */
+const BAND_PIXELS = 256;
 /** The least noise a set is taken to have (grey levels): the levels are whole. */
 const LEAST_NOISE = 1;
-/** 1 / (standard deviation of a normal / its median absolute deviation). */
-const MAD_TO_SIGMA = 1.4826;
-/** Residuals are counted in steps of 1 / RESIDUAL_STEPS grey level for their median. */
+/** The spread is read off the lower quartile of |residual|, a normal's at 0.3186 σ. */
+const QUARTILE = 0.25;
+const QUARTILE_TO_SIGMA = 1 / 0.3186;
+/** Residuals are counted in steps of 1 / RESIDUAL_STEPS of a value for their quantiles. */
 const RESIDUAL_STEPS = 8;
 
 /** The mean BT.601 grey of a thumbnail (0..255): how bright the frame came out. */
@@ -71,17 +81,20 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
       return 1 / Math.sqrt(1 + slope * slope);
     });
     const residual = new Float32Array(pixels);
-    const judged: number[] = [];
+    // the judged residuals by band of the frame's value and by band of the reference's
+    const [byOwn, byRef]: number[][][] = [0, 1].map(() => Array.from({ length: 256 >> BAND_SHIFT }, () => []));
     for (let p = 0; p < pixels; p++) {
       const [r, v] = [ref[p]!, own[p]!];
       // each frame's value as the range its true value lies in: a clipped value says only "this or beyond"
       const [refLow, refHigh] = [r <= LOW ? -Infinity : r, r >= HIGH ? Infinity : r];
       const [ownLow, ownHigh] = [v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!, v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!];
       residual[p] = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
-      if (refLow === refHigh && ownLow === ownHigh) judged.push(residual[p]!);
+      if (refLow === refHigh && ownLow === ownHigh) byOwn![v >> BAND_SHIFT]!.push(residual[p]!), byRef![r >> BAND_SHIFT]!.push(residual[p]!);
     }
-    const noise = Math.max(LEAST_NOISE, MAD_TO_SIGMA * medianAbsolute(judged));
-    for (let p = 0; p < pixels; p++) z[p]! += residual[p]! / noise / 3;
+    const whole = quantile(byOwn!.flat(), QUARTILE);
+    const spread = (bands: number[][]) => bands.map((band) => Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (band.length >= BAND_PIXELS ? quantile(band, QUARTILE) : whole)));
+    const [ownNoise, refNoise] = [spread(byOwn!), spread(byRef!)];
+    for (let p = 0; p < pixels; p++) z[p]! += residual[p]! / Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!) / 3;
   }
   const [mean, count] = boxMean(z, width, height, WINDOW);
   const disagree = new Float32Array(pixels);
@@ -129,15 +142,15 @@ function histogramMatch(own: Uint8Array, ref: Uint8Array): { mapping: Float64Arr
   return { mapping, clippedLow, clippedHigh };
 }
 
-/** The median of non-negative values, to 1 / RESIDUAL_STEPS (a histogram, not a sort). */
-function medianAbsolute(values: number[]): number {
+/** The `share` quantile of non-negative values, to 1 / RESIDUAL_STEPS (a histogram, not a sort). */
+function quantile(values: number[], share: number): number {
   const histogram = new Int32Array(256 * RESIDUAL_STEPS);
   for (const v of values) histogram[Math.min(histogram.length - 1, Math.floor(v * RESIDUAL_STEPS))]!++;
-  const half = values.length / 2;
+  const wanted = values.length * share;
   let before = 0;
   for (let a = 0; a < histogram.length; a++) {
     const c = histogram[a]!;
-    if (c > 0 && before + c >= half) return (a + (half - before) / c) / RESIDUAL_STEPS;
+    if (c > 0 && before + c >= wanted) return (a + (wanted - before) / c) / RESIDUAL_STEPS;
     before += c;
   }
   return 0;
