@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
@@ -9,6 +11,7 @@ import { weightedMeanRows } from '../src/blend/engine/point/stack-weighted.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { loadPhoto, random } from './blend-scenes.js';
 import { exposureWithWalker, ghostEnergy, meanWithWalker, staticPsnr, type WalkingScene } from './blend-scenes-walking.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
 
 /**
  * Deghosting of `mean` and `exposure` (engine/deghost/): on scenes a person walks through
@@ -108,3 +111,57 @@ describe('deghosting through the engine', () => {
     assert.deepEqual((await blendFrames(pool, 'mean', frames, true)).data, (await blendFrames(pool, 'mean', frames, false)).data);
   });
 });
+
+for (const engine of ENGINES) {
+  describe(`deghosting through the API (${engine})`, () => {
+    it('is on by default for mean, off on request, refused for median; the status says which', async (t) => {
+      const people = await loadPhoto(path.join(FIXTURES, 'exposure-bracket/gt.png'), 416, 416);
+      const scene = meanWithWalker(await loadPhoto(PHOTOS.cat, 400), people, 5, random(11));
+      const files = await Promise.all(
+        scene.frames.map((f) => sharp(Buffer.from(f.data), { raw: { width: f.width, height: f.height, channels: 3 } }).png().toBuffer()),
+      );
+      const server = http.createServer((req, res) => {
+        const file = files[Number(req.url?.slice(1))];
+        if (!file) return res.writeHead(404).end();
+        res.writeHead(200, { 'content-type': 'image/png' }).end(file);
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' });
+      const { key } = await api.account();
+      const images = files.map((_, i) => `${base}/${i}`);
+
+      const refused = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'walk', images, options: { blendType: 'median', deghost: true } } });
+      const body = await problem(refused, 400, 'invalid_request');
+      assert.deepEqual(body.errors.map((e: { path: string }) => e.path), ['/options/deghost']);
+
+      const blend = async (options: Record<string, unknown>) => {
+        const res = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'walk', images, options: { blendType: 'mean', align: false, outputFormat: 'png', ...options } } });
+        assert.equal(res.status, 202, await res.clone().text());
+        const { jobId } = (await res.json()) as { jobId: string };
+        const job = await until(
+          async () => {
+            const status = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
+            return status.status === 'completed' || status.status === 'failed' ? status : null;
+          },
+          60_000,
+          `blend job ${jobId}`,
+        );
+        assert.equal(job.status, 'completed', JSON.stringify(job.error));
+        const url = new URL(job.resultUrl);
+        const png = Buffer.from(await (await fetch(`${api.url}${url.pathname}${url.search}`)).arrayBuffer());
+        const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+        return { options: job.options, image: toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length)) };
+      };
+      const on = await blend({});
+      const off = await blend({ deghost: false });
+      assert.equal(on.options.deghost, true);
+      assert.equal(off.options.deghost, false);
+      const pool = new WorkerPool(1);
+      onCleanup(t, () => pool.close());
+      assert.deepEqual(off.image.data, (await blendFrames(pool, 'mean', scene.frames)).data, 'deghost off: the plain mean');
+      assert.ok(ghostEnergy(on.image, scene.truth, scene) <= GHOST_SHARE * ghostEnergy(off.image, scene.truth, scene));
+    });
+  });
+}

@@ -28,16 +28,30 @@ export interface StoredOptions {
   preserveBackground: boolean;
   qualityThreshold: number;
   align: boolean;
+  deghost: boolean;
   outputFormat: OutputFormat;
 }
 
+/** The types deghosting applies to: `mean` (and `average`), `exposure`, and `auto`, which may choose either. */
+const DEGHOSTED = new Set<BlendType>(['auto', 'mean', 'average', 'exposure']);
+
 function resolveOptions(blendType: BlendType, options: StartBody['options']): StoredOptions {
+  if (options?.deghost === true && !DEGHOSTED.has(blendType)) {
+    throw invalid('/options/deghost', `deghosting applies to mean, average, exposure and auto, not to ${blendType} (median and composite already keep moving things out)`);
+  }
   return {
     preserveBackground: options?.preserveBackground ?? blendType === 'composite',
     qualityThreshold: options?.qualityThreshold ?? 0,
     align: options?.align ?? !(blendType === 'lighten' || blendType === 'darken'),
+    deghost: options?.deghost ?? DEGHOSTED.has(blendType),
     outputFormat: options?.outputFormat ?? 'jpeg',
   };
+}
+
+/** A job's stored options; a job stored before `deghost` existed gets the default of its type. */
+function storedOptions(row: BlendJobRow): StoredOptions {
+  const options = JSON.parse(row.options) as Omit<StoredOptions, 'deghost'> & { deghost?: boolean };
+  return { ...options, deghost: options.deghost ?? DEGHOSTED.has(row.blendType as BlendType) };
 }
 
 /**
@@ -119,12 +133,19 @@ export const jobsListTag = (query: Static<typeof ListJobsQuery>) => listTag('ble
 
 /** The job's spec for the engine. */
 export function specOf(row: BlendJobRow): BlendSpec {
-  const options = JSON.parse(row.options) as StoredOptions;
-  return { images: JSON.parse(row.images) as string[], blendType: row.blendType as BlendType, align: options.align, preserveBackground: options.preserveBackground, outputFormat: options.outputFormat };
+  const options = storedOptions(row);
+  return {
+    images: JSON.parse(row.images) as string[],
+    blendType: row.blendType as BlendType,
+    align: options.align,
+    preserveBackground: options.preserveBackground,
+    deghost: options.deghost,
+    outputFormat: options.outputFormat,
+  };
 }
 
 export function presentJob(row: BlendJobRow, config: Config) {
-  const options = JSON.parse(row.options) as StoredOptions;
+  const options = storedOptions(row);
   const signed = row.status === 'completed' && row.resultFormat ? signResultUrl(row, config) : null;
   return {
     jobId: row.id,

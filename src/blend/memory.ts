@@ -18,17 +18,19 @@ import type { BlendType } from './pipeline.js';
  * shifted so that alignment warps it (docs/blend.md, "Memory"). The base is what a job costs
  * beyond its pixels (threads' scratch, libvips' buffers); the per-pixel figures are the smallest
  * that, with that base, cover every measurement of the type, rounded up (`darken` is `lighten`'s
- * kernel, `layers` the four layer modes, measured as `overlay`).
+ * kernel, `layers` the four layer modes, measured as `overlay`). `mean` and `exposure` add one
+ * byte a pixel to what was measured without deghosting: its full-size masks, a byte a pixel of each
+ * frame that disagrees with the reference (engine/deghost/deghost.ts).
  */
 export const JOB_BASE_BYTES = 200e6;
 
 export const BYTES_PER_PIXEL = {
-  mean: 7,
+  mean: 8,
   median: 7,
   lighten: 7,
   darken: 7,
   layers: 7,
-  exposure: 10,
+  exposure: 11,
   focus: 9,
   composite: 9,
 } as const;

@@ -81,19 +81,30 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
       return 1 / Math.sqrt(1 + slope * slope);
     });
     const residual = new Float32Array(pixels);
-    // the judged residuals by band of the frame's value and by band of the reference's
-    const [byOwn, byRef]: number[][][] = [0, 1].map(() => Array.from({ length: 256 >> BAND_SHIFT }, () => []));
+    // histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
+    const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
+    const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
     for (let p = 0; p < pixels; p++) {
-      const [r, v] = [ref[p]!, own[p]!];
+      const r = ref[p]!, v = own[p]!;
       // each frame's value as the range its true value lies in: a clipped value says only "this or beyond"
-      const [refLow, refHigh] = [r <= LOW ? -Infinity : r, r >= HIGH ? Infinity : r];
-      const [ownLow, ownHigh] = [v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!, v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!];
-      residual[p] = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
-      if (refLow === refHigh && ownLow === ownHigh) byOwn![v >> BAND_SHIFT]!.push(residual[p]!), byRef![r >> BAND_SHIFT]!.push(residual[p]!);
+      const refLow = r <= LOW ? -Infinity : r, refHigh = r >= HIGH ? Infinity : r;
+      const ownLow = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
+      const ownHigh = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
+      const e = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
+      residual[p] = e;
+      if (refLow !== refHigh || ownLow !== ownHigh) continue;
+      const bin = Math.min(bins - 1, Math.floor(e * RESIDUAL_STEPS));
+      byOwn[(v >> BAND_SHIFT) * bins + bin]!++;
+      byRef[(r >> BAND_SHIFT) * bins + bin]!++;
+      whole[bin]!++;
     }
-    const whole = quantile(byOwn!.flat(), QUARTILE);
-    const spread = (bands: number[][]) => bands.map((band) => Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (band.length >= BAND_PIXELS ? quantile(band, QUARTILE) : whole)));
-    const [ownNoise, refNoise] = [spread(byOwn!), spread(byRef!)];
+    const all = quantile(whole, QUARTILE);
+    const spread = (histograms: Int32Array) =>
+      Array.from({ length: bands }, (_, b) => {
+        const band = histograms.subarray(b * bins, (b + 1) * bins);
+        return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
+      });
+    const ownNoise = spread(byOwn), refNoise = spread(byRef);
     for (let p = 0; p < pixels; p++) z[p]! += residual[p]! / Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!) / 3;
   }
   const [mean, count] = boxMean(z, width, height, WINDOW);
@@ -104,7 +115,7 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   }
   if (!any) return null;
   const grown = boxMean(disagree, width, height, FEATHER)[0];
-  let mask: Float32Array = Float32Array.from(grown, (v) => (v > 0 ? 0 : 1));
+  let mask: Float32Array = grown.map((v) => (v > 0 ? 0 : 1));
   for (let i = 0; i < 2; i++) mask = boxMean(mask, width, height, FEATHER / 2)[0];
   return { mask: Uint8Array.from(mask, (v) => Math.round(255 * v)), toFrame };
 }
@@ -142,11 +153,11 @@ function histogramMatch(own: Uint8Array, ref: Uint8Array): { mapping: Float64Arr
   return { mapping, clippedLow, clippedHigh };
 }
 
-/** The `share` quantile of non-negative values, to 1 / RESIDUAL_STEPS (a histogram, not a sort). */
-function quantile(values: number[], share: number): number {
-  const histogram = new Int32Array(256 * RESIDUAL_STEPS);
-  for (const v of values) histogram[Math.min(histogram.length - 1, Math.floor(v * RESIDUAL_STEPS))]!++;
-  const wanted = values.length * share;
+const total = (histogram: Int32Array) => histogram.reduce((sum, c) => sum + c, 0);
+
+/** The `share` quantile of the values a histogram counts in steps of 1 / RESIDUAL_STEPS. */
+function quantile(histogram: Int32Array, share: number): number {
+  const wanted = total(histogram) * share;
   let before = 0;
   for (let a = 0; a < histogram.length; a++) {
     const c = histogram[a]!;
