@@ -128,7 +128,7 @@ for (const engine of ENGINES) {
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' });
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
       const { key } = await api.account();
       const images = files.map((_, i) => `${base}/${i}`);
 
