@@ -199,7 +199,8 @@ function boxMean(values: Float32Array, width: number, height: number, r: number)
 /**
  * Rows [y0, y1) of a full-size mask (width wide) from its thumbnail (`small`, smallWidth ×
  * smallHeight, `factor` pixels a thumbnail pixel): bilinear between the thumbnail pixels' centres,
- * edges replicated.
+ * edges replicated. A row between two thumbnail rows at 255 throughout is 255 (most rows: a mask
+ * is 0 only where something moved).
  */
 export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHeight: number, factor: number, out: Uint8Array, width: number, y0: number, y1: number): void {
   const xs = new Int32Array(width), fx = new Float32Array(width);
@@ -209,10 +210,16 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
     fx[x] = sx - xs[x]!;
   }
   const narrow = smallWidth === 1, short = smallHeight === 1;
+  const full = new Map<number, boolean>();
+  const isFull = (r: number) => full.get(r) ?? full.set(r, small.subarray(r * smallWidth, (r + 1) * smallWidth).every((v) => v === 255)).get(r)!;
   for (let y = y0; y < y1; y++) {
     const sy = Math.max(0, Math.min(smallHeight - 1, (y + 0.5) / factor - 0.5));
     const r0 = short ? 0 : Math.min(smallHeight - 2, Math.floor(sy));
     const r1 = short ? 0 : r0 + 1, fy = short ? 0 : sy - r0;
+    if (isFull(r0) && isFull(r1)) {
+      out.fill(255, y * width, (y + 1) * width);
+      continue;
+    }
     const top = r0 * smallWidth, bottom = r1 * smallWidth;
     for (let x = 0, o = y * width; x < width; x++, o++) {
       const a = narrow ? 0 : xs[x]!, b = narrow ? 0 : a + 1, f = narrow ? 0 : fx[x]!;
