@@ -30,6 +30,8 @@
  *    the blend shows no seam where a frame stops counting.
  */
 
+/** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
+const AGREEMENT_SIDE = 500;
 /** Half-width of the averaging window (pixels of the thumbnail). */
 const WINDOW = 2;
 /** How many deviations of a static window's mean a disagreeing window lies above it. */
@@ -69,6 +71,16 @@ export function meanGrey(rgb: Uint8Array, width: number, height: number): number
  */
 export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: number, height: number): { mask: Uint8Array; toFrame: Uint8Array } | null {
   const pixels = width * height;
+  // the test's work grows with pixels and gains nothing from more than about AGREEMENT_SIDE of them a side
+  const step = Math.max(1, Math.round(Math.max(width, height) / AGREEMENT_SIDE));
+  if (step > 1) {
+    const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
+    const agreement = agreementMask(blockMeans(reference, width, height, step), blockMeans(frame, width, height, step), w, h);
+    if (!agreement) return null;
+    const mask = new Uint8Array(pixels);
+    upsampleMaskRows(agreement.mask, w, h, step, mask, width, 0, height);
+    return { mask, toFrame: agreement.toFrame };
+  }
   const z = new Float32Array(pixels);
   const toFrame = new Uint8Array(3 * 256);
   for (let c = 0; c < 3; c++) {
@@ -118,6 +130,23 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   let mask: Float32Array = grown.map((v) => (v > 0 ? 0 : 1));
   for (let i = 0; i < 2; i++) mask = boxMean(mask, width, height, FEATHER / 2)[0];
   return { mask: Uint8Array.from(mask, (v) => Math.round(255 * v)), toFrame };
+}
+
+/** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short. */
+function blockMeans(rgb: Uint8Array, width: number, height: number, step: number): Uint8Array {
+  const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
+  const sums = new Uint32Array(w * h * 3), counts = new Uint32Array(w * h);
+  for (let y = 0; y < height; y++) {
+    const row = Math.floor(y / step) * w;
+    for (let x = 0; x < width; x++) {
+      const b = row + Math.floor(x / step), q = 3 * (y * width + x);
+      sums[3 * b]! += rgb[q]!;
+      sums[3 * b + 1]! += rgb[q + 1]!;
+      sums[3 * b + 2]! += rgb[q + 2]!;
+      counts[b]!++;
+    }
+  }
+  return Uint8Array.from(sums, (s, i) => Math.round(s / counts[Math.floor(i / 3)]!));
 }
 
 /** Channel c (0 R, 1 G, 2 B) of interleaved RGB bytes. */
