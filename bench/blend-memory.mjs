@@ -73,6 +73,7 @@ async function child() {
     blendType: type,
     align: true,
     preserveBackground: type === 'composite',
+    deghost: true,
     outputFormat: 'jpeg',
   });
   await engine.run(spec(0, small.length));

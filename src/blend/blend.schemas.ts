@@ -49,6 +49,12 @@ const makeStartBody = (maxImages: number) =>
             ),
             qualityThreshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Fail the job (quality_below_threshold) when its score is lower. Default 0.' })),
             align: Type.Optional(Type.Boolean({ description: ALIGN_DESCRIPTION })),
+            deghost: Type.Optional(
+              Type.Boolean({
+                description:
+                  'Count each frame only where it agrees with the reference frame (frame 0 for `mean`, the middle exposure for `exposure`), so a person who moved leaves no ghost. Default true for `mean`, `average`, `exposure` and `auto` (when it chooses one of them); `true` is refused for the other types (`median` and `composite` keep moving things out by themselves).',
+              }),
+            ),
             outputFormat: Type.Optional({ ...StringEnum(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),
           },
           { additionalProperties: false },
@@ -96,7 +102,7 @@ export const BlendJobSchema = Type.Object(
     status: BlendStatus,
     blendType: Type.String({ description: 'The type used (for `auto`, the one it chose), or the requested type until the job has started.' }),
     requestedBlendType: Type.String(),
-    options: Type.Object({ preserveBackground: Type.Boolean(), qualityThreshold: Type.Number(), align: Type.Boolean(), outputFormat: Type.String() }),
+    options: Type.Object({ preserveBackground: Type.Boolean(), qualityThreshold: Type.Number(), align: Type.Boolean(), deghost: Type.Boolean(), outputFormat: Type.String() }),
     images: Type.Array(Type.String(), { description: 'The input URLs, as sent; the first is the reference frame.' }),
     attempts: Type.Integer(),
     createdAt: Timestamp,

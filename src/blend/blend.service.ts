@@ -16,7 +16,7 @@ import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
-import { alignsByDefault } from './engine/registry.js';
+import { alignsByDefault, deghostsByDefault } from './engine/registry.js';
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
@@ -29,16 +29,27 @@ export interface StoredOptions {
   preserveBackground: boolean;
   qualityThreshold: number;
   align: boolean;
+  deghost: boolean;
   outputFormat: OutputFormat;
 }
 
 function resolveOptions(blendType: BlendType, options: StartBody['options']): StoredOptions {
+  if (options?.deghost === true && !deghostsByDefault(blendType)) {
+    throw invalid('/options/deghost', `deghosting applies to mean, average, exposure and auto, not to ${blendType} (median and composite already keep moving things out)`);
+  }
   return {
     preserveBackground: options?.preserveBackground ?? blendType === 'composite',
     qualityThreshold: options?.qualityThreshold ?? 0,
     align: options?.align ?? alignsByDefault(blendType),
+    deghost: options?.deghost ?? deghostsByDefault(blendType),
     outputFormat: options?.outputFormat ?? 'jpeg',
   };
+}
+
+/** A job's stored options; a job stored before `deghost` existed gets the default of its type. */
+function storedOptions(row: BlendJobRow): StoredOptions {
+  const options = JSON.parse(row.options) as Omit<StoredOptions, 'deghost'> & { deghost?: boolean };
+  return { ...options, deghost: options.deghost ?? deghostsByDefault(row.blendType as BlendType) };
 }
 
 /**
@@ -120,12 +131,19 @@ export const jobsListTag = (query: Static<typeof ListJobsQuery>) => listTag('ble
 
 /** The job's spec for the engine. */
 export function specOf(row: BlendJobRow): BlendSpec {
-  const options = JSON.parse(row.options) as StoredOptions;
-  return { images: JSON.parse(row.images) as string[], blendType: row.blendType as BlendType, align: options.align, preserveBackground: options.preserveBackground, outputFormat: options.outputFormat };
+  const options = storedOptions(row);
+  return {
+    images: JSON.parse(row.images) as string[],
+    blendType: row.blendType as BlendType,
+    align: options.align,
+    preserveBackground: options.preserveBackground,
+    deghost: options.deghost,
+    outputFormat: options.outputFormat,
+  };
 }
 
 export function presentJob(row: BlendJobRow, config: Config) {
-  const options = JSON.parse(row.options) as StoredOptions;
+  const options = storedOptions(row);
   const signed = row.status === 'completed' && row.resultFormat ? signResultUrl(row, config) : null;
   return {
     jobId: row.id,

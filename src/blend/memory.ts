@@ -19,6 +19,8 @@ import { BLEND_REGISTRY, type BlendType, resolveBlendType } from './engine/regis
  * 5 and 10 frames, every frame shifted so that alignment warps it (docs/blend.md, "Memory"). The
  * base is what a job costs beyond its pixels (threads' scratch, libvips' buffers); the per-pixel
  * figures are the smallest that, with that base, cover every measurement of the type, rounded up.
+ * `mean` and `exposure` add one byte a pixel to what was measured without deghosting: its full-size
+ * masks, a byte a pixel of each frame that disagrees with the reference (engine/deghost/deghost.ts).
  */
 export const JOB_BASE_BYTES = 200e6;
 

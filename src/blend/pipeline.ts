@@ -26,6 +26,8 @@ export interface BlendSpec {
   blendType: BlendType;
   align: boolean;
   preserveBackground: boolean;
+  /** Count each frame of a mean or exposure fusion only where it agrees with the reference (engine/deghost/). */
+  deghost: boolean;
   outputFormat: OutputFormat;
 }
 
@@ -256,7 +258,7 @@ export class BlendEngine {
     if (blendTypeUsed === 'composite') {
       result = await compositePeople(pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
     } else {
-      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned);
+      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned, spec.deghost);
       if (masks) result = await keepBackground(pool, aligned[0]!, result, masks);
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and

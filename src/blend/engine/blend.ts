@@ -3,15 +3,19 @@ import type { TaskArgs, TaskName, TaskResult, WorkerPool } from './threads/pool.
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
 import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
 import { BLEND_REGISTRY, type BlendTypeOf } from './registry.js';
+import { deghostMasks, type DeghostMasks } from './deghost/deghost.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before): the registry's point and pyramid families. */
 export type PixelBlendType = BlendTypeOf<'point' | 'pyramid'>;
 
 // The pyramid blends by name: a pyramid type the registry declares must have its function here.
-const PYRAMID_BLENDS: Record<BlendTypeOf<'pyramid'>, (pool: WorkerPool, frames: RgbImage[]) => Promise<RgbImage>> = {
+const PYRAMID_BLENDS: Record<BlendTypeOf<'pyramid'>, (pool: WorkerPool, frames: RgbImage[], masks: DeghostMasks | null) => Promise<RgbImage>> = {
   exposure: fuseExposures,
   focus: stackFocus,
 };
+
+// The kernel of a deghosted point type: each frame counted only where its mask lets it (point/stack-weighted.ts).
+const WEIGHTED_KERNELS = { mean: 'weightedMeanRows' } as const;
 
 // Levels shorter than this run as one task: splitting them costs more in messages than it saves.
 const MIN_SPLIT_ROWS = 64;
@@ -21,23 +25,32 @@ const TALL_ROWS = 512;
  * Blends same-sized frames into a new image, the pixel loops on the pool's threads. Point-wise
  * types split the rows across the threads, each running the type's kernel (engine/registry.ts);
  * exposure and focus split each pyramid level's rows and stream the frames one at a time into one
- * accumulating pyramid per channel.
+ * accumulating pyramid per channel. With `deghost`, the types the registry declares deghosted
+ * (`mean`, `exposure`) count each frame only where it agrees with the reference (deghost/deghost.ts);
+ * the other types ignore it.
  */
-export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[]): Promise<RgbImage> {
+export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[], deghost = false): Promise<RgbImage> {
   if (frames.length === 0) throw new Error('blendFrames needs at least one frame');
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
-  const { kernel } = BLEND_REGISTRY[type];
-  if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared);
+  const { kernel, deghost: reference } = BLEND_REGISTRY[type];
+  const masks = deghost && reference !== null && frames.length > 1 ? await deghostMasks(pool, shared, reference) : null;
+  if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared, masks);
   const out = sharedImage(width, height);
   const data = shared.map((f) => f.data);
+  if (masks) {
+    const weighted = WEIGHTED_KERNELS[type as keyof typeof WEIGHTED_KERNELS];
+    if (!weighted) throw new Error(`${type} has no kernel for deghosted frames`);
+    await overRows(pool, weighted, height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1]);
+    return out;
+  }
   await overRows(pool, kernel, height, (y0, y1) => [data, width, out.data, y0, y1]);
   return out;
 }
 
-/** Mertens exposure fusion: the pyramid blend of the normalised weights (pyramid/exposure.ts), made where they are needed. */
-function fuseExposures(pool: WorkerPool, frames: RgbImage[]): Promise<RgbImage> {
-  return pyramidBlend(pool, frames, 'exposure');
+/** Mertens exposure fusion: the pyramid blend of the normalised weights (pyramid/exposure.ts), made where they are needed; deghosted with `masks`. */
+function fuseExposures(pool: WorkerPool, frames: RgbImage[], masks: DeghostMasks | null): Promise<RgbImage> {
+  return pyramidBlend(pool, frames, masks ? { exposure: masks } : 'exposure');
 }
 
 /** Focus stacking: the sharpest frame per pixel, then the pyramid blend of one-hot weights. */

@@ -1,4 +1,5 @@
 import { AUTO_CHOICES } from '../choose.js';
+import type { DeghostReference } from './deghost/deghost.js';
 import type { PointKernel } from './point/stack.js';
 import type { EngineTasks, TaskFunctions } from './threads/tasks.js';
 
@@ -30,8 +31,8 @@ export interface BlendTypeDeclaration {
   align: boolean;
   /** Whether the quality score measures ghosting (moving things left half-visible) in its result. */
   ghosting: boolean;
-  /** Whether moving things are removed before the blend (deghosting). */
-  deghost: boolean;
+  /** Whether moving things are removed before the blend (deghosting), and against which frame; null where the type does not deghost. */
+  deghost: DeghostReference | null;
   /** Whether its scratch (pyramids, weights, masks) is worth a collection before scoring. */
   largeScratch: boolean;
   /**
@@ -52,9 +53,9 @@ export const BLEND_REGISTRY = {
     kernel: 'meanRows',
     align: true,
     ghosting: true,
-    deghost: false,
+    deghost: 'first',
     largeScratch: false,
-    bytesPerPixel: 7,
+    bytesPerPixel: 8,
     input: 'scene',
     description: 'per-pixel mean of the aligned frames (noise reduction, long-exposure look)',
   },
@@ -64,7 +65,7 @@ export const BLEND_REGISTRY = {
     kernel: 'medianRows',
     align: true,
     ghosting: true,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -76,7 +77,7 @@ export const BLEND_REGISTRY = {
     kernel: 'lightenRows',
     align: false,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -88,7 +89,7 @@ export const BLEND_REGISTRY = {
     kernel: 'darkenRows',
     align: false,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -100,9 +101,9 @@ export const BLEND_REGISTRY = {
     kernel: null,
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: 'middle-exposure',
     largeScratch: true,
-    bytesPerPixel: 10,
+    bytesPerPixel: 11,
     input: 'bracket',
     description: 'exposure fusion (Mertens) of a bracket',
   },
@@ -112,7 +113,7 @@ export const BLEND_REGISTRY = {
     kernel: null,
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: true,
     bytesPerPixel: 9,
     input: 'focus-bracket',
@@ -124,7 +125,7 @@ export const BLEND_REGISTRY = {
     kernel: null,
     align: true,
     ghosting: true,
-    deghost: false,
+    deghost: null,
     largeScratch: true,
     bytesPerPixel: 9,
     input: 'group',
@@ -136,7 +137,7 @@ export const BLEND_REGISTRY = {
     kernel: 'multiplyRows',
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -148,7 +149,7 @@ export const BLEND_REGISTRY = {
     kernel: 'screenRows',
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -160,7 +161,7 @@ export const BLEND_REGISTRY = {
     kernel: 'overlayRows',
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -172,7 +173,7 @@ export const BLEND_REGISTRY = {
     kernel: 'softLightRows',
     align: true,
     ghosting: false,
-    deghost: false,
+    deghost: null,
     largeScratch: false,
     bytesPerPixel: 7,
     input: 'scene',
@@ -207,4 +208,10 @@ export function resolveBlendType(requested: BlendType): EngineBlendType | 'auto'
 export function alignsByDefault(requested: BlendType): boolean {
   const type = resolveBlendType(requested);
   return (type === 'auto' ? AUTO_CHOICES : [type]).every((t) => BLEND_REGISTRY[t].align);
+}
+
+/** Whether a job of the requested type deghosts unless it says otherwise: when its type deghosts; for `auto`, when any type it may choose does (the engine deghosts only the type chosen). */
+export function deghostsByDefault(requested: BlendType): boolean {
+  const type = resolveBlendType(requested);
+  return (type === 'auto' ? AUTO_CHOICES : [type]).some((t) => BLEND_REGISTRY[t].deghost !== null);
 }

@@ -1,12 +1,15 @@
+import type { DeghostMasks } from '../deghost/deghost.js';
 import { EPSILON } from './exposure.js';
 import type { Row, RowMemory } from './simd.js';
 
 /**
  * Every frame's level-0 weights, never stored: Mertens' exposure weights (pyramid/exposure.ts), computed
- * from the frames row by row where they are needed, or one-hot weights from the index of the frame
- * chosen per pixel.
+ * from the frames row by row where they are needed, deghosted (`{ exposure: masks }`: where a frame's
+ * mask is below 255 the reference's pixels, brought to its exposure, stand in for its own,
+ * deghost/deghost.ts), or
+ * one-hot weights from the index of the frame chosen per pixel.
  */
-export type LevelZeroWeights = 'exposure' | { choice: Uint8Array };
+export type LevelZeroWeights = 'exposure' | { exposure: DeghostMasks } | { choice: Uint8Array };
 
 /**
  * Level 0 of every frame, a row at a time in the kernels' memory: the frames' normalised level-0
@@ -23,6 +26,7 @@ export class LevelZeroRows {
   private readonly source: Row;
   private readonly sum: Row;
   private readonly present: boolean[];
+  private readonly exposure: boolean;
   private planarDone = -1;
   private weightsDone = -1;
 
@@ -37,7 +41,7 @@ export class LevelZeroRows {
     const n = frames.length;
     this.planes = frames.map(() => Array.from({ length: kept + 1 }, () => [0, 1, 2].map(() => mem.row(width, 1))));
     this.weights = frames.map(() => Array.from({ length: kept }, () => mem.row(width, 4)));
-    const exposure = levelZero === 'exposure';
+    const exposure = (this.exposure = levelZero === 'exposure' || 'exposure' in levelZero);
     this.greys = exposure ? frames.map(() => [0, 1, 2].map(() => mem.row(width, 4))) : [];
     this.terms = exposure ? frames.map(() => [0, 1].map(() => [mem.row(width, 4), mem.row(width, 4)] as [Row, Row])) : [];
     this.source = mem.row(3 * width, 1);
@@ -69,7 +73,7 @@ export class LevelZeroRows {
     const { mem, frames, width, height } = this;
     const { run } = mem;
     const last = height - 1;
-    if (this.levelZero === 'exposure') {
+    if (this.exposure) {
       this.planarUpTo(Math.min(row + 1, last));
       run.fill(this.sum.at, width, EPSILON * frames.length);
       for (let k = 0; k < frames.length; k++) {
@@ -78,7 +82,7 @@ export class LevelZeroRows {
         run.exposureWeight(up.at, mid.at, down.at, saturation.at, exposedness.at, this.weight(k, row).at, this.sum.at, width);
       }
       for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, this.sum.at, width, EPSILON);
-    } else {
+    } else if (typeof this.levelZero === 'object' && 'choice' in this.levelZero) {
       this.planarUpTo(row);
       const choice = this.levelZero.choice;
       mem.put(this.source, choice, row * width, width);
@@ -88,15 +92,34 @@ export class LevelZeroRows {
     }
   }
 
+  /**
+   * Where frame k does not count (its mask below 255), the reference's pixels brought to its
+   * exposure stand in for its own, mixed by the mask: row r of the frame's bytes in `source`.
+   */
+  private standIn({ reference, masks, toFrame }: DeghostMasks, k: number, r: number): void {
+    const mask = masks[k], lut = toFrame[k];
+    if (!mask || !lut) return;
+    const u8 = this.mem.u8, at = this.source.at, ref = this.frames[reference]!, o = r * this.width;
+    for (let x = 0; x < this.width; x++) {
+      const m = mask[o + x]!;
+      if (m === 255) continue;
+      for (let c = 0; c < 3; c++) {
+        const own = u8[at + 3 * x + c]!, stand = lut[c * 256 + ref[3 * (o + x) + c]!]!;
+        u8[at + 3 * x + c] = Math.round((m * own + (255 - m) * stand) / 255);
+      }
+    }
+  }
+
   private planarUpTo(row: number): void {
     const { mem, frames, width } = this;
     while (this.planarDone < row) {
       const r = ++this.planarDone;
       for (let k = 0; k < frames.length; k++) {
         mem.put(this.source, frames[k]!, r * width * 3, width * 3);
+        if (typeof this.levelZero === 'object' && 'exposure' in this.levelZero) this.standIn(this.levelZero.exposure, k, r);
         const [red, green, blue] = this.planar(k, r) as [Row, Row, Row];
         mem.run.split(this.source.at, red.at, green.at, blue.at, width);
-        if (this.levelZero === 'exposure') {
+        if (this.exposure) {
           const grey = this.greys[k]![r % 3]!, [saturation, exposedness] = this.terms[k]![r % 2]!;
           mem.run.exposurePixels(red.at, green.at, blue.at, grey.at, saturation.at, exposedness.at, width);
           mem.replicateFloats(grey.at, width, 1, 1);

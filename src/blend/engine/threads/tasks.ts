@@ -34,6 +34,8 @@ export type TaskFunctions<T extends TaskTable> = { [N in keyof T]: NonNullable<T
 
 const stack = () => import('../point/stack.js');
 const layers = () => import('../point/layers.js');
+const weighted = () => import('../point/stack-weighted.js');
+const agreement = () => import('../deghost/agreement.js');
 const focus = () => import('../pyramid/focus.js');
 const pyramid = () => import('../pyramid/pyramid.js');
 const compositeKernels = () => import('../composite/kernels.js');
@@ -58,6 +60,11 @@ export const TASKS = {
   screenRows: task(layers, 'screenRows'),
   overlayRows: task(layers, 'overlayRows'),
   softLightRows: task(layers, 'softLightRows'),
+  weightedMeanRows: task(weighted, 'weightedMeanRows'),
+  // deghosting (deghost/)
+  agreementMask: task(agreement, 'agreementMask'),
+  meanGrey: task(agreement, 'meanGrey'),
+  upsampleMaskRows: task(agreement, 'upsampleMaskRows'),
   // exposure fusion and focus stacking (pyramid/)
   sharpestFrameRows: task(focus, 'sharpestFrameRows'),
   levelOneRows: task(pyramid, 'levelOneRows'),

@@ -1,0 +1,260 @@
+/**
+ * Where a frame agrees with the reference frame, judged on their thumbnails (image/thumbnails.ts),
+ * on the pool's threads. Deghosting (deghost/deghost.ts) keeps a frame only where it shows what the
+ * reference shows, so something that moved between the frames is taken from the reference alone.
+ *
+ * The test, per thumbnail pixel and channel:
+ * 1. The frame's channel is brought to the reference's exposure by histogram matching: a value of
+ *    the frame goes to the reference's value at the same rank (the middle of the value's ranks), a
+ *    monotone mapping fixed by the whole picture, which a moving person (a minority of the pixels)
+ *    barely shifts. A mean's frames map about onto themselves, a bracket's onto the reference (a
+ *    camera's tone curve acts on each channel; on grey, colours would bend it).
+ * 2. The residual (reference − mapped frame) is divided by √(1 + s²), s the mapping's slope at
+ *    the frame's value: with sensor noise alike in both frames, that leaves residuals of one
+ *    spread at every value (a bracket's dark frame, mapped up, is noisier in the shadows). The
+ *    spread is the set's own, measured per band of 16 values (a tone curve bends some bands more
+ *    than the mapping can follow) from the lower quartile of |residual| (a normal's is 0.3186 σ),
+ *    which a mover filling up to three quarters of a band does not shift. A mover's values can be
+ *    rare enough to fill a band of the frame's values, but the scene behind it fills the
+ *    reference's (and the other way round where the reference shows the mover): a pixel takes the
+ *    smaller spread of its two bands.
+ *    A clipped value (within 2 of 0 or 255) says only "this or beyond": the residual is the gap
+ *    between the two frames' ranges (none when a clipped value could be the other's), and the
+ *    spread is measured on the pixels where neither frame is clipped.
+ * 3. The residuals in units of that spread, averaged over a pixel's channels, are averaged
+ *    again over 5 × 5 pixels; a static scene averages E|z| = √(2/π) with a deviation of at most
+ *    √(1 − 2/π) / 5 (channels alike). A window above that mean by DISAGREE_DEVIATIONS deviations
+ *    disagrees: no constant in grey levels, only the set's own noise.
+ * 4. The disagreeing pixels are grown by FEATHER pixels, so the feathering below reaches zero at
+ *    their edge, and the mask (255 agree, 0 disagree) is blurred twice with a box of ±FEATHER / 2:
+ *    the blend shows no seam where a frame stops counting.
+ */
+
+/** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
+const AGREEMENT_SIDE = 500;
+/** Half-width of the averaging window (pixels of the thumbnail). */
+const WINDOW = 2;
+/** How many deviations of a static window's mean a disagreeing window lies above it. */
+const DISAGREE_DEVIATIONS = 5;
+const MEAN_ABS = Math.sqrt(2 / Math.PI);
+const DEVIATION_ABS = Math.sqrt(1 - 2 / Math.PI);
+/** Growth of the disagreement and reach of the feathering (pixels of the thumbnail). */
+const FEATHER = 2;
+/** Channel values at most LOW or at least HIGH are clipped. */
+const LOW = 2;
+const HIGH = 253;
+/** The spread is measured per band of 2^BAND_SHIFT values (of the frame, and of the reference) … */
+const BAND_SHIFT = 4;
+/** … that holds at least BAND_PIXELS judged pixels, else on all of them. */
+const BAND_PIXELS = 256;
+/** The least noise a set is taken to have (grey levels): the levels are whole. */
+const LEAST_NOISE = 1;
+/** The spread is read off the lower quartile of |residual|, a normal's at 0.3186 σ. */
+const QUARTILE = 0.25;
+const QUARTILE_TO_SIGMA = 1 / 0.3186;
+/** Residuals are counted in steps of 1 / RESIDUAL_STEPS of a value for their quantiles. */
+const RESIDUAL_STEPS = 8;
+
+/** The mean BT.601 grey of a thumbnail (0..255): how bright the frame came out. */
+export function meanGrey(rgb: Uint8Array, width: number, height: number): number {
+  let sum = 0;
+  for (let q = 0; q < width * height * 3; q += 3) sum += 0.299 * rgb[q]! + 0.587 * rgb[q + 1]! + 0.114 * rgb[q + 2]!;
+  return sum / (width * height);
+}
+
+/**
+ * The agreement mask of a frame against the reference (both thumbnails, RGB bytes, width × height):
+ * `mask` 255 where the frame counts, 0 where it shows something else, feathered between; and
+ * `toFrame`, the reference's values brought to the frame's exposure (256 values a channel, R, G,
+ * B; histogram matching the other way), which stand in for the frame where it does not count.
+ * Null where the frame agrees everywhere.
+ */
+export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: number, height: number): { mask: Uint8Array; toFrame: Uint8Array } | null {
+  const pixels = width * height;
+  // the test's work grows with pixels and gains nothing from more than about AGREEMENT_SIDE of them a side
+  const step = Math.max(1, Math.round(Math.max(width, height) / AGREEMENT_SIDE));
+  if (step > 1) {
+    const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
+    const agreement = agreementMask(blockMeans(reference, width, height, step), blockMeans(frame, width, height, step), w, h);
+    if (!agreement) return null;
+    const mask = new Uint8Array(pixels);
+    upsampleMaskRows(agreement.mask, w, h, step, mask, width, 0, height);
+    return { mask, toFrame: agreement.toFrame };
+  }
+  const z = new Float32Array(pixels);
+  const toFrame = new Uint8Array(3 * 256);
+  for (let c = 0; c < 3; c++) {
+    const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
+    histogramMatch(ref, own).mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
+    const { mapping, clippedLow, clippedHigh } = histogramMatch(own, ref);
+    const scale = Float64Array.from({ length: 256 }, (_, v) => {
+      const [lo, hi] = [Math.max(0, v - 2), Math.min(255, v + 2)];
+      const slope = (mapping[hi]! - mapping[lo]!) / (hi - lo);
+      return 1 / Math.sqrt(1 + slope * slope);
+    });
+    const residual = new Float32Array(pixels);
+    // histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
+    const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
+    const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
+    for (let p = 0; p < pixels; p++) {
+      const r = ref[p]!, v = own[p]!;
+      // each frame's value as the range its true value lies in: a clipped value says only "this or beyond"
+      const refLow = r <= LOW ? -Infinity : r, refHigh = r >= HIGH ? Infinity : r;
+      const ownLow = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
+      const ownHigh = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
+      const e = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
+      residual[p] = e;
+      if (refLow !== refHigh || ownLow !== ownHigh) continue;
+      const bin = Math.min(bins - 1, Math.floor(e * RESIDUAL_STEPS));
+      byOwn[(v >> BAND_SHIFT) * bins + bin]!++;
+      byRef[(r >> BAND_SHIFT) * bins + bin]!++;
+      whole[bin]!++;
+    }
+    const all = quantile(whole, QUARTILE);
+    const spread = (histograms: Int32Array) =>
+      Array.from({ length: bands }, (_, b) => {
+        const band = histograms.subarray(b * bins, (b + 1) * bins);
+        return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
+      });
+    const ownNoise = spread(byOwn), refNoise = spread(byRef);
+    for (let p = 0; p < pixels; p++) z[p]! += residual[p]! / Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!) / 3;
+  }
+  const [mean, count] = boxMean(z, width, height, WINDOW);
+  const disagree = new Float32Array(pixels);
+  let any = false;
+  for (let p = 0; p < pixels; p++) {
+    if (mean[p]! > MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!)) (disagree[p] = 1), (any = true);
+  }
+  if (!any) return null;
+  const grown = boxMean(disagree, width, height, FEATHER)[0];
+  let mask: Float32Array = grown.map((v) => (v > 0 ? 0 : 1));
+  for (let i = 0; i < 2; i++) mask = boxMean(mask, width, height, FEATHER / 2)[0];
+  return { mask: Uint8Array.from(mask, (v) => Math.round(255 * v)), toFrame };
+}
+
+/** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short. */
+function blockMeans(rgb: Uint8Array, width: number, height: number, step: number): Uint8Array {
+  const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
+  const sums = new Uint32Array(w * h * 3), counts = new Uint32Array(w * h);
+  for (let y = 0; y < height; y++) {
+    const row = Math.floor(y / step) * w;
+    for (let x = 0; x < width; x++) {
+      const b = row + Math.floor(x / step), q = 3 * (y * width + x);
+      sums[3 * b]! += rgb[q]!;
+      sums[3 * b + 1]! += rgb[q + 1]!;
+      sums[3 * b + 2]! += rgb[q + 2]!;
+      counts[b]!++;
+    }
+  }
+  return Uint8Array.from(sums, (s, i) => Math.round(s / counts[Math.floor(i / 3)]!));
+}
+
+/** Channel c (0 R, 1 G, 2 B) of interleaved RGB bytes. */
+function channel(rgb: Uint8Array, c: number, pixels: number): Uint8Array {
+  const out = new Uint8Array(pixels);
+  for (let p = 0, q = c; p < pixels; p++, q += 3) out[p] = rgb[q]!;
+  return out;
+}
+
+/**
+ * Histogram matching: for each value of `own`, the value of `ref` at the same rank (the middle of
+ * the value's ranks, interpolated between the reference's values), non-decreasing by construction;
+ * and the least reference value that `own`'s clipped-high values stand for (at the first of their
+ * ranks), the greatest that its clipped-low ones do (at the last of theirs).
+ */
+function histogramMatch(own: Uint8Array, ref: Uint8Array): { mapping: Float64Array; clippedLow: number; clippedHigh: number } {
+  const [ownCounts, refCounts] = [new Float64Array(256), new Float64Array(256)];
+  for (let p = 0; p < own.length; p++) ownCounts[own[p]!]!++, refCounts[ref[p]!]!++;
+  // the reference's value r holds ranks [before, before + count): r − ½ … r + ½
+  const atRank = (rank: number): number => {
+    let before = 0, r = 0;
+    while (r < 255 && before + refCounts[r]! <= rank) before += refCounts[r++]!;
+    return r - 0.5 + (refCounts[r]! > 0 ? Math.min(1, (rank - before) / refCounts[r]!) : 0.5);
+  };
+  const mapping = new Float64Array(256);
+  let below = 0, clippedLow = 0, clippedHigh = 0;
+  for (let v = 0; v < 256; v++) {
+    if (v === HIGH) clippedHigh = atRank(below);
+    mapping[v] = atRank(below + ownCounts[v]! / 2);
+    below += ownCounts[v]!;
+    if (v === LOW) clippedLow = atRank(below);
+  }
+  return { mapping, clippedLow, clippedHigh };
+}
+
+const total = (histogram: Int32Array) => histogram.reduce((sum, c) => sum + c, 0);
+
+/** The `share` quantile of the values a histogram counts in steps of 1 / RESIDUAL_STEPS. */
+function quantile(histogram: Int32Array, share: number): number {
+  const wanted = total(histogram) * share;
+  let before = 0;
+  for (let a = 0; a < histogram.length; a++) {
+    const c = histogram[a]!;
+    if (c > 0 && before + c >= wanted) return (a + (wanted - before) / c) / RESIDUAL_STEPS;
+    before += c;
+  }
+  return 0;
+}
+
+/** The mean of `values` over the (2r + 1)² window around each pixel, cut at the edges, and how many pixels each window holds. */
+function boxMean(values: Float32Array, width: number, height: number, r: number): [Float32Array, Int32Array] {
+  const rows = new Float32Array(values.length), rowCounts = new Int32Array(width);
+  for (let x = 0; x < width; x++) rowCounts[x] = Math.min(width - 1, x + r) - Math.max(0, x - r) + 1;
+  for (let y = 0; y < height; y++) {
+    const o = y * width;
+    let sum = 0;
+    for (let x = 0; x < Math.min(r, width); x++) sum += values[o + x]!;
+    for (let x = 0; x < width; x++) {
+      if (x + r < width) sum += values[o + x + r]!;
+      rows[o + x] = sum;
+      if (x - r >= 0) sum -= values[o + x - r]!;
+    }
+  }
+  const mean = new Float32Array(values.length), count = new Int32Array(values.length);
+  for (let x = 0; x < width; x++) {
+    let sum = 0;
+    for (let y = 0; y < Math.min(r, height); y++) sum += rows[y * width + x]!;
+    for (let y = 0; y < height; y++) {
+      if (y + r < height) sum += rows[(y + r) * width + x]!;
+      const n = rowCounts[x]! * (Math.min(height - 1, y + r) - Math.max(0, y - r) + 1);
+      mean[y * width + x] = sum / n;
+      count[y * width + x] = n;
+      if (y - r >= 0) sum -= rows[(y - r) * width + x]!;
+    }
+  }
+  return [mean, count];
+}
+
+/**
+ * Rows [y0, y1) of a full-size mask (width wide) from its thumbnail (`small`, smallWidth ×
+ * smallHeight, `factor` pixels a thumbnail pixel): bilinear between the thumbnail pixels' centres,
+ * edges replicated. A row between two thumbnail rows at 255 throughout is 255 (most rows: a mask
+ * is 0 only where something moved).
+ */
+export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHeight: number, factor: number, out: Uint8Array, width: number, y0: number, y1: number): void {
+  const xs = new Int32Array(width), fx = new Float32Array(width);
+  for (let x = 0; x < width; x++) {
+    const sx = Math.max(0, Math.min(smallWidth - 1, (x + 0.5) / factor - 0.5));
+    xs[x] = Math.min(smallWidth - 2, Math.floor(sx));
+    fx[x] = sx - xs[x]!;
+  }
+  const narrow = smallWidth === 1, short = smallHeight === 1;
+  const full = new Map<number, boolean>();
+  const isFull = (r: number) => full.get(r) ?? full.set(r, small.subarray(r * smallWidth, (r + 1) * smallWidth).every((v) => v === 255)).get(r)!;
+  for (let y = y0; y < y1; y++) {
+    const sy = Math.max(0, Math.min(smallHeight - 1, (y + 0.5) / factor - 0.5));
+    const r0 = short ? 0 : Math.min(smallHeight - 2, Math.floor(sy));
+    const r1 = short ? 0 : r0 + 1, fy = short ? 0 : sy - r0;
+    if (isFull(r0) && isFull(r1)) {
+      out.fill(255, y * width, (y + 1) * width);
+      continue;
+    }
+    const top = r0 * smallWidth, bottom = r1 * smallWidth;
+    for (let x = 0, o = y * width; x < width; x++, o++) {
+      const a = narrow ? 0 : xs[x]!, b = narrow ? 0 : a + 1, f = narrow ? 0 : fx[x]!;
+      const upper = small[top + a]! + f * (small[top + b]! - small[top + a]!);
+      const lower = small[bottom + a]! + f * (small[bottom + b]! - small[bottom + a]!);
+      out[o] = Math.round(upper + fy * (lower - upper));
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import { meanRows } from './stack.js';
+
+/**
+ * The mean of deghosted frames (deghost/deghost.ts): per channel, Σ m_k·v_k / Σ m_k rounded to
+ * nearest (halves up), where m_k is frame k's agreement mask (0..255; a null mask is 255
+ * everywhere, and the reference's always is, so the sum is never 0). With every mask at 255 this is
+ * the plain mean to the byte, so the rows no mask touches run through meanRows (point/stack.ts)
+ * and only the rows where a frame stops counting take the loop below.
+ */
+export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number): void {
+  for (let y = y0; y < y1; ) {
+    let end = y;
+    while (end < y1 && !masked(masks, width, end)) end++;
+    if (end > y) {
+      meanRows(frames, width, out, y, end);
+      y = end;
+    } else {
+      weightedRow(frames, masks, width, out, y++);
+    }
+  }
+}
+
+/** Whether any mask is below 255 in row y. */
+function masked(masks: Array<Uint8Array | null>, width: number, y: number): boolean {
+  for (const mask of masks) {
+    if (!mask) continue;
+    for (let p = y * width, end = p + width; p < end; p++) if (mask[p] !== 255) return true;
+  }
+  return false;
+}
+
+function weightedRow(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y: number): void {
+  for (let p = y * width, end = p + width; p < end; p++) {
+    let weights = 0, r = 0, g = 0, b = 0;
+    for (let k = 0; k < frames.length; k++) {
+      const m = masks[k]?.[p] ?? 255;
+      if (m === 0) continue;
+      const f = frames[k]!, q = 3 * p;
+      weights += m;
+      r += m * f[q]!;
+      g += m * f[q + 1]!;
+      b += m * f[q + 2]!;
+    }
+    const q = 3 * p, twice = 2 * weights;
+    out[q] = Math.floor((2 * r + weights) / twice);
+    out[q + 1] = Math.floor((2 * g + weights) / twice);
+    out[q + 2] = Math.floor((2 * b + weights) / twice);
+  }
+}

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import sharp from 'sharp';
+import { blendFrames } from '../src/blend/engine/blend.js';
+import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
+import { meanRows } from '../src/blend/engine/point/stack.js';
+import { weightedMeanRows } from '../src/blend/engine/point/stack-weighted.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { loadPhoto, random } from './blend-scenes.js';
+import { exposureWithWalker, ghostEnergy, meanWithWalker, staticPsnr, type WalkingScene } from './blend-scenes-walking.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
+
+/**
+ * Deghosting of `mean` and `exposure` (engine/deghost/): on scenes a person walks through
+ * (blend-scenes-walking.ts), made from photos of the fixture sets and of samples/ with several
+ * seeds, deghosting must leave a clear margin less ghost where the person walked and lose next to
+ * nothing on the static part; without it the output is what it always was, to the byte.
+ */
+
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
+const SAMPLES = path.resolve(import.meta.dirname, '../samples');
+const PHOTOS = {
+  cat: path.join(FIXTURES, 'handheld-mean/gt.png'),
+  rocket: path.join(FIXTURES, 'noise-mean/gt.png'),
+  crowd: path.join(SAMPLES, 'crowd-3.jpg'),
+};
+const SEEDS = [1, 2, 3];
+/** Deghosting must at least halve the ghost energy … */
+const GHOST_SHARE = 0.5;
+/** … and may cost the static part at most this much (dB). */
+const STATIC_LOSS_DB = 0.5;
+
+async function decode(file: string): Promise<RgbImage> {
+  const { data, info } = await sharp(file).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length));
+}
+
+type Deghosted = 'mean' | 'exposure';
+
+describe('weighted mean kernel', () => {
+  const width = 37, height = 11, next = random(7);
+  const frames = Array.from({ length: 5 }, () => Uint8Array.from({ length: width * height * 3 }, () => Math.floor(next() * 256)));
+
+  it('is the plain mean to the byte where every mask is 255', () => {
+    const [plain, weighted, full] = [sharedImage(width, height), sharedImage(width, height), sharedImage(width, height)];
+    meanRows(frames, width, plain.data, 0, height);
+    weightedMeanRows(frames, frames.map(() => null), width, weighted.data, 0, height);
+    weightedMeanRows(frames, frames.map((_, k) => (k === 0 ? null : new Uint8Array(width * height).fill(255))), width, full.data, 0, height);
+    assert.deepEqual(weighted.data, plain.data);
+    assert.deepEqual(full.data, plain.data);
+  });
+
+  it('is Σ m·v / Σ m rounded half up where masks are partial', () => {
+    const masks = frames.map((_, k) => (k === 0 ? null : Uint8Array.from({ length: width * height }, (_, p) => (p % 3 === 0 ? 255 : Math.floor(next() * 256)))));
+    const out = sharedImage(width, height);
+    weightedMeanRows(frames, masks, width, out.data, 0, height);
+    for (let p = 0; p < width * height; p++) {
+      for (let c = 0; c < 3; c++) {
+        let num = 0, den = 0;
+        frames.forEach((f, k) => {
+          const m = masks[k]?.[p] ?? 255;
+          num += m * f[3 * p + c]!;
+          den += m;
+        });
+        assert.equal(out.data[3 * p + c], Math.floor(num / den + 0.5), `pixel ${p} channel ${c}`);
+      }
+    }
+  });
+});
+
+describe('deghosting through the engine', () => {
+  let pool: WorkerPool;
+  let people: RgbImage;
+  before(async () => {
+    pool = new WorkerPool(2);
+    people = await loadPhoto(path.join(FIXTURES, 'exposure-bracket/gt.png'), 416, 416);
+  });
+  after(() => pool.close());
+
+  // What each type's result is compared with: a mean's is the clean scene; an exposure fusion's, the
+  // fusion of the bracket had the person stood still (blend-scenes-walking.ts).
+  const scenes: Array<[Deghosted, (photo: RgbImage, next: () => number) => WalkingScene, (scene: WalkingScene) => Promise<RgbImage>]> = [
+    ['mean', (photo, next) => meanWithWalker(photo, people, 5, next), async (scene) => scene.truth],
+    ['exposure', (photo, next) => exposureWithWalker(photo, people, next), (scene) => blendFrames(pool, 'exposure', scene.still)],
+  ];
+
+  for (const [type, make, target] of scenes) {
+    it(`${type}: less ghost where the person walked, the static part as good`, async (t) => {
+      for (const [name, file] of Object.entries(PHOTOS)) {
+        const photo = await loadPhoto(file, 400);
+        for (const seed of SEEDS) {
+          const scene = make(photo, random(seed * 101 + name.length));
+          const goal = await target(scene);
+          const on = await blendFrames(pool, type, scene.frames, true);
+          const off = await blendFrames(pool, type, scene.frames, false);
+          const [ghostOn, ghostOff] = [ghostEnergy(on, goal, scene), ghostEnergy(off, goal, scene)];
+          const [psnrOn, psnrOff] = [staticPsnr(on, goal, scene), staticPsnr(off, goal, scene)];
+          t.diagnostic(`${name} seed ${seed}: ghost energy ${ghostOn.toFixed(1)} on / ${ghostOff.toFixed(1)} off; static PSNR ${psnrOn.toFixed(2)} / ${psnrOff.toFixed(2)} dB`);
+          assert.ok(ghostOn <= GHOST_SHARE * ghostOff, `${name} seed ${seed}: ghost energy ${ghostOn} not below ${GHOST_SHARE} × ${ghostOff}`);
+          assert.ok(psnrOn >= psnrOff - STATIC_LOSS_DB, `${name} seed ${seed}: static PSNR ${psnrOn} vs ${psnrOff}`);
+        }
+      }
+    });
+  }
+
+  it('a set where nothing moves comes out as without deghosting, to the byte', async () => {
+    const frames = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((i) => decode(path.join(FIXTURES, `noise-mean/${i}.png`))));
+    assert.deepEqual((await blendFrames(pool, 'mean', frames, true)).data, (await blendFrames(pool, 'mean', frames, false)).data);
+  });
+});
+
+for (const engine of ENGINES) {
+  describe(`deghosting through the API (${engine})`, () => {
+    it('is on by default for mean, off on request, refused for median; the status says which', async (t) => {
+      const people = await loadPhoto(path.join(FIXTURES, 'exposure-bracket/gt.png'), 416, 416);
+      const scene = meanWithWalker(await loadPhoto(PHOTOS.cat, 400), people, 5, random(11));
+      const files = await Promise.all(
+        scene.frames.map((f) => sharp(Buffer.from(f.data), { raw: { width: f.width, height: f.height, channels: 3 } }).png().toBuffer()),
+      );
+      const server = http.createServer((req, res) => {
+        const file = files[Number(req.url?.slice(1))];
+        if (!file) return res.writeHead(404).end();
+        res.writeHead(200, { 'content-type': 'image/png' }).end(file);
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
+      const { key } = await api.account();
+      const images = files.map((_, i) => `${base}/${i}`);
+
+      const refused = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'walk', images, options: { blendType: 'median', deghost: true } } });
+      const body = await problem(refused, 400, 'invalid_request');
+      assert.deepEqual(body.errors.map((e: { path: string }) => e.path), ['/options/deghost']);
+
+      const blend = async (options: Record<string, unknown>) => {
+        const res = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'walk', images, options: { blendType: 'mean', align: false, outputFormat: 'png', ...options } } });
+        assert.equal(res.status, 202, await res.clone().text());
+        const { jobId } = (await res.json()) as { jobId: string };
+        const job = await until(
+          async () => {
+            const status = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
+            return status.status === 'completed' || status.status === 'failed' ? status : null;
+          },
+          60_000,
+          `blend job ${jobId}`,
+        );
+        assert.equal(job.status, 'completed', JSON.stringify(job.error));
+        const url = new URL(job.resultUrl);
+        const png = Buffer.from(await (await fetch(`${api.url}${url.pathname}${url.search}`)).arrayBuffer());
+        const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+        return { options: job.options, image: toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length)) };
+      };
+      const on = await blend({});
+      const off = await blend({ deghost: false });
+      assert.equal(on.options.deghost, true);
+      assert.equal(off.options.deghost, false);
+      const pool = new WorkerPool(1);
+      onCleanup(t, () => pool.close());
+      assert.deepEqual(off.image.data, (await blendFrames(pool, 'mean', scene.frames)).data, 'deghost off: the plain mean');
+      assert.ok(ghostEnergy(on.image, scene.truth, scene) <= GHOST_SHARE * ghostEnergy(off.image, scene.truth, scene));
+    });
+  });
+}
