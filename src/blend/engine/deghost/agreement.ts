@@ -135,18 +135,29 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
 /** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short. */
 function blockMeans(rgb: Uint8Array, width: number, height: number, step: number): Uint8Array {
   const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
-  const sums = new Uint32Array(w * h * 3), counts = new Uint32Array(w * h);
-  for (let y = 0; y < height; y++) {
-    const row = Math.floor(y / step) * w;
-    for (let x = 0; x < width; x++) {
-      const b = row + Math.floor(x / step), q = 3 * (y * width + x);
-      sums[3 * b]! += rgb[q]!;
-      sums[3 * b + 1]! += rgb[q + 1]!;
-      sums[3 * b + 2]! += rgb[q + 2]!;
-      counts[b]!++;
+  const sums = new Uint32Array(w * h * 3);
+  for (let y = 0, q = 0; y < height; y++) {
+    const row = Math.floor(y / step) * w * 3;
+    for (let x = 0, o = row; x < width; o += 3) {
+      const end = Math.min(width, x + step);
+      let [r, g, b] = [0, 0, 0];
+      for (; x < end; x++, q += 3) (r += rgb[q]!), (g += rgb[q + 1]!), (b += rgb[q + 2]!);
+      sums[o]! += r;
+      sums[o + 1]! += g;
+      sums[o + 2]! += b;
     }
   }
-  return Uint8Array.from(sums, (s, i) => Math.round(s / counts[Math.floor(i / 3)]!));
+  const out = new Uint8Array(sums.length);
+  for (let by = 0, o = 0; by < h; by++) {
+    const rows = Math.min(height, (by + 1) * step) - by * step;
+    for (let bx = 0; bx < w; bx++, o += 3) {
+      const n = rows * (Math.min(width, (bx + 1) * step) - bx * step);
+      out[o] = Math.round(sums[o]! / n);
+      out[o + 1] = Math.round(sums[o + 1]! / n);
+      out[o + 2] = Math.round(sums[o + 2]! / n);
+    }
+  }
+  return out;
 }
 
 /** Channel c (0 R, 1 G, 2 B) of interleaved RGB bytes. */
