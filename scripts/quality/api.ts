@@ -37,6 +37,7 @@ export interface QualityApi {
 
 /** Longer than the server's own time limit and its retries: a job still unfinished then is reported, not waited for. */
 const LONGEST_JOB_MS = 10 * 60_000;
+const POLL_MS = 200;
 
 /** Thrown for a job that ended `failed`: the API's error code and message. */
 export class JobFailed extends Error {
@@ -79,7 +80,16 @@ export async function startQualityApi(env: Record<string, string>): Promise<Qual
       const { jobId } = (await res.json()) as { jobId: string };
       const deadline = Date.now() + LONGEST_JOB_MS;
       for (;;) {
-        const job = (await (await fetch(`${api}/v1/blend/status/${jobId}`, { headers: { authorization } })).json()) as Record<string, any>;
+        // Polls count against the account's rate limit like any request: 5 a second stays well inside
+        // it, and a 429 is waited out as its Retry-After says (read as a status, it would poll forever).
+        await new Promise((r) => setTimeout(r, POLL_MS));
+        const polled = await fetch(`${api}/v1/blend/status/${jobId}`, { headers: { authorization } });
+        if (polled.status === 429) {
+          await new Promise((r) => setTimeout(r, 1000 * Number(polled.headers.get('retry-after') ?? 1)));
+          continue;
+        }
+        if (polled.status !== 200) throw new Error(`blend/status: ${polled.status} ${await polled.text()}`);
+        const job = (await polled.json()) as Record<string, any>;
         if (job.status === 'completed') {
           // PUBLIC_URL names port 0 here (the port is chosen at listen): fetch the same path from the server.
           const result = new URL(job.resultUrl as string);
@@ -87,7 +97,6 @@ export async function startQualityApi(env: Record<string, string>): Promise<Qual
         }
         if (job.status === 'failed') throw new JobFailed(job.error.code, job.error.message);
         if (Date.now() > deadline) throw new JobFailed('not_finished', `still ${job.status} after ${LONGEST_JOB_MS / 1000} s`);
-        await new Promise((r) => setTimeout(r, 50));
       }
     },
     serve(buffers) {
