@@ -1,20 +1,14 @@
-// The quality report: runs every fixture set through the real API (a server on a temporary SQLite
-// file, images served from loopback) and compares each result with its ground truth.
-// Usage: npm run quality [-- --fixtures DIR] [--write docs/quality.md]
+// The quality reports, every job through the real API (a server on a temporary SQLite file, images
+// served from loopback): first every fixture set against its ground truth, then the generalisation
+// matrix (scripts/quality/matrix.ts: photos × scenarios × random draws).
+// Usage: npm run quality [-- --fixtures DIR] [--draws N] [--width W] [--photos a,b,…] [--write docs/blend.md]
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
-import { createAccount, createApiKey } from '../src/accounts/accounts.service.js';
-import { buildApp } from '../src/app.js';
-import type { RgbImage } from '../src/blend/engine/image/image.js';
-import { psnr, ssim } from '../src/blend/engine/image/metrics.js';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { startWorkers } from '../src/jobs/workers.js';
+import { clippedFractions, psnr, ssim } from '../src/blend/engine/image/metrics.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { decode, startQualityApi } from './quality/api.js';
+import { markdown, PHOTOS_DIR, photoFiles, runMatrix, summarise } from './quality/matrix.js';
 
 interface Box {
   x: number;
@@ -40,24 +34,9 @@ const option = (name: string) => {
 };
 const fixtures = path.resolve(option('--fixtures') ?? path.join(import.meta.dirname, '../test/fixtures/blend'));
 const writeTo = option('--write');
-
-async function decode(bytes: Buffer | string): Promise<RgbImage> {
-  const { data, info } = await sharp(bytes).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
-}
-
-/** Pixels with any channel ≤ 2 or ≥ 253, as the fixtures count them. */
-function clipped(image: RgbImage): { dark: number; bright: number } {
-  let dark = 0;
-  let bright = 0;
-  const d = image.data;
-  for (let i = 0; i < d.length; i += 3) {
-    if (d[i]! <= 2 || d[i + 1]! <= 2 || d[i + 2]! <= 2) dark++;
-    if (d[i]! >= 253 || d[i + 1]! >= 253 || d[i + 2]! >= 253) bright++;
-  }
-  const n = d.length / 3;
-  return { dark: dark / n, bright: bright / n };
-}
+const draws = Number(option('--draws') ?? 3);
+const width = Number(option('--width') ?? 416);
+const chosen = option('--photos')?.split(',').map((name) => path.join(PHOTOS_DIR, `${name}.jpg`));
 
 const sets = fs
   .readdirSync(fixtures, { withFileTypes: true })
@@ -65,47 +44,11 @@ const sets = fs
   .map((e) => e.name)
   .sort();
 
-const files = http.createServer((req, res) => {
-  const file = path.join(fixtures, decodeURIComponent((req.url ?? '/').split('?')[0]!));
-  if (!file.startsWith(fixtures) || !fs.existsSync(file)) return res.writeHead(404).end();
-  res.writeHead(200).end(fs.readFileSync(file));
-});
-await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
-
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-quality-'));
-const config = loadConfig({ PORT: '0', DATA_DIR: dataDir, MONTAGE_LOG_LEVEL: 'silent', MONTAGE_ALLOW_PRIVATE_NETWORK: '1' });
-const database = openDatabase(config);
-await migrateToLatest(database);
-const app = await buildApp(config, { database, logger: false });
-const api = await app.listen({ port: 0, host: '127.0.0.1' });
-const silent = { info() {}, warn() {}, error() {} };
-const workers = startWorkers(database, config, silent);
-const account = await createAccount(database.db, { email: 'quality@example.com', plan: 'business' });
-const { key } = await createApiKey(database.db, { id: account.id, plan: 'business' }, {});
-
-async function blend(manifest: Manifest, names: string[]) {
-  const res = await fetch(`${api}/v1/blend/start`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      projectId: 'quality',
-      images: names.map((n) => `${base}/${manifest.scenario}/${n}`),
-      options: { blendType: manifest.blendType, preserveBackground: manifest.preserveBackground, outputFormat: 'png' },
-    }),
-  });
-  if (res.status !== 202) throw new Error(`${manifest.scenario}: ${res.status} ${await res.text()}`);
-  const { jobId } = (await res.json()) as { jobId: string };
-  for (;;) {
-    const job = (await (await fetch(`${api}/v1/blend/status/${jobId}`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record<string, any>;
-    if (job.status === 'completed') {
-      // PUBLIC_URL names port 0 here (the port is chosen at listen): fetch the same path from the server.
-      const result = new URL(job.resultUrl as string);
-      return { job, image: await decode(Buffer.from(await (await fetch(`${api}${result.pathname}${result.search}`)).arrayBuffer())) };
-    }
-    if (job.status === 'failed') throw new Error(`${manifest.scenario}: ${job.error.code}: ${job.error.message}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+const api = await startQualityApi({ DATA_DIR: dataDir });
+function blend(manifest: Manifest, names: string[]) {
+  const urls = api.serve(names.map((n) => fs.readFileSync(path.join(fixtures, manifest.scenario, n))));
+  return api.blend(urls, { blendType: manifest.blendType, preserveBackground: manifest.preserveBackground }).finally(() => api.forget(urls));
 }
 
 interface Row {
@@ -153,7 +96,7 @@ for (const set of sets) {
       case 'exposure': {
         // The truth is the 0 EV frame (so is the naive median): a fusion is judged by SSIM and by
         // having fewer clipped pixels than the brackets have, as the fixtures' README says.
-        const c = clipped(image);
+        const c = clippedFractions(image);
         const perFrame = (manifest.baselines.perFrame ?? []) as Array<{ clipped: { dark: number; bright: number } }>;
         const worst = Math.max(...perFrame.map((f) => f.clipped.dark + f.clipped.bright));
         const mean = perFrame.reduce((sum, f) => sum + f.clipped.dark + f.clipped.bright, 0) / perFrame.length;
@@ -196,18 +139,43 @@ const table = [
   '',
   `Score and PSNR ordered alike for ${concordant} of ${pairs} pairs of sets (PNG inputs, exposure aside).`,
 ].join('\n');
+
+// The matrix: the engine on photos and draws it was not tuned on.
+const pool = new WorkerPool(2);
+const photos = chosen ?? photoFiles();
+const started = Date.now();
+const cases = await runMatrix({
+  api,
+  pool,
+  photos,
+  draws,
+  width,
+  onCase: (c) =>
+    console.log(
+      `${c.scenario.padEnd(22)} ${c.photo.padEnd(18)} draw ${c.draw} q${c.jpegQuality}  ${c.result ? `${f2(c.result.psnr).padStart(6)} dB` : 'FAILED   '}  naive ${c.best} ${f2(c.baselines[c.best].psnr)}  oracle ${f2(c.oracle.psnr)}  [${c.methods ?? c.error}]  ${c.pass ? 'pass' : `MISS ${c.why}`}`,
+    ),
+});
+const report = markdown(cases);
+console.log(report);
+const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+
 if (writeTo) {
   const file = path.resolve(writeTo);
-  const text = fs.readFileSync(file, 'utf8');
-  const start = '<!-- quality:start -->';
-  const end = '<!-- quality:end -->';
-  const stamp = `Measured ${new Date().toISOString().slice(0, 10)} with \`npm run quality\` (fixtures: ${path.relative(process.cwd(), fixtures) || fixtures}) on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}; processing times are the API's \`processingTime\` on a machine shared with other work.`;
-  fs.writeFileSync(file, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), `${start}\n${stamp}\n\n${table}\n${end}`));
+  let text = fs.readFileSync(file, 'utf8');
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}`;
+  const put = (marker: string, body: string) => {
+    const [start, end] = [`<!-- ${marker}:start -->`, `<!-- ${marker}:end -->`];
+    text = text.replace(new RegExp(`${start}[\\s\\S]*${end}`), `${start}\n${body}\n${end}`);
+  };
+  const date = new Date().toISOString().slice(0, 10);
+  put('quality', `Measured ${date} with \`npm run quality\` (fixtures: ${path.relative(process.cwd(), fixtures) || fixtures}) on ${machine}; processing times are the API's \`processingTime\` on a machine shared with other work.\n\n${table}`);
+  const command = `npm run quality${chosen || draws !== 3 || width !== 416 ? ` -- ${[chosen ? `--photos ${option('--photos')}` : '', draws !== 3 ? `--draws ${draws}` : '', width !== 416 ? `--width ${width}` : ''].filter(Boolean).join(' ')}` : ''}`;
+  put('quality-matrix', `Measured ${date} with \`${command}\` on ${machine}: ${photos.length} photos × ${summarise(cases).length} scenarios × ${draws} draws at ${width} px wide, ${cases.length} jobs in ${minutes} min.\n\n${report}`);
+  fs.writeFileSync(file, text);
 }
 
-await app.close();
-await workers.stop(1000);
-await database.close();
-files.close();
+await api.close();
+await pool.close();
 fs.rmSync(dataDir, { recursive: true, force: true });
-process.exit(rows.every((r) => r.pass) && concordant === pairs ? 0 : 1);
+const matrixMet = cases.every((c) => c.pass) && summarise(cases).every((s) => s.withinOracle);
+process.exit(rows.every((r) => r.pass) && concordant === pairs && matrixMet ? 0 : 1);

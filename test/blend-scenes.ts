@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { apply, type Homography, invert } from '../src/blend/engine/align/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
 
 /**
@@ -20,12 +21,13 @@ export function random(seed: number): () => number {
   };
 }
 
-const uniform = (next: () => number, a: number, b: number) => a + (b - a) * next();
+export const uniform = (next: () => number, a: number, b: number) => a + (b - a) * next();
 
-/** A photo file as RGB, resized to `width` (height by its aspect, or `height` when given). */
+/** A photo file as RGB (a grey one too), resized to `width` (height by its aspect, or `height` when given). */
 export async function loadPhoto(file: string, width: number, height?: number): Promise<RgbImage> {
   const { data, info } = await sharp(file)
     .removeAlpha()
+    .toColourspace('srgb')
     .resize(width, height, { fit: 'fill', kernel: 'lanczos3' })
     .raw()
     .toBuffer({ resolveWithObject: true });
@@ -51,20 +53,26 @@ export function withNoise(image: RgbImage, sigma: number, next: () => number): R
 }
 
 /**
- * `image` moved as a camera on a knocked tripod moves it: rotated by `degrees` about the centre,
- * then shifted by (dx, dy) pixels; bilinear, edges replicated.
+ * The homography (scene pixel → frame pixel) of a camera that turned by `degrees` and zoomed by
+ * `scale` about the image centre, then shifted by (dx, dy) pixels: x' = s·R·(x − c) + c + d.
  */
-export function moved(image: RgbImage, dx: number, dy: number, degrees: number): RgbImage {
+export function similarity(width: number, height: number, dx: number, dy: number, degrees: number, scale = 1): Homography {
+  const [c, s] = [scale * Math.cos((degrees * Math.PI) / 180), scale * Math.sin((degrees * Math.PI) / 180)];
+  const [cx, cy] = [(width - 1) / 2, (height - 1) / 2];
+  return [c, -s, cx + dx - (c * cx - s * cy), s, c, cy + dy - (s * cx + c * cy), 0, 0, 1];
+}
+
+/** `image` as a frame taken through `sceneToFrame` shows it: bilinear, edges replicated. */
+export function warped(image: RgbImage, sceneToFrame: Homography): RgbImage {
   const { width, height, data } = image;
   const out = sharedImage(width, height);
-  const [c, s] = [Math.cos((degrees * Math.PI) / 180), Math.sin((degrees * Math.PI) / 180)];
-  const [cx, cy] = [(width - 1) / 2, (height - 1) / 2];
+  const back = invert(sceneToFrame);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       // The frame shows at (x, y) the scene point that the motion brought there.
-      const [u, v] = [x - dx - cx, y - dy - cy];
-      const sx = Math.max(0, Math.min(width - 1, c * u + s * v + cx));
-      const sy = Math.max(0, Math.min(height - 1, -s * u + c * v + cy));
+      const [u, v] = apply(back, x, y);
+      const sx = Math.max(0, Math.min(width - 1, u));
+      const sy = Math.max(0, Math.min(height - 1, v));
       const [x0, y0] = [Math.min(width - 2, Math.floor(sx)), Math.min(height - 2, Math.floor(sy))];
       const [fx, fy] = [sx - x0, sy - y0];
       for (let k = 0; k < 3; k++) {
@@ -76,6 +84,14 @@ export function moved(image: RgbImage, dx: number, dy: number, degrees: number):
     }
   }
   return out;
+}
+
+/**
+ * `image` moved as a camera on a knocked tripod moves it: rotated by `degrees` about the centre,
+ * then shifted by (dx, dy) pixels; bilinear, edges replicated.
+ */
+export function moved(image: RgbImage, dx: number, dy: number, degrees: number): RgbImage {
+  return warped(image, similarity(image.width, image.height, dx, dy, degrees));
 }
 
 /** A drift for each frame but the first: a shift of 3 to 15 pixels in a random direction, and a rotation of up to ±`degrees`. */
@@ -110,20 +126,20 @@ export async function focusBracket(photo: RgbImage, count: number, next: () => n
 }
 
 /**
- * A crowd for median: `count` copies of the photo, each with 2–4 "people" (rectangles or
+ * A crowd for median: `count` copies of the photo, each with 2–`most` (default 4) "people" (rectangles or
  * ellipses cut from `people`, 10–25 % of the width and 1 to 2.5 times as tall, so a frame can be
  * a third covered) at random places, so that no pixel is covered in more than (count − 1) / 2
  * frames and the per-pixel median is the photo itself.
  */
-export function crowd(photo: RgbImage, people: RgbImage, count: number, next: () => number): RgbImage[] {
+export function crowd(photo: RgbImage, people: RgbImage, count: number, next: () => number, most = 4): RgbImage[] {
   const { width, height } = photo;
   const covered = new Uint8Array(width * height);
-  const most = (count - 1) >> 1;
+  const deepest = (count - 1) >> 1;
   return Array.from({ length: count }, () => {
     const out = sharedImage(width, height);
     out.data.set(photo.data);
     const mine = new Uint8Array(width * height);
-    const wanted = Math.floor(uniform(next, 2, 5));
+    const wanted = Math.floor(uniform(next, 2, most + 1));
     for (let placed = 0, tries = 0; placed < wanted && tries < 200; tries++) {
       const w = Math.round(uniform(next, 0.1, 0.25) * width);
       const h = Math.min(height - 1, people.height, Math.round(uniform(next, 1, 2.5) * w));
@@ -132,7 +148,7 @@ export function crowd(photo: RgbImage, people: RgbImage, count: number, next: ()
       const [px, py] = [Math.floor(next() * (people.width - w)), Math.floor(next() * Math.max(1, people.height - h))];
       const inside = (x: number, y: number) => !ellipse || ((x + 0.5 - w / 2) / (w / 2)) ** 2 + ((y + 0.5 - h / 2) / (h / 2)) ** 2 <= 1;
       let fits = true;
-      for (let y = 0; y < h && y0 + y < height && fits; y++) for (let x = 0; x < w; x++) if (inside(x, y) && !mine[(y0 + y) * width + x0 + x] && covered[(y0 + y) * width + x0 + x]! >= most) fits = false;
+      for (let y = 0; y < h && y0 + y < height && fits; y++) for (let x = 0; x < w; x++) if (inside(x, y) && !mine[(y0 + y) * width + x0 + x] && covered[(y0 + y) * width + x0 + x]! >= deepest) fits = false;
       if (!fits) continue;
       for (let y = 0; y < h && y0 + y < height; y++) {
         for (let x = 0; x < w; x++) {
@@ -164,6 +180,31 @@ export function exposureBracket(photo: RgbImage, evs: number[]): RgbImage[] {
     const lut = Uint8Array.from({ length: 256 }, (_, v) => Math.round(255 * Math.min(1, (v / 255) ** 2.2 * 2 ** ev) ** (1 / 2.2)));
     const out = sharedImage(photo.width, photo.height);
     for (let i = 0; i < out.data.length; i++) out.data[i] = lut[photo.data[i]!]!;
+    return out;
+  });
+}
+
+/**
+ * Star trails, as test/fixtures/blend/generate.mjs makes them: `count` frames of a dark sky (level 8
+ * with noise of about `noise` levels) and `stars` stars (3×3 px, 230–255 per channel) turned about a
+ * pivot above the frame by a fixed step of 0.4–0.8° per frame. The truth is their per-pixel maximum.
+ */
+export function starTrails(width: number, height: number, next: () => number, count = 10, stars = 150, noise = 2): RgbImage[] {
+  const pivot = [uniform(next, 0.2, 0.8) * width, uniform(next, -0.3, 0.3) * height] as const;
+  const step = (next() < 0.5 ? -1 : 1) * uniform(next, 0.4, 0.8);
+  const sky = Array.from({ length: stars }, () => ({ x: next() * width, y: next() * height, rgb: [0, 1, 2].map(() => 230 + Math.floor(next() * 26)) }));
+  const dark = sharedImage(width, height);
+  dark.data.fill(8);
+  return Array.from({ length: count }, (_, f) => {
+    const out = withNoise(dark, noise, next);
+    const [c, s] = [Math.cos((f * step * Math.PI) / 180), Math.sin((f * step * Math.PI) / 180)];
+    for (const star of sky) {
+      const [dx, dy] = [star.x - pivot[0], star.y - pivot[1]];
+      const [x, y] = [Math.round(pivot[0] + c * dx - s * dy), Math.round(pivot[1] + s * dx + c * dy)];
+      for (let yy = Math.max(0, y - 1); yy <= Math.min(height - 1, y + 1); yy++) {
+        for (let xx = Math.max(0, x - 1); xx <= Math.min(width - 1, x + 1); xx++) out.data.set(star.rgb, (yy * width + xx) * 3);
+      }
+    }
     return out;
   });
 }
