@@ -4,6 +4,15 @@ import type { RgbImage } from '../image/image.js';
 type Nine = [number, number, number, number, number, number, number, number, number];
 
 /**
+ * `t` truncated to an int32, saturating: a position beyond ±2^31 / 256 pixels stays at the far end
+ * (and is clamped to the frame's edge) where `t | 0` would wrap it modulo 2^32, possibly back inside
+ * the frame. NaN gives 0 (as `| 0` and WebAssembly's saturating truncation do).
+ */
+function toFixed(t: number): number {
+  return Math.max(-2147483648, Math.min(2147483647, t)) | 0;
+}
+
+/**
  * Writes rows [rowStart, rowEnd) of `out`: each output pixel (x, y) takes the bilinear sample of
  * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
  * coordinates clamped to the frame (edge replication). Runs in a pool thread on one row range,
@@ -25,8 +34,8 @@ export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart
     let o = y * columns * 3;
     for (let x = 0; x < columns; x++, nx += h0, ny += h3, w += h6, o += 3) {
       // Position in 1/256 pixel, rounded (a negative one is clamped below anyway): integer arithmetic from here on.
-      const X = ((nx / w) * 256 + 0.5) | 0;
-      const Y = ((ny / w) * 256 + 0.5) | 0;
+      const X = toFixed((nx / w) * 256 + 0.5);
+      const Y = toFixed((ny / w) * 256 + 0.5);
       let x0 = X >> 8;
       let y0 = Y >> 8;
       let fx = X & 255;
