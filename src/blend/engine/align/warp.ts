@@ -1,5 +1,6 @@
 import type { Homography } from './homography.js';
 import type { RgbImage } from '../image/image.js';
+import { warpBand } from './warp-wasm.js';
 
 type Nine = [number, number, number, number, number, number, number, number, number];
 
@@ -13,12 +14,21 @@ function toFixed(t: number): number {
 }
 
 /**
- * Writes rows [rowStart, rowEnd) of `out`: each output pixel (x, y) takes the bilinear sample of
- * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
- * coordinates clamped to the frame (edge replication). Runs in a pool thread on one row range,
- * so a frame is warped by all threads at once.
+ * Writes rows [rowStart, rowEnd) of `out`: `frame` warped by `h` as warpRowsJs defines it, in the
+ * WebAssembly kernel (align/warp-wasm.ts). Runs in a pool thread on one row range, so a frame is
+ * warped by all threads at once.
  */
 export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
+  warpBand(frame.data, frame.width, frame.height, out.data, out.width, h, rowStart, rowEnd);
+}
+
+/**
+ * The definition of the warp, which the kernel matches byte for byte (test/blend-warp.test.ts):
+ * writes rows [rowStart, rowEnd) of `out`, each output pixel (x, y) taking the bilinear sample of
+ * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
+ * coordinates clamped to the frame (edge replication).
+ */
+export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
   const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as Nine;
   const { width, height, data: src } = frame;
   const dst = out.data;
