@@ -1,9 +1,10 @@
-import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, type WasmMemory } from '../wasm/assembler.js';
+import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
 
 /**
  * The full-size warp (align/warp.ts) in WebAssembly, byte for byte the JavaScript definition
  * `warpRowsJs`: positions in f64 exactly as it computes them (numerators and divisor advanced by
- * h0, h3, h6 per pixel, then (n / w)·256 + 0.5 truncated, saturating), integer bilinear weights.
+ * h0, h3, h6 per pixel, then (n / w)·256 + 0.5 truncated, saturating), integer bilinear weights,
+ * the three channels of a pixel blended at once in SIMD (two i16 dot products, one per row).
  * An affine homography (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1
  * there, so the numbers are the same. A band of output rows is warped per call: JavaScript copies
  * in the source rows the band can reach (all of them when it cannot tell) and copies the band out.
@@ -43,16 +44,18 @@ const LOCALS = {
   x0: I32,
   y0: I32,
   p: I32,
-  q: I32,
-  r: I32,
-  s: I32,
-  gx: I32,
-  gy: I32,
   nx: F64,
   ny: F64,
   w: F64,
   t: F64,
+  zero: V128,
+  half: V128,
+  across: V128,
+  v: V128,
 } as const;
+
+/** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to i16 lanes P.r, Q.r, P.g, Q.g, P.b, Q.b (16: a zero byte). */
+const PAIRS = [0, 16, 3, 16, 1, 16, 4, 16, 2, 16, 5, 16, 6, 16, 7, 16];
 
 /** Pushes the i32 `t` truncated, saturating at ±2^31 and 0 for NaN (warp.ts `toFixed`). */
 function toFixed(code: Code, t: number): void {
@@ -79,6 +82,8 @@ function warp(affine: boolean): Code {
     code.get($.height).i32(1).op('i32.sub').set($.maxY);
     code.get($.width).i32(3).op('i32.mul').set($.stride);
     code.get($.dst).set($.o);
+    code.i32(0).op('i32x4.splat').set($.zero);
+    code.i32(32768).op('i32x4.splat').set($.half);
     code.get($.rowStart).set($.y);
     code.whileBelow($.y, $.rowEnd, () => {
       // numerators and divisor at the row's start, then advanced by a constant per pixel
@@ -95,20 +100,19 @@ function warp(affine: boolean): Code {
           code.f64(256).op('f64.mul').f64(0.5).op('f64.add').set($.t);
           split(code, $.t, whole, fraction, max);
         }
-        // p: the top-left sample (its row relative to the first row copied in); q right, r below, s both
+        // p: the top-left sample (its row relative to the first row copied in). The right and lower
+        // neighbours are read even at an edge, where their weight is 0: P·256 + Q·0 is P exactly.
         code.get($.src).get($.y0).get($.first).op('i32.sub').get($.stride).op('i32.mul', 'i32.add');
         code.get($.x0).i32(3).op('i32.mul', 'i32.add').set($.p);
-        code.get($.p).i32(3).i32(0).get($.fx).op('select', 'i32.add').set($.q);
-        code.get($.p).get($.stride).i32(0).get($.fy).op('select', 'i32.add').set($.r);
-        code.get($.r).get($.q).op('i32.add').get($.p).op('i32.sub').set($.s);
-        code.i32(256).get($.fx).op('i32.sub').set($.gx);
-        code.i32(256).get($.fy).op('i32.sub').set($.gy);
-        for (const c of [0, 1, 2]) {
-          code.get($.o);
-          code.get($.p).load8(c).get($.gx).op('i32.mul').get($.q).load8(c).get($.fx).op('i32.mul', 'i32.add').get($.gy).op('i32.mul');
-          code.get($.r).load8(c).get($.gx).op('i32.mul').get($.s).load8(c).get($.fx).op('i32.mul', 'i32.add').get($.fy).op('i32.mul', 'i32.add');
-          code.i32(32768).op('i32.add').i32(16).op('i32.shr_u').store8(c);
-        }
+        // weights as i16 pairs (256 − fx, fx) and the two rows' (256 − fy), fy as i32
+        code.i32(256).get($.fx).op('i32.sub').get($.fx).i32(16).op('i32.shl', 'i32.or', 'i32x4.splat').set($.across);
+        // top = P·gx + Q·fx and bottom = R·gx + S·fx per channel, from the 6 bytes P, Q of each row
+        code.get($.p).load64Splat(0).get($.zero).shuffle(PAIRS).get($.across).op('i32x4.dot_i16x8_s');
+        code.i32(256).get($.fy).op('i32.sub', 'i32x4.splat', 'i32x4.mul');
+        code.get($.p).get($.stride).op('i32.add').load64Splat(0).get($.zero).shuffle(PAIRS).get($.across).op('i32x4.dot_i16x8_s');
+        code.get($.fy).op('i32x4.splat', 'i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set($.v);
+        // the three bytes at o; the vector's other 13 bytes land on the next pixels, written after
+        code.get($.o).get($.v).get($.v).op('i16x8.narrow_i32x4_u').get($.v).get($.v).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
         code.get($.nx).get($.h0).op('f64.add').set($.nx);
         code.get($.ny).get($.h3).op('f64.add').set($.ny);
         if (!affine) code.get($.w).get($.h6).op('f64.add').set($.w);
@@ -170,7 +174,8 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   const stride = width * 3;
   const inBytes = (last - first + 1) * stride;
   const outBytes = (rowEnd - rowStart) * columns * 3;
-  const srcAt = arena.reset().alloc(inBytes);
+  // one row more than copied in: the lower neighbour of the last row is read, with weight 0
+  const srcAt = arena.reset().alloc(inBytes + stride);
   const dstAt = arena.alloc(outBytes);
   const { u8 } = arena.ready();
   u8.set(src.subarray(first * stride, first * stride + inBytes), srcAt);

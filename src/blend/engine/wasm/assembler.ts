@@ -107,6 +107,8 @@ export const SIMD = {
   'i32x4.trunc_sat_f64x2_u_zero': 0xfd,
   'f64x2.convert_low_i32x4_u': 0xff,
   'f32x4.convert_i32x4_s': 0xfa,
+  'i32x4.dot_i16x8_s': 0xba,
+  'i32x4.shr_u': 0xad,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
