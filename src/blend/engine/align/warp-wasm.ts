@@ -11,7 +11,11 @@ import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, 
  * One kernel per thread; its memory grows to the largest band asked for.
  */
 
-/** The kernel's parameters: source rows from row `first` at `src`, output rows [rowStart, rowEnd) written from `dst`, then the homography. */
+/**
+ * The kernel's parameters: source rows from row `first` at `src`, output rows [rowStart, rowEnd)
+ * written from `dst`; at `pairs` the homography's x and y terms as f64 pairs (h0, h3), (h1, h4),
+ * (h2, h5), then 16 bytes of scratch; then the divisor's terms.
+ */
 const PARAMS = {
   src: I32,
   first: I32,
@@ -21,12 +25,7 @@ const PARAMS = {
   columns: I32,
   rowStart: I32,
   rowEnd: I32,
-  h0: F64,
-  h1: F64,
-  h2: F64,
-  h3: F64,
-  h4: F64,
-  h5: F64,
+  pairs: I32,
   h6: F64,
   h7: F64,
   h8: F64,
@@ -44,10 +43,11 @@ const LOCALS = {
   x0: I32,
   y0: I32,
   p: I32,
-  nx: F64,
-  ny: F64,
   w: F64,
-  t: F64,
+  n: V128,
+  step: V128,
+  scale: V128,
+  round: V128,
   zero: V128,
   half: V128,
   across: V128,
@@ -57,15 +57,8 @@ const LOCALS = {
 /** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to i16 lanes P.r, Q.r, P.g, Q.g, P.b, Q.b (16: a zero byte). */
 const PAIRS = [0, 16, 3, 16, 1, 16, 4, 16, 2, 16, 5, 16, 6, 16, 7, 16];
 
-/** Pushes the i32 `t` truncated, saturating at ±2^31 and 0 for NaN (warp.ts `toFixed`). */
-function toFixed(code: Code, t: number): void {
-  code.f64(0).get(t).f64(2147483647).op('f64.min').f64(-2147483648).op('f64.max');
-  code.get(t).get(t).op('f64.ne', 'select', 'i32.trunc_f64_s');
-}
-
-/** Splits the fixed-point position `t` (f64) into a whole pixel `whole`, clamped to [0, max] with its fraction `fraction` 0 at the edges. */
-function split(code: Code, t: number, whole: number, fraction: number, max: number): void {
-  toFixed(code, t);
+/** Splits the fixed-point position (i32) on the stack into a whole pixel `whole`, clamped to [0, max] with its fraction `fraction` 0 at the edges. */
+function split(code: Code, whole: number, fraction: number, max: number): void {
   code.set(whole);
   code.get(whole).i32(255).op('i32.and').set(fraction);
   code.get(whole).i32(8).op('i32.shr_s').set(whole);
@@ -75,7 +68,12 @@ function split(code: Code, t: number, whole: number, fraction: number, max: numb
   });
 }
 
-/** `warp(src, first, width, height, dst, columns, rowStart, rowEnd, h0..h8)`: a band of warpRowsJs, projective or (`affine`) without the division. */
+/**
+ * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, pairs, h6, h7, h8)`: a band of
+ * warpRowsJs, projective or (`affine`) without the division. The x and y numerators travel as one
+ * f64 pair (each lane's arithmetic is the scalar's), and one saturating truncation (NaN to 0, as
+ * warp.ts `toFixed`) takes both to 1/256 pixel.
+ */
 function warp(affine: boolean): Code {
   return fn({ params: PARAMS, locals: LOCALS }, (code, $) => {
     code.get($.width).i32(1).op('i32.sub').set($.maxX);
@@ -84,22 +82,22 @@ function warp(affine: boolean): Code {
     code.get($.dst).set($.o);
     code.i32(0).op('i32x4.splat').set($.zero);
     code.i32(32768).op('i32x4.splat').set($.half);
+    code.f64(256).op('f64x2.splat').set($.scale);
+    code.f64(0.5).op('f64x2.splat').set($.round);
+    code.get($.pairs).load(0).set($.step);
     code.get($.rowStart).set($.y);
     code.whileBelow($.y, $.rowEnd, () => {
       // numerators and divisor at the row's start, then advanced by a constant per pixel
-      code.get($.h1).get($.y).op('f64.convert_i32_u', 'f64.mul').get($.h2).op('f64.add').set($.nx);
-      code.get($.h4).get($.y).op('f64.convert_i32_u', 'f64.mul').get($.h5).op('f64.add').set($.ny);
+      code.get($.pairs).load(16).get($.y).op('f64.convert_i32_u', 'f64x2.splat', 'f64x2.mul').get($.pairs).load(32).op('f64x2.add').set($.n);
       if (!affine) code.get($.h7).get($.y).op('f64.convert_i32_u', 'f64.mul').get($.h8).op('f64.add').set($.w);
       code.forStep($.x, $.columns, 1, () => {
-        for (const [n, whole, fraction, max] of [
-          [$.nx, $.x0, $.fx, $.maxX],
-          [$.ny, $.y0, $.fy, $.maxY],
-        ] as const) {
-          code.get(n);
-          if (!affine) code.get($.w).op('f64.div');
-          code.f64(256).op('f64.mul').f64(0.5).op('f64.add').set($.t);
-          split(code, $.t, whole, fraction, max);
-        }
+        code.get($.pairs).get($.n);
+        if (!affine) code.get($.w).op('f64x2.splat', 'f64x2.div');
+        code.get($.scale).op('f64x2.mul').get($.round).op('f64x2.add', 'i32x4.trunc_sat_f64x2_s_zero').store(48);
+        code.get($.pairs).load32(48);
+        split(code, $.x0, $.fx, $.maxX);
+        code.get($.pairs).load32(52);
+        split(code, $.y0, $.fy, $.maxY);
         // p: the top-left sample (its row relative to the first row copied in). The right and lower
         // neighbours are read even at an edge, where their weight is 0: P·256 + Q·0 is P exactly.
         code.get($.src).get($.y0).get($.first).op('i32.sub').get($.stride).op('i32.mul', 'i32.add');
@@ -113,8 +111,7 @@ function warp(affine: boolean): Code {
         code.get($.fy).op('i32x4.splat', 'i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set($.v);
         // the three bytes at o; the vector's other 13 bytes land on the next pixels, written after
         code.get($.o).get($.v).get($.v).op('i16x8.narrow_i32x4_u').get($.v).get($.v).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
-        code.get($.nx).get($.h0).op('f64.add').set($.nx);
-        code.get($.ny).get($.h3).op('f64.add').set($.ny);
+        code.get($.n).get($.step).op('f64x2.add').set($.n);
         if (!affine) code.get($.w).get($.h6).op('f64.add').set($.w);
         code.get($.o).i32(3).op('i32.add').set($.o);
       });
@@ -177,9 +174,11 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   // one row more than copied in: the lower neighbour of the last row is read, with weight 0
   const srcAt = arena.reset().alloc(inBytes + stride);
   const dstAt = arena.alloc(outBytes);
-  const { u8 } = arena.ready();
+  const pairs = arena.alloc(64);
+  const { u8, f64 } = arena.ready();
   u8.set(src.subarray(first * stride, first * stride + inBytes), srcAt);
+  f64.set([h[0]!, h[3]!, h[1]!, h[4]!, h[2]!, h[5]!], pairs / 8);
   const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
-  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, ...h);
+  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, pairs, h[6]!, h[7]!, h[8]!);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }

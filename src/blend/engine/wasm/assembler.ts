@@ -109,6 +109,8 @@ export const SIMD = {
   'f32x4.convert_i32x4_s': 0xfa,
   'i32x4.dot_i16x8_s': 0xba,
   'i32x4.shr_u': 0xad,
+  'f64x2.div': 0xf3,
+  'i32x4.trunc_sat_f64x2_s_zero': 0xfc,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
