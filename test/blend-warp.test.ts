@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { warpRows, warpRowsJs } from '../src/blend/engine/align/warp.js';
 import { sourceRows } from '../src/blend/engine/align/warp-wasm.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
+import { random } from './blend-scenes.js';
 
 /**
  * The full-size warp (align/warp.ts): its positions saturate far outside the frame, and the
@@ -18,18 +19,6 @@ const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 async function load(file: string, width: number, height: number): Promise<RgbImage> {
   const { data, info } = await sharp(path.join(FIXTURES, file)).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length));
-}
-
-/** A deterministic generator of numbers in [0, 1) (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Random homographies of each kind, for a `width` × `height` frame. */
