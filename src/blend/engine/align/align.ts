@@ -222,7 +222,7 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
   const factor = thumbnailFactor(width, height);
   const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
-  const [ref, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
+  const [refGrey, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
   lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
   const { reference, checks } = lineUps;
   // OpenCV detects the reference's features once, when the first frame that needs them asks.
@@ -233,19 +233,19 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     if (linesUp(lineUp, scale)) {
       return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY };
     }
-    const { smoothed } = await reference;
+    const ref = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
-    refFeatures ??= pool.run('detectFeatures', [ref, thumbWidth, thumbHeight], ON_CV_THREAD);
+    refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
     const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
     const estimate = Promise.all([refFeatures, features])
       .then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD))
-      .then((match) => pool.run('refineEstimate', [match, smoothed, grey, thumbWidth, thumbHeight]));
-    const global = pool.run('globalEstimate', [smoothed, grey, thumbWidth, thumbHeight]);
+      .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]));
+    const global = pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     const [e, g] = await Promise.all([estimate.catch(() => undefined), global]);
     const candidates = candidatesOf(lineUp, e, g, scale);
     const motions = candidates.map((c) => c.homography);
-    const agreement = await pool.run('judgeMotions', [smoothed, grey, thumbWidth, thumbHeight, motions]);
+    const agreement = await pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, motions]);
     return decide(index, candidates, agreement, e, scale);
   };
 

@@ -1,5 +1,5 @@
 import FFT from 'fft.js';
-import { correlationAfterWarp, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
+import { correlationAfterWarp, gridStep, halve, sampleThroughHomography } from './grey.js';
 import { IDENTITY, isPlausible, multiply, normalise, type Homography } from './homography.js';
 import { refineHomography } from './refine.js';
 
@@ -357,11 +357,11 @@ export interface GlobalEstimate {
 }
 
 /**
- * The global estimate of frame → reference on the grey thumbnails (`refSmoothed` already
- * smoothed): phase correlation at ~256 px, then robust Lucas–Kanade from that shift.
+ * The global estimate of frame → reference on the grey thumbnails, already smoothed and their
+ * agreement levels made (agreementLevel; once per frame, by the line-up checks, align/lineup.ts):
+ * phase correlation at ~256 px, then robust Lucas–Kanade from that shift.
  */
-export function globalEstimate(refSmoothed: Float32Array, frameGrey: Uint8Array, width: number, height: number): GlobalEstimate {
-  const frame = smooth(frameGrey, width, height);
+export function globalEstimate(refSmoothed: Float32Array, refLevel: Float32Array, frame: Float32Array, frameLevel: Float32Array, width: number, height: number): GlobalEstimate {
   const times = Math.max(0, Math.ceil(Math.log2(Math.max(width, height) / CORRELATION_SIDE)));
   const r = halvedTimes(refSmoothed, width, height, times);
   const f = halvedTimes(frame, width, height, times);
@@ -371,7 +371,7 @@ export function globalEstimate(refSmoothed: Float32Array, frameGrey: Uint8Array,
   if (byBlocks) peaks.push(byBlocks);
   if (peaks.length === 0) peaks.push({ dx: 0, dy: 0, peak: 0 });
   const shifts = peaks.map(({ dx, dy }) => fromHalved([1, 0, dx, 0, 1, dy, 0, 0, 1], times));
-  const agreement = blockAgreement(agreementLevel(refSmoothed, width, height), agreementLevel(frame, width, height), width >> 1, height >> 1, shifts.map((h) => toHalved(h, 1)));
+  const agreement = blockAgreement(refLevel, frameLevel, width >> 1, height >> 1, shifts.map((h) => toHalved(h, 1)));
   const chosen = bestFitting(agreement);
   const translation = shifts[chosen]!;
   const peak = peaks[chosen]!.peak;
@@ -387,12 +387,10 @@ export function globalEstimate(refSmoothed: Float32Array, frameGrey: Uint8Array,
 
 /**
  * Block agreement (blockAgreement) of the frame under each candidate motion (thumbnail
- * homographies), measured at half the thumbnail's size.
+ * homographies), measured at half the thumbnail's size on the levels agreementLevel made.
  */
-export function judgeMotions(refSmoothed: Float32Array, frameGrey: Uint8Array, width: number, height: number, motions: Homography[]): Agreement {
-  const ref = agreementLevel(refSmoothed, width, height);
-  const frame = agreementLevel(smooth(frameGrey, width, height), width, height);
-  return blockAgreement(ref, frame, width >> 1, height >> 1, motions.map((h) => toHalved(h, 1)));
+export function judgeMotions(refLevel: Float32Array, frameLevel: Float32Array, width: number, height: number, motions: Homography[]): Agreement {
+  return blockAgreement(refLevel, frameLevel, width >> 1, height >> 1, motions.map((h) => toHalved(h, 1)));
 }
 
 /** Agreement of a frame left as it is, on levels already made by agreementLevel. */

@@ -21,6 +21,10 @@ export interface LineUp {
   drift: number;
   /** Share of the reference's textured blocks that agree with the frame as it is (align/global.ts). */
   agreement: number;
+  /** The frame's smoothed thumbnail, in shared memory: the estimates that follow reuse it rather than smooth the frame again. */
+  smoothed: Float32Array;
+  /** The level block agreement is measured on (align/global.ts agreementLevel), in shared memory, reused likewise. */
+  level: Float32Array;
 }
 
 /** The thumbnail is cut into BLOCKS × BLOCKS blocks, each measuring its own shift. */
@@ -305,15 +309,17 @@ export interface LineUpReference {
   counts: Float64Array;
 }
 
+/** A copy of `a` in shared memory, for the tasks of every thread. */
+function shared(a: Float32Array): Float32Array {
+  const copy = sharedFloats(a.length);
+  copy.set(a);
+  return copy;
+}
+
 /** The reference's smoothed and halved thumbnails, in shared memory for the checks in every thread. */
 export function lineUpReference(grey: Uint8Array, width: number, height: number): LineUpReference {
   const smoothed = smooth(grey, width, height);
   const halved = halve(smoothed, width, height);
-  const shared = (a: Float32Array) => {
-    const copy = sharedFloats(a.length);
-    copy.set(a);
-    return copy;
-  };
   return { smoothed: shared(smoothed), halved: shared(halved), level: shared(agreementLevel(smoothed, width, height)), grey, counts: histogram(grey) };
 }
 
@@ -371,10 +377,13 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
   const halved = halve(b, width, height);
   const coarse = 2 * drift(blockShifts(ref.halved, other ? halve(measured, width, height) : halved, w, h, clipped, 2), w, h);
-  const asIs = agreementAsIs(ref.level, soften(halved, w, h), w, h);
+  const level = soften(halved, w, h); // agreementLevel(b)
+  const asIs = agreementAsIs(ref.level, level, w, h);
   return {
     correlation: correlation(ref.smoothed, b),
     drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
     agreement: agreeingShare(asIs, asIs.scores[0]!),
+    smoothed: shared(b),
+    level: shared(level),
   };
 }

@@ -1,4 +1,4 @@
-import { correlationAfterWarp, smooth } from './grey.js';
+import { correlationAfterWarp } from './grey.js';
 import type { FeatureMatch } from './cv.js';
 import { cornerDisplacement, invert, multiply, normalise, type Homography } from './homography.js';
 import { solveSymmetric } from './linear.js';
@@ -211,13 +211,14 @@ export interface Estimate extends FeatureMatch {
 /**
  * A feature homography (align/cv.ts) refined on the thumbnails' pixels, with the correlation it
  * brings; the refinement is kept only where it helps, so a refinement gone astray never costs a frame.
- * `refSmoothed` is the reference's thumbnail already smoothed (made once per job, align/lineup.ts).
+ * `refSmoothed` and `frameSmoothed` are the thumbnails already smoothed (align/grey.ts `smooth`,
+ * made once per frame by the line-up checks, align/lineup.ts).
  */
-export function refineEstimate(match: FeatureMatch, refSmoothed: Float32Array, frameGrey: Uint8Array, width: number, height: number): Estimate {
+export function refineEstimate(match: FeatureMatch, refSmoothed: Float32Array, frameSmoothed: Float32Array, width: number, height: number): Estimate {
   const ransac = match.homography;
   if (!ransac) return { ...match, correlation: 0 };
   const a = refSmoothed;
-  const b = smooth(frameGrey, width, height);
+  const b = frameSmoothed;
   const refined = refineHomography(a, b, width, height, ransac);
   const before = correlationAfterWarp(a, b, width, height, ransac);
   const after = correlationAfterWarp(a, b, width, height, refined);

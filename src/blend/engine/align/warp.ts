@@ -1,15 +1,34 @@
 import type { Homography } from './homography.js';
 import type { RgbImage } from '../image/image.js';
+import { warpBand } from './warp-wasm.js';
 
 type Nine = [number, number, number, number, number, number, number, number, number];
 
 /**
- * Writes rows [rowStart, rowEnd) of `out`: each output pixel (x, y) takes the bilinear sample of
- * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
- * coordinates clamped to the frame (edge replication). Runs in a pool thread on one row range,
- * so a frame is warped by all threads at once.
+ * `t` truncated to an int32, saturating: a position beyond ±2^31 / 256 pixels stays at the far end
+ * (and is clamped to the frame's edge) where `t | 0` would wrap it modulo 2^32, possibly back inside
+ * the frame. NaN gives 0 (as `| 0` and WebAssembly's saturating truncation do).
+ */
+function toFixed(t: number): number {
+  return Math.max(-2147483648, Math.min(2147483647, t)) | 0;
+}
+
+/**
+ * Writes rows [rowStart, rowEnd) of `out`: `frame` warped by `h` as warpRowsJs defines it, in the
+ * WebAssembly kernel (align/warp-wasm.ts). Runs in a pool thread on one row range, so a frame is
+ * warped by all threads at once.
  */
 export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
+  warpBand(frame.data, frame.width, frame.height, out.data, out.width, h, rowStart, rowEnd);
+}
+
+/**
+ * The definition of the warp, which the kernel matches byte for byte (test/blend-warp.test.ts):
+ * writes rows [rowStart, rowEnd) of `out`, each output pixel (x, y) taking the bilinear sample of
+ * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
+ * coordinates clamped to the frame (edge replication).
+ */
+export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
   const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as Nine;
   const { width, height, data: src } = frame;
   const dst = out.data;
@@ -25,8 +44,8 @@ export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart
     let o = y * columns * 3;
     for (let x = 0; x < columns; x++, nx += h0, ny += h3, w += h6, o += 3) {
       // Position in 1/256 pixel, rounded (a negative one is clamped below anyway): integer arithmetic from here on.
-      const X = ((nx / w) * 256 + 0.5) | 0;
-      const Y = ((ny / w) * 256 + 0.5) | 0;
+      const X = toFixed((nx / w) * 256 + 0.5);
+      const Y = toFixed((ny / w) * 256 + 0.5);
       let x0 = X >> 8;
       let y0 = Y >> 8;
       let fx = X & 255;

@@ -25,6 +25,7 @@ export const PLAIN = {
   'f64.add': 0xa0,
   'f64.mul': 0xa2,
   'f64.div': 0xa3,
+  'i32.trunc_f64_s': 0xaa,
   'i32.trunc_f64_u': 0xab,
   'f64.convert_i32_u': 0xb8,
   'i32.eqz': 0x45,
@@ -41,6 +42,7 @@ export const PLAIN = {
   'i32.and': 0x71,
   'i32.or': 0x72,
   'i32.shl': 0x74,
+  'i32.shr_s': 0x75,
   'i32.shr_u': 0x76,
   'f64.sub': 0xa1,
   'f64.min': 0xa4,
@@ -105,6 +107,10 @@ export const SIMD = {
   'i32x4.trunc_sat_f64x2_u_zero': 0xfd,
   'f64x2.convert_low_i32x4_u': 0xff,
   'f32x4.convert_i32x4_s': 0xfa,
+  'i32x4.dot_i16x8_s': 0xba,
+  'i32x4.shr_u': 0xad,
+  'f64x2.div': 0xf3,
+  'i32x4.trunc_sat_f64x2_s_zero': 0xfc,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;

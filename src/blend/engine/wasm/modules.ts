@@ -1,3 +1,4 @@
+import { warpModule } from '../align/warp-wasm.js';
 import { compositeModule } from '../composite/simd.js';
 import { blocksModule } from '../image/blocks-simd.js';
 import { SIMD_MAX_FRAMES, stackModule, type StackStatistic } from '../point/stack-simd.js';
@@ -18,6 +19,7 @@ export function engineModules(): Map<string, () => ModuleSource> {
     ['blocks', blocksModule],
     ['rows', rowModule],
     ['composite', compositeModule],
+    ['warp', warpModule],
   ]);
   const statistics: StackStatistic[] = ['median', 'mean', 'lighten', 'darken'];
   for (const statistic of statistics) {

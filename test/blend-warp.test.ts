@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import sharp from 'sharp';
+import { warpRows, warpRowsJs } from '../src/blend/engine/align/warp.js';
+import { sourceRows } from '../src/blend/engine/align/warp-wasm.js';
+import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
+import { random } from './blend-scenes.js';
+
+/**
+ * The full-size warp (align/warp.ts): its positions saturate far outside the frame, and the
+ * WebAssembly kernel (align/warp-wasm.ts) gives the JavaScript definition's bytes, band by band,
+ * on real images of odd sizes under random homographies: translations, rotations, projective
+ * ones, some with a horizon inside the frame, some far outside it, degenerate and NaN ones.
+ */
+
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
+
+async function load(file: string, width: number, height: number): Promise<RgbImage> {
+  const { data, info } = await sharp(path.join(FIXTURES, file)).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length));
+}
+
+/** Random homographies of each kind, for a `width` × `height` frame. */
+function homographies(width: number, height: number, next: () => number): Array<[string, number[]]> {
+  const between = (a: number, b: number) => a + (b - a) * next();
+  const out: Array<[string, number[]]> = [];
+  for (let i = 0; i < 6; i++) {
+    out.push([`translation ${i}`, [1, 0, between(-width / 4, width / 4), 0, 1, between(-height / 4, height / 4), 0, 0, 1]]);
+    const angle = between(-0.3, 0.3);
+    const scale = between(0.8, 1.25);
+    const [c, s] = [scale * Math.cos(angle), scale * Math.sin(angle)];
+    out.push([`rotation ${i}`, [c, -s, between(-width / 8, width / 8), s, c, between(-height / 8, height / 8), 0, 0, 1]]);
+    out.push([`projective ${i}`, [c, -s, between(-9, 9), s, c, between(-9, 9), between(-1e-3, 1e-3), between(-1e-3, 1e-3), between(0.9, 1.1)]]);
+    // a horizon (w = 0) crossing the frame
+    out.push([`horizon ${i}`, [c, -s, between(-9, 9), s, c, between(-9, 9), between(-4, 4) / width, between(-4, 4) / height, between(-1, 1)]]);
+    out.push([`far ${i}`, [between(-1e6, 1e6), between(-1e6, 1e6), between(-1e12, 1e12), between(-1e6, 1e6), between(-1e6, 1e6), between(-1e12, 1e12), 0, 0, 1]]);
+  }
+  out.push(['zero', [0, 0, 0, 0, 0, 0, 0, 0, 0]]);
+  out.push(['NaN', [1, 0, Number.NaN, 0, 1, 0, 0, 0, 1]]);
+  out.push(['NaN divisor', [1, 0, 0, 0, 1, 0, 0, 0, Number.NaN]]);
+  out.push(['infinite', [1, 0, Number.POSITIVE_INFINITY, 0, 1, Number.NEGATIVE_INFINITY, 0, 0, 1]]);
+  out.push(['collapsed', [0, 0, width / 2, 0, 0, height / 2, 0, 0, 1]]);
+  out.push(['affine in disguise', [1, 0, 3.25, 0, 1, -2.5, -0, 0, 1]]);
+  return out;
+}
+
+function warped(frame: RgbImage, h: number[], warp = warpRows): RgbImage {
+  const out = sharedImage(frame.width, frame.height);
+  warp(frame, out, h, 0, frame.height);
+  return out;
+}
+
+describe('warp', () => {
+  it('takes a position beyond ±2^31 / 256 pixels to the frame edge instead of wrapping it back inside', async () => {
+    const frame = await load('handheld-mean/1.png', 64, 48);
+    // x + 2^24 + 10 pixels: in 1/256 pixel, 2^32 + 2560 wraps (modulo 2^32) to column 10
+    const far = warped(frame, [1, 0, 2 ** 24 + 10, 0, 1, 0, 0, 0, 1]);
+    const { width, height, data } = frame;
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) {
+        const o = (y * width + x) * 3;
+        const edge = (y * width + width - 1) * 3;
+        assert.deepEqual([...far.data.subarray(o, o + 3)], [...data.subarray(edge, edge + 3)], `(${x}, ${y})`);
+      }
+    }
+    // x − 2^24 + 10 pixels: −2^32 + 2560 wraps to column 10 as well; saturated, the left edge
+    const left = warped(frame, [1, 0, 10 - 2 ** 24, 0, 1, 0, 0, 0, 1]);
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) {
+        const o = (y * width + x) * 3;
+        const edge = y * width * 3;
+        assert.deepEqual([...left.data.subarray(o, o + 3)], [...data.subarray(edge, edge + 3)], `(${x}, ${y})`);
+      }
+    }
+  });
+
+  it('the kernel gives the JavaScript definition\'s bytes, whole frames and bands, on odd sizes', async () => {
+    const next = random(19);
+    for (const [width, height] of [
+      [1, 1],
+      [1, 7],
+      [9, 1],
+      [37, 23],
+      [101, 67],
+      [320, 213],
+    ] as const) {
+      const frame = await load('handheld-mean/2.png', width, height);
+      for (const [kind, h] of homographies(width, height, next)) {
+        const expected = warped(frame, h, warpRowsJs);
+        assert.deepEqual(warped(frame, h), expected, `${width}×${height} ${kind}: whole frame`);
+        // in bands, as the pool warps a frame: each band only sees the source rows it reaches
+        const banded = sharedImage(width, height);
+        const cuts = [0, Math.floor(height / 3), Math.floor(height / 2) + 1, height];
+        for (let b = 0; b + 1 < cuts.length; b++) warpRows(frame, banded, h, cuts[b]!, cuts[b + 1]!);
+        assert.ok(Buffer.from(banded.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: in bands`);
+      }
+    }
+  });
+
+  it('copies in only the source rows a band reaches when the divisor stays positive over it', () => {
+    // a shift down by 100.5 rows: output rows [10, 20) read source rows 110..121 (with slack)
+    assert.deepEqual(sourceRows([1, 0, 0, 0, 1, 100.5, 0, 0, 1], 50, 10, 20, 1000), [108, 122]);
+    // beyond the bottom: the last row only
+    assert.deepEqual(sourceRows([1, 0, 0, 0, 1, 5000, 0, 0, 1], 50, 10, 20, 1000), [999, 999]);
+    // a horizon through the band: every row
+    assert.deepEqual(sourceRows([1, 0, 0, 0, 1, 0, 0.01, 0, -0.2], 50, 10, 20, 1000), [0, 999]);
+  });
+});
