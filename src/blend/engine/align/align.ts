@@ -1,8 +1,7 @@
-import { thumbnailSize } from './grey.js';
 import type { LineUp, LineUpReference } from './lineup.js';
 import { agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
 import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
-import { rowRanges, sharedImage, type RgbImage } from '../image/image.js';
+import { rowRanges, sharedImage, thumbnailSize, type RgbImage } from '../image/image.js';
 import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
 import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';

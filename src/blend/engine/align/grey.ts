@@ -5,11 +5,6 @@ import type { Homography } from './homography.js';
  * (threads/pool.ts). None of them touches OpenCV, so a static-camera set never loads it.
  */
 
-/** Width and height of a frame's thumbnail: one pixel per whole factor × factor block. */
-export function thumbnailSize(width: number, height: number, factor: number): [number, number] {
-  return [Math.floor(width / factor), Math.floor(height / factor)];
-}
-
 /**
  * 3×3 binomial blur, edges replicated. Alignment compares smoothed thumbnails: steadier
  * gradients, and sensor noise no longer dominates the correlations.

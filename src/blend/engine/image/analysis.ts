@@ -1,4 +1,4 @@
-import { thumbnailSize } from '../align/grey.js';
+import { thumbnailSize } from './image.js';
 import { blockMeans } from './blocks-simd.js';
 
 /**

@@ -34,3 +34,8 @@ export function rowRanges(height: number, parts: number): Array<[number, number]
   for (let i = 0; i < n; i++) ranges.push([Math.floor((i * height) / n), Math.floor(((i + 1) * height) / n)]);
   return ranges;
 }
+
+/** Width and height of a frame's thumbnail: one pixel per whole factor × factor block. */
+export function thumbnailSize(width: number, height: number, factor: number): [number, number] {
+  return [Math.floor(width / factor), Math.floor(height / factor)];
+}

@@ -1,5 +1,4 @@
-import { thumbnailSize } from '../align/grey.js';
-import { type RgbImage, rowRanges, sharedImage } from './image.js';
+import { type RgbImage, rowRanges, sharedImage, thumbnailSize } from './image.js';
 import type { TaskArgs, WorkerPool } from '../threads/pool.js';
 
 /**
@@ -9,7 +8,7 @@ import type { TaskArgs, WorkerPool } from '../threads/pool.js';
 export interface Thumbnail {
   /** Means of whole factor × factor blocks, the last ones cut short: ceil(width / factor) wide. */
   rgb: RgbImage;
-  /** BT.601 luma of the whole blocks (align/grey.ts), `thumbnailSize(width, height, factor)`; null when not asked for. */
+  /** BT.601 luma of the whole blocks (align/grey.ts), `thumbnailSize(width, height, factor)` (image.ts); null when not asked for. */
   grey: Uint8Array | null;
 }
 
