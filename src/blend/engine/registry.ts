@@ -1,5 +1,5 @@
 import { AUTO_CHOICES } from '../choose.js';
-import type { DeghostReference } from './deghost/deghost.js';
+import type { DeghostReference } from './deghost/masks.js';
 import type { PointKernel } from './point/stack.js';
 import type { EngineTasks, TaskFunctions } from './threads/tasks.js';
 

@@ -1,6 +1,9 @@
 import { type RgbImage, rowRanges } from '../image/image.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 import type { TaskArgs, WorkerPool } from '../threads/pool.js';
+import type { DeghostMasks, DeghostReference } from './masks.js';
+
+export type { DeghostMasks, DeghostReference } from './masks.js';
 
 /**
  * Deghosting for `mean` and `exposure`: a person who walks through the frames must not leave a
@@ -17,16 +20,6 @@ import type { TaskArgs, WorkerPool } from '../threads/pool.js';
  * camera metered, the frame that shows most of the scene unclipped on either side, so the one the
  * others are best compared with, and the one whose content is kept where they disagree.
  */
-export interface DeghostMasks {
-  /** The frame that always counts. */
-  reference: number;
-  /** Per frame, 255 where it counts, 0 where it shows something the reference does not; null where it counts everywhere (always the reference's). */
-  masks: Array<Uint8Array | null>;
-  /** Per frame with a mask, the reference's R, G, B values (256 each) brought to the frame's exposure. */
-  toFrame: Array<Uint8Array | null>;
-}
-
-export type DeghostReference = 'first' | 'middle-exposure';
 
 /** The frames' agreement masks against the reference, at full size; null when every frame agrees everywhere. */
 export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose: DeghostReference): Promise<DeghostMasks | null> {

@@ -1,4 +1,4 @@
-import type { DeghostMasks } from '../deghost/deghost.js';
+import type { DeghostMasks } from '../deghost/masks.js';
 import { EPSILON } from './exposure.js';
 import type { Row, RowMemory } from './simd.js';
 

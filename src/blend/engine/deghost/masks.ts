@@ -1,0 +1,15 @@
+/**
+ * What deghosting (deghost/deghost.ts) hands the blends, as types only: the pyramid's level-0
+ * weights (pyramid/level-zero.ts) and the registry read them without reaching the code that makes them.
+ */
+
+export interface DeghostMasks {
+  /** The frame that always counts. */
+  reference: number;
+  /** Per frame, 255 where it counts, 0 where it shows something the reference does not; null where it counts everywhere (always the reference's). */
+  masks: Array<Uint8Array | null>;
+  /** Per frame with a mask, the reference's R, G, B values (256 each) brought to the frame's exposure. */
+  toFrame: Array<Uint8Array | null>;
+}
+
+export type DeghostReference = 'first' | 'middle-exposure';
