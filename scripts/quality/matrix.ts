@@ -229,6 +229,20 @@ export interface Score {
   ssim: number;
   /** Ghost energy (test/blend-scenes-walking.ts `ghostEnergy`; walking scenes only). */
   ghost?: number;
+  /** PSNR over the whole frame against the target (walking scenes only): what a case is judged by, as the ghost and the static part both count. */
+  whole?: number;
+}
+
+/**
+ * Whether a PSNR of `a` is at least `b` at the precision the report gives (0.01 dB): on a tripod set
+ * of a still scene the naive mean is itself the ideal answer, so the engine can at best equal it,
+ * and a difference below the report's precision is a tie, not a miss.
+ */
+/** The PSNR a case is judged by: a walking scene's over the whole frame (a naive mean's ghost counts against it), the others' on their judged part. */
+const judged = (s: Score) => s.whole ?? s.psnr;
+
+function atLeast(a: number, b: number): boolean {
+  return Math.round(a * 100) >= Math.round(b * 100);
 }
 
 export interface Case {
@@ -310,14 +324,14 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
   const { walking } = scene;
   const score = (image: RgbImage): Score =>
     walking
-      ? { psnr: staticPsnr(image, target, walking), ssim: ssim(image, target, box), ghost: ghostEnergy(image, target, walking) }
+      ? { psnr: staticPsnr(image, target, walking), ssim: ssim(image, target, box), ghost: ghostEnergy(image, target, walking), whole: toPsnr(mse(image, target, box)) }
       : { psnr: toPsnr(mse(image, target, box)), ssim: ssim(image, target, box) };
   const baselines = {
     first: score(sent[0]!),
     mean: score(await blendFrames(pool, 'mean', sent)),
     median: score(await blendFrames(pool, 'median', sent)),
   };
-  const best = (Object.keys(baselines) as Array<keyof typeof baselines>).reduce((a, b) => (baselines[b].psnr > baselines[a].psnr ? b : a));
+  const best = (Object.keys(baselines) as Array<keyof typeof baselines>).reduce((a, b) => (judged(baselines[b]) > judged(baselines[a]) ? b : a));
   // A walking scene's oracle deghosts, as the job does by default (walking scenes are on a tripod).
   const oracle = score(await blendFrames(pool, scenario.blendType, scene.toFrame ? sent.map((f, i) => broughtBack(f, scene.toFrame![i]!)) : sent, walking !== undefined));
   const base = { scenario: scenario.name, photo: name, draw, seed, params: scene.params, jpegQuality, baselines, best, oracle };
@@ -334,8 +348,9 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
       const pass = result.ssim >= 0.9 && clipped.result < brackets;
       return { ...base, result, methods, clipped, pass, why: pass ? '' : `SSIM ${result.ssim.toFixed(4)} (≥ 0.9), clipped ${clipped.result.toFixed(4)} (< ${brackets.toFixed(4)})` };
     }
-    const pass = result.psnr >= baselines[best].psnr;
-    return { ...base, result, methods, pass, why: pass ? '' : `${result.psnr.toFixed(2)} dB < naive ${best} ${baselines[best].psnr.toFixed(2)} dB` };
+    const pass = atLeast(judged(result), judged(baselines[best]));
+    const over = walking ? ' over the whole frame' : '';
+    return { ...base, result, methods, pass, why: pass ? '' : `${judged(result).toFixed(2)} dB < naive ${best} ${judged(baselines[best]).toFixed(2)} dB${over}` };
   } catch (err) {
     if (!(err instanceof JobFailed)) throw err;
     return { ...base, error: err.message, pass: false, why: `job failed: ${err.message}` };
@@ -344,7 +359,7 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
   }
 }
 
-/** Per scenario: jobs completed, mean PSNR of result, best baseline and oracle, cases that beat the baseline, and the oracle target. */
+/** Per scenario: jobs completed, mean PSNR (the judged one: walking scenes' over the whole frame) of result, best baseline and oracle, cases that beat the baseline, and the oracle target. */
 export interface Summary {
   scenario: string;
   judge: Scenario['judge'];
@@ -368,8 +383,8 @@ export function summarise(cases: Case[]): Summary[] {
     const mine = cases.filter((c) => c.scenario === scenario);
     const done = mine.filter((c) => c.result);
     const judge = SCENARIOS.find((s) => s.name === scenario)?.judge ?? 'psnr';
-    const psnr = done.length ? average(done.map((c) => c.result!.psnr)) : NaN;
-    const oracle = average(mine.map((c) => c.oracle.psnr));
+    const psnr = done.length ? average(done.map((c) => judged(c.result!))) : NaN;
+    const oracle = average(mine.map((c) => judged(c.oracle)));
     const walking = mine[0]!.oracle.ghost !== undefined;
     return {
       scenario,
@@ -378,8 +393,8 @@ export function summarise(cases: Case[]): Summary[] {
       completed: done.length,
       beat: mine.filter((c) => c.pass).length,
       psnr,
-      worst: Math.min(...done.map((c) => c.result!.psnr)),
-      baseline: average(mine.map((c) => c.baselines[c.best].psnr)),
+      worst: Math.min(...done.map((c) => judged(c.result!))),
+      baseline: average(mine.map((c) => judged(c.baselines[c.best]))),
       oracle,
       ...(walking ? { ghost: { result: average(done.map((c) => c.result!.ghost!)), mean: average(mine.map((c) => c.baselines.mean.ghost!)), oracle: average(mine.map((c) => c.oracle.ghost!)) } } : {}),
       // Every case must complete for the average to mean anything.
