@@ -154,8 +154,8 @@ for (const engine of ENGINES) {
         const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
         return { options: job.options, image: toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length)) };
       };
-      const on = await blend({});
-      const off = await blend({ deghost: false });
+      const on = await blend({ deghost: true });
+      const off = await blend({});
       assert.equal(on.options.deghost, true);
       assert.equal(off.options.deghost, false);
       const pool = new WorkerPool(1);

@@ -332,13 +332,13 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
     median: score(await blendFrames(pool, 'median', sent)),
   };
   const best = (Object.keys(baselines) as Array<keyof typeof baselines>).reduce((a, b) => (judged(baselines[b]) > judged(baselines[a]) ? b : a));
-  // A walking scene's oracle deghosts, as the job does by default (walking scenes are on a tripod).
+  // A walking scene's oracle deghosts, as its job asks to (walking scenes are on a tripod).
   const oracle = score(await blendFrames(pool, scenario.blendType, scene.toFrame ? sent.map((f, i) => broughtBack(f, scene.toFrame![i]!)) : sent, walking !== undefined));
   const base = { scenario: scenario.name, photo: name, draw, seed, params: scene.params, jpegQuality, baselines, best, oracle };
 
   const urls = api.serve(jpegs);
   try {
-    const { job, image } = await api.blend(urls, { blendType: scenario.blendType });
+    const { job, image } = await api.blend(urls, { blendType: scenario.blendType, ...(walking ? { deghost: true } : {}) });
     const result = score(image);
     const methods = ((job.alignment ?? []) as Array<{ method: string }>).map((a) => a.method).join(',') || 'not aligned';
     if (scenario.judge === 'exposure') {

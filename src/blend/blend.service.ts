@@ -16,7 +16,7 @@ import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
-import { alignsByDefault, deghostsByDefault } from './engine/registry.js';
+import { alignsByDefault, canDeghost, DEGHOST_BY_DEFAULT } from './engine/registry.js';
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
@@ -34,22 +34,22 @@ export interface StoredOptions {
 }
 
 function resolveOptions(blendType: BlendType, options: StartBody['options']): StoredOptions {
-  if (options?.deghost === true && !deghostsByDefault(blendType)) {
+  if (options?.deghost === true && !canDeghost(blendType)) {
     throw invalid('/options/deghost', `deghosting applies to mean, average, exposure and auto, not to ${blendType} (median and composite already keep moving things out)`);
   }
   return {
     preserveBackground: options?.preserveBackground ?? blendType === 'composite',
     qualityThreshold: options?.qualityThreshold ?? 0,
     align: options?.align ?? alignsByDefault(blendType),
-    deghost: options?.deghost ?? deghostsByDefault(blendType),
+    deghost: options?.deghost ?? (DEGHOST_BY_DEFAULT && canDeghost(blendType)),
     outputFormat: options?.outputFormat ?? 'jpeg',
   };
 }
 
-/** A job's stored options; a job stored before `deghost` existed gets the default of its type. */
+/** A job's stored options; a job stored before `deghost` existed did not deghost. */
 function storedOptions(row: BlendJobRow): StoredOptions {
   const options = JSON.parse(row.options) as Omit<StoredOptions, 'deghost'> & { deghost?: boolean };
-  return { ...options, deghost: options.deghost ?? deghostsByDefault(row.blendType as BlendType) };
+  return { ...options, deghost: options.deghost ?? false };
 }
 
 /**
