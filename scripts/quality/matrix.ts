@@ -5,7 +5,7 @@ import type { Homography } from '../../src/blend/engine/align/homography.js';
 import { warpRows } from '../../src/blend/engine/align/warp.js';
 import { blendFrames, type PixelBlendType } from '../../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../../src/blend/engine/image/image.js';
-import { type Box, clippedFractions, PSNR_CAP, ssim } from '../../src/blend/engine/image/metrics.js';
+import { type Box, clippedFractions, psnr, ssim } from '../../src/blend/engine/image/metrics.js';
 import type { WorkerPool } from '../../src/blend/engine/threads/pool.js';
 import {
   crowd,
@@ -188,21 +188,6 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** Mean squared error over R, G, B inside `box`. */
-function mse(a: RgbImage, b: RgbImage, box: Box): number {
-  let [squares, n] = [0, 0];
-  for (let y = box.y; y < box.y + box.height; y++) {
-    for (let x = box.x; x < box.x + box.width; x++) {
-      const p = y * a.width + x;
-      for (let i = 3 * p; i < 3 * p + 3; i++) squares += (a.data[i]! - b.data[i]!) ** 2;
-      n += 3;
-    }
-  }
-  return squares / n;
-}
-
-const toPsnr = (error: number) => (error === 0 ? PSNR_CAP : Math.min(PSNR_CAP, 10 * Math.log10((255 * 255) / error)));
-
 /** The part of the truth every frame shows: the frame less a margin of the largest distance a corner moves. */
 function insideEveryFrame(width: number, height: number, toFrame: Homography[]): Box {
   let most = 0;
@@ -324,8 +309,8 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
   const { walking } = scene;
   const score = (image: RgbImage): Score =>
     walking
-      ? { psnr: staticPsnr(image, target, walking), ssim: ssim(image, target, box), ghost: ghostEnergy(image, target, walking), whole: toPsnr(mse(image, target, box)) }
-      : { psnr: toPsnr(mse(image, target, box)), ssim: ssim(image, target, box) };
+      ? { psnr: staticPsnr(image, target, walking), ssim: ssim(image, target, box), ghost: ghostEnergy(image, target, walking), whole: psnr(image, target, box) }
+      : { psnr: psnr(image, target, box), ssim: ssim(image, target, box) };
   const baselines = {
     first: score(sent[0]!),
     mean: score(await blendFrames(pool, 'mean', sent)),
