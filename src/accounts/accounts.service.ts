@@ -5,14 +5,14 @@ import { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
+import { type KeyBounds, type Principal, SCOPES, type Scope } from '../http/principal.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { iso, parseTime } from '../time.js';
 import * as repo from './accounts.repository.js';
 import { KeyCache } from './key-cache.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey, hashPassword, newWebhookSecret } from './secrets.js';
 
-export const SCOPES = ['blend', 'events:read', 'events:write', 'checkin', 'webhooks'] as const;
-export type Scope = (typeof SCOPES)[number];
+export { type KeyBounds, type Principal, SCOPES, type Scope } from '../http/principal.js';
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const MAX_KEY_LIFETIME_MS = 5 * 365 * 86_400_000;
@@ -86,15 +86,6 @@ export interface NewKey {
 }
 
 const MIN_KEY_LIFETIME_MS = 60_000;
-
-/**
- * What a key made by a key may have at most: its maker's scopes (`null`: every scope) and expiry
- * (`null`: none). The owner (dashboard session, command line) makes keys without bounds.
- */
-export interface KeyBounds {
-  readonly scopes: readonly Scope[] | null;
-  readonly expiresAt: number | null;
-}
 
 /** A request for more than the maker holds: 403, naming the field. */
 const beyondMaker = (path: string, message: string) =>
@@ -192,17 +183,6 @@ export async function revokeApiKeyById(db: Db, id: string): Promise<PresentedKey
   const owner = await db.selectFrom('apiKeys').select('accountId').where('id', '=', id).executeTakeFirst();
   if (!owner) throw notFound('API key', id);
   return revokeApiKey(new TenantScope(db, owner.accountId), id);
-}
-
-/** Who is calling. Shared by every request of a cached key (frozen): never change one. */
-export interface Principal {
-  readonly accountId: string;
-  readonly plan: Plan;
-  readonly keyId: string;
-  readonly scopes: readonly Scope[];
-  /** Bounds on the keys this caller makes: its own, when it is a key; null for the owner's session. */
-  readonly keyBounds: KeyBounds | null;
-  readonly key: { readonly id: string; readonly name: string; readonly prefix: string; readonly scopes: readonly Scope[]; readonly expiresAt: string | null };
 }
 
 type KeyRecord = NonNullable<Awaited<ReturnType<typeof repo.findKeyByHash>>>;

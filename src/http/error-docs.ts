@@ -1,13 +1,21 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { BLEND_FAILURES } from '../blend/failures.js';
 import { ERROR_CODES } from '../errors.js';
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 /** Escaped text, with `backticked` words set as code. */
 const prose = (s: string) => escape(s).replace(/`([^`]+)`/g, '<code>$1</code>');
 
-/** The page every problem's `type` points into: `/docs/errors#<code>`, one section per code. */
-export function errorDocsPage(): string {
+/** What a failure code means to the one who meets it. */
+export interface FailureDoc {
+  happened: string;
+  next: string;
+}
+
+/**
+ * The page every problem's `type` points into: `/docs/errors#<code>`, one section per code, then
+ * the codes of a failed blend job (`blendFailures`, given by the blend area).
+ */
+export function errorDocsPage(blendFailures: Readonly<Record<string, FailureDoc>>): string {
   const codes = Object.entries(ERROR_CODES);
   const index = codes
     .map(([code, { status, title }]) => `<tr><td><a href="#${code}"><code>${code}</code></a></td><td>${status}</td><td>${escape(title)}</td></tr>`)
@@ -21,7 +29,7 @@ export function errorDocsPage(): string {
 </section>`,
     )
     .join('\n');
-  const failures = Object.entries(BLEND_FAILURES)
+  const failures = Object.entries(blendFailures)
     .map(
       ([code, { happened, next }]) => `<section id="blend-${code}">
 <h3><code>${code}</code></h3>
@@ -49,7 +57,7 @@ ${failures}
 </body></html>`;
 }
 
-export const errorDocsRoutes: FastifyPluginAsync = async (app) => {
-  const page = errorDocsPage();
+export const errorDocsRoutes: FastifyPluginAsync<{ blendFailures: Readonly<Record<string, FailureDoc>> }> = async (app, { blendFailures }) => {
+  const page = errorDocsPage(blendFailures);
   app.get('/docs/errors', { schema: { hide: true } }, (_request, reply) => reply.type('text/html; charset=utf-8').send(page));
 };

@@ -1,14 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type AuthCache, authenticate, type Principal, SCOPES, type Scope } from '../accounts/accounts.service.js';
-import { sessionPrincipal } from '../dashboard/sessions.service.js';
-import type { Db } from '../db/database.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
+import { type Principal, SCOPES, type Scope } from './principal.js';
 import { type Area, type RateLimits, rateLimitHeaders } from './rate-limit.js';
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal | null;
-  }
   interface FastifyContextConfig {
     /**
      * The key needs one of these scopes; `all`: a key holding every scope (managing keys,
@@ -22,17 +18,24 @@ declare module 'fastify' {
   }
 }
 
+/** The ways a request proves who it is, given by the areas that own them (app.ts). */
+export interface Authenticators {
+  /** The principal of the request's dashboard session cookie, or null (no session: try the key). */
+  session(request: FastifyRequest): Promise<Principal | null>;
+  /** The principal of the request's API key (Authorization header); throws 401 and kin. */
+  key(request: FastifyRequest): Promise<Principal>;
+}
+
 /**
  * Runs before every versioned route, in a fixed order: authenticate the key, or else the
  * dashboard's session cookie (401; 403 csrf_failed), check the
  * account's plan (403 plan_required), the key's scopes (403 insufficient_scope), then spend
  * from the account's rate limits (429). Rate-limit headers go on every authenticated response.
  */
-export async function guard(db: Db, keys: AuthCache, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function guard(auth: Authenticators, limits: RateLimits, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   // A request with an Authorization header is a client's, never the dashboard's: no session lookup.
-  const session = request.headers.authorization === undefined ? await sessionPrincipal(db, request) : null;
-  const principal =
-    session ?? (await authenticate(db, keys, request.headers.authorization, (err) => request.log.warn({ err }, 'could not record key use')));
+  const session = request.headers.authorization === undefined ? await auth.session(request) : null;
+  const principal = session ?? (await auth.key(request));
   request.principal = principal;
   if (principal.plan === 'free') {
     throw new AppError('plan_required', 'API access requires the Business plan or above; this account is on the free plan.');
@@ -55,3 +58,16 @@ export async function guard(db: Db, keys: AuthCache, limits: RateLimits, request
     throw new AppError('rate_limited', `Rate limit ${verdict.closest.name} of ${verdict.closest.limit} requests is used up; retry in ${verdict.retryAfterSeconds} s.`);
   }
 }
+
+export interface GuardOptions {
+  authenticators: Authenticators;
+  limits: RateLimits;
+}
+
+/** The guard on every route of the context it is registered in (the versioned API). */
+export const guardPlugin = fp(
+  async (app: FastifyInstance, { authenticators, limits }: GuardOptions) => {
+    app.addHook('onRequest', (request, reply) => guard(authenticators, limits, request, reply));
+  },
+  { name: 'guard' },
+);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import type { ExpressionBuilder } from 'kysely';
 import type { Database, Db } from '../db/database.js';
 import { AppError } from '../errors.js';
@@ -175,3 +176,35 @@ export async function idempotencyPreHandler(db: Db, request: FastifyRequest, rep
   request.idempotency = outcome.claim;
   return false;
 }
+
+/**
+ * Idempotency-Key on the POST routes of its context: the key is claimed before the handler (or the
+ * stored answer replayed), and the answer stored once it is sent. Needs the guard's principal.
+ */
+export const idempotencyPlugin = fp(
+  async (app: FastifyInstance, { db }: { db: Db }) => {
+    app.addHook('preHandler', (request, reply, done) => {
+      if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined) return done();
+      idempotencyPreHandler(db, request, reply).then((replayed) => (replayed ? undefined : done()), done);
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
+      const claim = request.idempotency;
+      if (!claim) return done(null, payload);
+      request.idempotency = null;
+      const settle =
+        typeof payload === 'string'
+          ? completeIdempotencyKey(db, claim, reply.statusCode, reply.getHeaders(), payload)
+          : releaseIdempotencyKey(db, claim);
+      // If the answer cannot be stored (the database went away), it is still the answer: the change
+      // it reports has committed or rolled back already. The key's claim then lapses like a crashed one's.
+      settle.then(
+        () => done(null, payload),
+        (err: Error) => {
+          request.log.warn({ err }, 'could not store the answer of an idempotent request');
+          done(null, payload);
+        },
+      );
+    });
+  },
+  { name: 'idempotency', dependencies: ['guard'] },
+);

@@ -2,26 +2,27 @@ import { STATUS_CODES } from 'node:http';
 import type { SwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
-import { accountComponents } from '../accounts/accounts.schemas.js';
-import { blendComponents } from '../blend/blend.schemas.js';
 import type { Config } from '../config.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
-import { eventComponents } from '../events/events.schemas.js';
-import { messageSchemaName, webhookComponents } from '../webhooks/webhooks.schemas.js';
-import { WEBHOOK_EVENTS } from '../webhooks/outbox.js';
 import { HealthStatusSchema } from './health.js';
 
 const PROBLEM_TYPE = 'application/problem+json';
 const PROBLEM_REF = { $ref: 'Problem#' } as const;
 
 /**
- * The named schemas of the API: registered with the app, so that routes refer to them (`ref()`),
- * the serialiser resolves them, and the OpenAPI document lists them under components/schemas.
- * (Problem is registered by the problem plugin.)
+ * The named schemas of the API (the areas' own, given by app.ts): registered with the app, so that
+ * routes refer to them (`ref()`), the serialiser resolves them, and the OpenAPI document lists them
+ * under components/schemas. (Problem is registered by the problem plugin.)
  */
-export function registerComponents(app: FastifyInstance, config: Config): void {
-  const schemas: TSchema[] = [HealthStatusSchema, ...accountComponents, ...eventComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)];
+export function registerComponents(app: FastifyInstance, components: readonly TSchema[]): void {
+  const schemas: TSchema[] = [HealthStatusSchema, ...components];
   for (const schema of schemas) app.addSchema(schema);
+}
+
+/** A webhook the API sends: its event name and the named schema of its body. */
+export interface WebhookDoc {
+  event: string;
+  schemaName: string;
 }
 
 /** The error response of one status, listing the codes a route can answer with it. */
@@ -145,13 +146,13 @@ const WEBHOOK_HEADERS = [
 ] as const;
 
 /** The OpenAPI 3.1 `webhooks` section: one entry per event, with its typed body. */
-function webhooks() {
+function webhooks(docs: readonly WebhookDoc[]) {
   return Object.fromEntries(
-    WEBHOOK_EVENTS.map((event) => [
+    docs.map(({ event, schemaName }) => [
       event,
       {
         post: {
-          operationId: `${messageSchemaName(event).replace(/Message$/, '').replace(/^./, (c) => c.toLowerCase())}Webhook`,
+          operationId: `${schemaName.replace(/Message$/, '').replace(/^./, (c) => c.toLowerCase())}Webhook`,
           summary: `${event}: delivered to subscriptions that list it (or *)`,
           description: event.startsWith('blend.')
             ? 'Delivered to the subscriptions that list it, and to the job\'s own webhookUrl (signed with the account\'s webhook secret).'
@@ -159,7 +160,7 @@ function webhooks() {
           tags: ['webhooks'],
           security: [],
           parameters: WEBHOOK_HEADERS.map(([name, description, schema]) => ({ in: 'header', name, required: true, description, schema: { maxLength: 100, ...schema } })),
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${messageSchemaName(event)}` } } } },
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schemaName}` } } } },
           responses: {
             '2XX': { description: 'Received. Any other answer, or none in time, is retried on the schedule in docs/webhooks.md.' },
             '410': { description: 'Gone: the subscription is disabled and receives nothing more.' },
@@ -185,8 +186,8 @@ const TAGS = [
   ['operations', 'Health probes'],
 ] as const;
 
-/** Options of @fastify/swagger for this API. */
-export function swaggerOptions(config: Config): SwaggerOptions {
+/** Options of @fastify/swagger for this API; `webhookDocs`: the webhooks it sends. */
+export function swaggerOptions(config: Config, webhookDocs: readonly WebhookDoc[]): SwaggerOptions {
   return {
     openapi: {
       openapi: '3.1.0',
@@ -202,7 +203,7 @@ export function swaggerOptions(config: Config): SwaggerOptions {
       tags: TAGS.map(([name, description]) => ({ name, description })),
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'mtg_ API key' } } },
       security: [{ apiKey: [] }],
-      webhooks: webhooks(),
+      webhooks: webhooks(webhookDocs),
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: openapiTransform,

@@ -117,3 +117,6 @@ export const webhookMessageSchemas = WEBHOOK_EVENTS.map((event) =>
 
 /** Every named schema of the webhook area, for the OpenAPI document's components. */
 export const webhookComponents = [WebhookEventName, SubscriptionSchema, SubscriptionPage, CreatedSubscriptionSchema, CreateSubscriptionBody, AttemptSchema, AttemptPage, BlendCompletedSchema, ...webhookMessageSchemas];
+
+/** Each webhook event with the named schema of its body, for the OpenAPI `webhooks` section. */
+export const webhookDocs = () => WEBHOOK_EVENTS.map((event) => ({ event, schemaName: messageSchemaName(event) }));
