@@ -11,7 +11,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
 import { notifyOtherProcesses } from './jobs/signal.js';
-import type { WorkerLog } from './jobs/workers.js';
+import type { Logger } from './logger.js';
 
 /** Exit status of a command line that could not be understood (unknown command or option, missing value). */
 export const USAGE_ERROR = 2;
@@ -69,7 +69,7 @@ async function openForService(config: Config, log: (line: string) => void): Prom
  * not finished within MONTAGE_SHUTDOWN_TIMEOUT, exits 1 anyway: a leased job left behind is taken
  * over by another worker when its lease runs out, so exiting late is worse than exiting unfinished.
  */
-function onShutdown(config: Config, log: WorkerLog, stop: (graceMs: number) => Promise<void>) {
+function onShutdown(config: Config, log: Logger, stop: (graceMs: number) => Promise<void>) {
   let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
@@ -99,7 +99,7 @@ function onShutdown(config: Config, log: WorkerLog, stop: (graceMs: number) => P
 // The server and the workers (the blend engine, sharp) are loaded by the commands that run them only:
 // `keys create` or `--help` starts in a fraction of the time.
 async function serve(config: Config, withWorker: boolean): Promise<void> {
-  const [{ buildApp }, { startWorkers }] = await Promise.all([import('./app.js'), import('./jobs/workers.js')]);
+  const [{ buildApp }, { startWorkers }] = await Promise.all([import('./app.js'), import('./workers.js')]);
   const handle = await openForService(config, (line) => process.stderr.write(`${line}\n`));
   const app = await buildApp(config, { database: handle });
   try {
@@ -125,7 +125,7 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
 }
 
 async function worker(config: Config): Promise<void> {
-  const { startWorkers } = await import('./jobs/workers.js');
+  const { startWorkers } = await import('./workers.js');
   const log = pino({ level: config.logLevel });
   const handle = await openForService(config, (line) => log.warn(line));
   const workers = startWorkers(handle, config, log);

@@ -12,7 +12,7 @@ import { type BuildOptions, buildApp } from '../src/app.js';
 import { type Config, loadConfig, type Plan } from '../src/config.js';
 import { type DatabaseHandle, type Engine, openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { startWorkers } from '../src/jobs/workers.js';
+import { startWorkers } from '../src/workers.js';
 
 /** The engines this run tests on (scripts/test.mjs sets them; PostgreSQL gets a fresh database per run). */
 export const ENGINES = (process.env.MONTAGE_TEST_ENGINES ?? 'sqlite').split(',').filter(Boolean) as Engine[];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import dns from 'node:dns/promises';
 import os from 'node:os';
 import { describe, test } from 'node:test';
-import { startWorkers } from '../src/jobs/workers.js';
+import { startWorkers } from '../src/workers.js';
 import { isPrivateAddress } from '../src/net/addresses.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
 

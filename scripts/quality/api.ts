@@ -7,7 +7,7 @@ import type { RgbImage } from '../../src/blend/engine/image/image.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { startWorkers } from '../../src/jobs/workers.js';
+import { startWorkers } from '../../src/workers.js';
 
 /**
  * The real API for the quality reports: the server with its job workers on the storage `env` names

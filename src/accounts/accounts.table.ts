@@ -29,3 +29,11 @@ export interface ApiKeyTable {
   expiresAt: number | null;
   revokedAt: number | null;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    accounts: AccountTable;
+    apiKeys: ApiKeyTable;
+  }
+}

@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { transaction } from '../db/transaction.js';
 import type { JobRow } from '../jobs/queue.js';
-import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import { type JobHandler, type JobOutcome, retryDelayMs } from '../jobs/runner.js';
+import type { Logger } from '../logger.js';
 import { addressPolicy } from '../net/safe-http.js';
 import { enqueueMessages, type OutboxMessage } from '../webhooks/outbox.js';
 import { type BlendJobRow, presentJob, resultFileName, signResultUrl, specOf } from './blend.service.js';
@@ -12,11 +13,6 @@ import { BlendFailure } from './failures.js';
 import { BlendEngine, type BlendResult } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
-interface Log {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
 
 /**
  * Works `blend.run` jobs: marks the job processing (blend.started, once), runs the engine within
@@ -24,7 +20,7 @@ interface Log {
  * (blend.failed) in one transaction with its webhook message. Failures that can never succeed
  * are not retried; a crash is, on whichever worker takes the lease over.
  */
-export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Log): JobHandler & { close(): Promise<void> } {
+export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Logger): JobHandler & { close(): Promise<void> } {
   let engine: BlendEngine | null = null;
   // Threads start with the first job, so processes that never blend pay nothing for them.
   const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl));
@@ -154,7 +150,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
           else if (failure.internal && failure.internal !== failure.message) log.warn({ jobId, imageIndex: failure.imageIndex, reason: failure.internal }, 'image fetch failed');
           if (failure.retryable && job.attempts < job.maxAttempts) {
             await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
-            return { status: 'retry', delayMs: 2000 * 2 ** (job.attempts - 1), error: failure.message };
+            return { status: 'retry', delayMs: retryDelayMs(job.attempts), error: failure.message };
           }
           // A job refused before it was admitted (an image that cannot be fetched, a job too large) still started, and says so.
           if (!started) await markStarted();

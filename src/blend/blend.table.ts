@@ -36,3 +36,10 @@ export interface BlendJobTable {
   completedAt: number | null;
   updatedAt: number;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    blendJobs: BlendJobTable;
+  }
+}

@@ -9,3 +9,10 @@ export interface DashboardSessionTable {
   expiresAt: number;
   lastSeenAt: number;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    dashboardSessions: DashboardSessionTable;
+  }
+}

@@ -15,3 +15,10 @@ export interface IdempotencyKeyTable {
   /** While in progress: when another request may take the key over (the first one died). */
   lockedUntil: number;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    idempotencyKeys: IdempotencyKeyTable;
+  }
+}

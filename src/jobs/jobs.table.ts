@@ -18,3 +18,10 @@ export interface JobTable {
   updatedAt: number;
   finishedAt: number | null;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    jobs: JobTable;
+  }
+}

@@ -1,8 +1,12 @@
 import os from 'node:os';
 import type { Db, Engine } from '../db/database.js';
 import { newId } from '../ids.js';
+import type { Logger } from '../logger.js';
 import { claimJobs, CompletionBatcher, extendLease, failJob, type JobRow, releaseJob, retryJob } from './queue.js';
 import { onJobsQueued } from './signal.js';
+
+/** How long a failed attempt waits before the next: 2 s after the first, doubling each time. */
+export const retryDelayMs = (attempts: number) => 1000 * 2 ** attempts;
 
 export type JobOutcome = { status: 'done' } | { status: 'retry'; delayMs: number; error: string } | { status: 'failed'; error: string };
 
@@ -23,7 +27,7 @@ export interface RunnerOptions {
   leaseMs: number;
   /** How often an idle runner looks for due jobs. */
   pollMs?: number;
-  log: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  log: Pick<Logger, 'warn' | 'error'>;
 }
 
 /**
@@ -138,7 +142,7 @@ export class JobRunner {
         if (handedBack.aborted) return;
         this.options.log.error({ err, jobId: job.id, kind: job.kind }, 'job handler failed');
         const error = err instanceof Error ? err.message : String(err);
-        outcome = job.attempts < job.maxAttempts ? { status: 'retry', delayMs: 1000 * 2 ** job.attempts, error } : { status: 'failed', error };
+        outcome = job.attempts < job.maxAttempts ? { status: 'retry', delayMs: retryDelayMs(job.attempts), error } : { status: 'failed', error };
         // The handler never settled its own rows (a blend job would stay "processing" for ever).
         if (outcome.status === 'failed') {
           await handler.giveUp?.(job, error).catch((giveUpErr) => this.options.log.error({ err: giveUpErr, jobId: job.id }, 'could not record a job given up'));

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
+import type { Logger } from '../logger.js';
 
 /**
  * Telling workers that jobs were queued, so that an idle worker claims them now instead of at its
@@ -36,10 +37,8 @@ const RELISTEN_MAX_MS = 30_000;
 /** This process, in its notifications: it does not wake itself (its runners were told directly). */
 const INSTANCE = randomBytes(6).toString('hex');
 
-interface SignalLog {
-  info?(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
+/** The signal reports trouble (warn) and, when it can, recovery (info). */
+type SignalLog = Pick<Logger, 'warn'> & Partial<Pick<Logger, 'info'>>;
 
 /**
  * Calls `fn` at most once per `gapMs`: at once when the last call is that old, else once at the

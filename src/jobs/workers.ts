@@ -1,19 +1,17 @@
-import { eraseRetiredWebhookSecrets } from '../accounts/webhook-secret.repository.js';
-import { blendJobHandler } from '../blend/blend.job.js';
-import { BLEND_KIND, purgeExpiredBlendJobs } from '../blend/blend.service.js';
-import { createResultStore } from '../blend/storage.js';
 import type { Config } from '../config.js';
-import type { DatabaseHandle } from '../db/database.js';
-import { purgeExpiredIdempotencyKeys } from '../http/idempotency.js';
-import { DELIVER_KIND, purgeOldWebhookMessages, webhookDeliveryHandler } from '../webhooks/delivery.js';
-import { purgeFinishedJobs } from './queue.js';
-import { JobRunner } from './runner.js';
+import type { DatabaseHandle, Db } from '../db/database.js';
+import type { Logger } from '../logger.js';
+import { JobRunner, type JobHandler } from './runner.js';
 import { jobsQueued, listenForQueuedJobs } from './signal.js';
 
-export interface WorkerLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
+/** What a process works in the background, given by its composition (src/workers.ts). */
+export interface BackgroundWork {
+  /** The handler of each job kind. */
+  handlers: Record<string, JobHandler>;
+  /** Periodic clean-up, run in this order: each removes what has expired and says how many rows, by name. */
+  sweeps: Record<string, (db: Db) => Promise<number>>;
+  /** Called last on stop, once no job runs any more. */
+  close(): Promise<void>;
 }
 
 export interface Workers {
@@ -24,25 +22,18 @@ export interface Workers {
 
 const SWEEP_MS = 15 * 60_000;
 
-/** The background work of a process: the job queue's handlers and periodic clean-up. */
-export function startWorkers(handle: DatabaseHandle, config: Config, log: WorkerLog): Workers {
-  const store = createResultStore(config);
-  const blend = blendJobHandler(handle.db, config, store, log);
-  const handlers = { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend };
-  const runner = new JobRunner(handle.db, handle.engine, handlers, { leaseMs: config.jobLeaseMs, log });
+/** Runs the job queue's handlers and the periodic clean-up of one process. */
+export function runWorkers(handle: DatabaseHandle, config: Config, log: Logger, work: BackgroundWork): Workers {
+  const runner = new JobRunner(handle.db, handle.engine, work.handlers, { leaseMs: config.jobLeaseMs, log });
   runner.start();
   // On PostgreSQL, jobs queued by other processes wake this one (main.ts announces this one's).
   const stopListening = listenForQueuedJobs(config, handle, () => runner.wake(), log);
   const sweep = async () => {
     try {
-      const keys = await purgeExpiredIdempotencyKeys(handle.db);
-      const jobs = await purgeFinishedJobs(handle.db);
-      const messages = await purgeOldWebhookMessages(handle.db);
-      const blendJobs = await purgeExpiredBlendJobs(handle.db, store, config.blend.retentionMs);
-      const retiredSecrets = await eraseRetiredWebhookSecrets(handle.db);
-      if (keys + jobs + messages + blendJobs + retiredSecrets > 0) {
-        log.info({ idempotencyKeys: keys, jobs, webhookMessages: messages, blendJobs, retiredSecrets }, 'purged expired rows');
-      }
+      const purged: Record<string, number> = {};
+      let total = 0;
+      for (const [name, purge] of Object.entries(work.sweeps)) total += purged[name] = await purge(handle.db);
+      if (total > 0) log.info(purged, 'purged expired rows');
     } catch (err) {
       log.warn({ err }, 'clean-up failed');
     }
@@ -58,7 +49,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Worker
       await runner.stop(graceMs);
       // What it handed back is for the workers of other processes.
       jobsQueued();
-      await blend.close();
+      await work.close();
     },
   };
 }

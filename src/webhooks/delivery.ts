@@ -6,14 +6,12 @@ import type { Insertable, Selectable } from 'kysely';
 import { ReadBatcher, WriteBatcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import type { Logger } from '../logger.js';
 import { addressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
 import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from './webhooks.table.js';
 
 export const DELIVER_KIND = 'webhook.deliver';
 
-interface DeliveryLog {
-  warn(obj: object, msg: string): void;
-}
 /** A ceiling only: the retry schedule decides how often a delivery is tried. */
 export const DELIVERY_MAX_ATTEMPTS = 50;
 const TIMEOUT_MS = 10_000;
@@ -71,7 +69,7 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
  * retried on the configured schedule with the same `webhook-id`; a subscription that has kept
  * failing for the configured span is disabled, not deleted. Every attempt is recorded.
  */
-export function webhookDeliveryHandler(db: Db, config: Config, log?: DeliveryLog, concurrency = 64): JobHandler {
+export function webhookDeliveryHandler(db: Db, config: Config, log?: Pick<Logger, 'warn'>, concurrency = 64): JobHandler {
   const policy = addressPolicy(config.allowPrivateNetwork);
   const store = deliveryStore(db);
   return {

@@ -47,3 +47,12 @@ export interface WebhookAttemptTable {
   responseSnippet: string | null;
   createdAt: number;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    webhookMessages: WebhookMessageTable;
+    webhookSubscriptions: WebhookSubscriptionTable;
+    webhookAttempts: WebhookAttemptTable;
+  }
+}

@@ -1,0 +1,33 @@
+import { eraseRetiredWebhookSecrets } from './accounts/webhook-secret.repository.js';
+import { blendJobHandler } from './blend/blend.job.js';
+import { BLEND_KIND, purgeExpiredBlendJobs } from './blend/blend.service.js';
+import { createResultStore } from './blend/storage.js';
+import type { Config } from './config.js';
+import type { DatabaseHandle } from './db/database.js';
+import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
+import { purgeFinishedJobs } from './jobs/queue.js';
+import { runWorkers, type Workers } from './jobs/workers.js';
+import type { Logger } from './logger.js';
+import { DELIVER_KIND, purgeOldWebhookMessages, webhookDeliveryHandler } from './webhooks/delivery.js';
+
+export type { Workers } from './jobs/workers.js';
+
+/**
+ * The background work of a process, as app.ts is its HTTP side: the job handlers of each area
+ * (webhook deliveries, blend jobs) and the clean-up of what expires.
+ */
+export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger): Workers {
+  const store = createResultStore(config);
+  const blend = blendJobHandler(handle.db, config, store, log);
+  return runWorkers(handle, config, log, {
+    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend },
+    sweeps: {
+      idempotencyKeys: (db) => purgeExpiredIdempotencyKeys(db),
+      jobs: (db) => purgeFinishedJobs(db),
+      webhookMessages: (db) => purgeOldWebhookMessages(db),
+      blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
+      retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
+    },
+    close: () => blend.close(),
+  });
+}
