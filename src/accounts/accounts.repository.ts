@@ -2,7 +2,7 @@ import type { Insertable, Selectable } from 'kysely';
 import type { Db, Tx } from '../db/database.js';
 import { prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
-import type { PageRequest } from '../http/paging.js';
+import type { KeysetPage } from '../db/keyset.js';
 import type { AccountTable, ApiKeyTable } from './accounts.table.js';
 
 export type AccountRow = Selectable<AccountTable>;
@@ -77,7 +77,7 @@ const keysAfter = prepared((db: Db, accountId: string, after: string, limit: num
 );
 
 /** Newest first; one row more than the page, to know whether another follows. */
-export function listKeys(scope: TenantScope, page: PageRequest): Promise<ApiKeyView[]> {
+export function listKeys(scope: TenantScope, page: KeysetPage): Promise<ApiKeyView[]> {
   const db = scope.db as Db;
   return page.after ? keysAfter(db, scope.accountId, page.after.id, page.limit + 1) : firstKeys(db, scope.accountId, page.limit + 1);
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
-import { PageQuery, pageRequest, withLinkHeader } from '../http/paging.js';
+import { PageQuery, withLinkHeader } from '../http/paging.js';
 import { ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { AccountSchema, ApiKeyPage, ApiKeySchema, CreateKeyBody, CreatedApiKeySchema, KeyParams, WebhookSecretSchema } from './accounts.schemas.js';
@@ -78,7 +78,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await accounts.listApiKeys(scope(request.principal!.accountId), pageRequest(request.query, accounts.keysListTag()))),
+      withLinkHeader(request, reply, await accounts.listApiKeys(scope(request.principal!.accountId), request.query)),
   );
 
   app.post(

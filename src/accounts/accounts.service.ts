@@ -3,7 +3,7 @@ import { PLANS } from '../config.js';
 import type { Db } from '../db/database.js';
 import { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
-import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { type KeyBounds, type Principal, SCOPES, type Scope } from '../http/principal.js';
 import type { RateLimits } from '../http/rate-limit.js';
@@ -158,12 +158,11 @@ export function presentKey(row: repo.ApiKeyView) {
 
 export type PresentedKey = ReturnType<typeof presentKey>;
 
-export async function listApiKeys(scope: TenantScope, page: PageRequest): Promise<Page<PresentedKey>> {
+export async function listApiKeys(scope: TenantScope, query: PageParams): Promise<Page<PresentedKey>> {
+  const page = pageRequest(query, listTag('keys'));
   const rows = await repo.listKeys(scope, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentKey);
 }
-
-export const keysListTag = () => listTag('keys');
 
 export async function getApiKey(scope: TenantScope, id: string): Promise<PresentedKey> {
   const row = await repo.findKey(scope, id);

@@ -7,12 +7,12 @@ import { type JobHandler, type JobOutcome, retryDelayMs } from '../jobs/runner.j
 import type { Logger } from '../logger.js';
 import { addressPolicy } from '../net/safe-http.js';
 import { enqueueMessages, type OutboxMessage } from '../webhooks/outbox.js';
+import * as repo from './blend.repository.js';
 import { type BlendJobRow, presentJob, resultFileName, signResultUrl, specOf } from './blend.service.js';
 import type { BlendJobTable } from './blend.table.js';
 import { BlendFailure } from './failures.js';
 import { BlendEngine, type BlendResult } from './pipeline.js';
 import type { ResultStore } from './storage.js';
-
 
 /**
  * Works `blend.run` jobs: marks the job processing (blend.started, once), runs the engine within
@@ -27,12 +27,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
     return transaction(db, async (tx) => {
-      const started = await tx
-        .updateTable('blendJobs')
-        .set({ status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const started = await repo.updateJob(tx, row.id, { status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now });
       if (row.startedAt === null) {
         await enqueueMessages(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config), ...webhookOf(row) }], now);
       }
@@ -44,12 +39,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
   async function settle(row: BlendJobRow, changes: Updateable<BlendJobTable>, message: (settled: BlendJobRow, now: number) => OutboxMessage): Promise<void> {
     const now = Date.now();
     await transaction(db, async (tx) => {
-      const settled = await tx
-        .updateTable('blendJobs')
-        .set({ ...changes, completedAt: now, updatedAt: now })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const settled = await repo.updateJob(tx, row.id, { ...changes, completedAt: now, updatedAt: now });
       await enqueueMessages(tx, row.accountId, [{ jobId: row.id, ...webhookOf(row), ...message(settled, now) }], now);
     });
   }
@@ -117,7 +107,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     concurrency: config.blend.concurrency,
     async work(job: JobRow, handedBack: AbortSignal): Promise<JobOutcome> {
       const { jobId } = JSON.parse(job.payload) as { jobId: string };
-      const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      const row = await repo.jobById(db, jobId);
       if (!row || row.status === 'completed' || row.status === 'failed') return { status: 'done' };
       // The job stays queued while its images are fetched and while it waits for memory; it is
       // processing (startedAt, blend.started) from when this process admits it, and holds its
@@ -149,7 +139,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
           // What the client is not told (a resolved address) is kept here; never the image URL, which may carry a token of theirs.
           else if (failure.internal && failure.internal !== failure.message) log.warn({ jobId, imageIndex: failure.imageIndex, reason: failure.internal }, 'image fetch failed');
           if (failure.retryable && job.attempts < job.maxAttempts) {
-            await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: Date.now() }).where('id', '=', jobId).execute();
+            await repo.requeueJob(db, jobId, Date.now());
             return { status: 'retry', delayMs: retryDelayMs(job.attempts), error: failure.message };
           }
           // A job refused before it was admitted (an image that cannot be fetched, a job too large) still started, and says so.
@@ -175,7 +165,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     },
     async giveUp(job: JobRow, error: string) {
       const { jobId } = JSON.parse(job.payload) as { jobId: string };
-      const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      const row = await repo.jobById(db, jobId);
       if (!row || row.status === 'completed' || row.status === 'failed') return;
       await fail(row, new BlendFailure('internal_error', `the job was given up: ${error}`), row.startedAt ?? Date.now());
     },

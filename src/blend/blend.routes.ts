@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
-import { pageRequest, withLinkHeader } from '../http/paging.js';
+import { withLinkHeader } from '../http/paging.js';
 import { PathId, ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
@@ -47,7 +47,7 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/blend/jobs',
     { config, schema: { operationId: 'listBlendJobs', tags, summary: 'Blend jobs, newest first, filtered by project and status', querystring: ListJobsQuery, response: { 200: ref(BlendJobPage) } } },
-    async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, pageRequest(request.query, blend.jobsListTag(request.query)), app.config)),
+    async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, app.config)),
   );
 };
 

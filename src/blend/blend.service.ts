@@ -1,5 +1,4 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -7,10 +6,11 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueueJobs } from '../jobs/queue.js';
-import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
 import { iso } from '../time.js';
-import type { BlendJobTable } from './blend.table.js';
+import * as repo from './blend.repository.js';
+import type { BlendJobRow } from './blend.repository.js';
 import type { ListJobsQuery, startBody } from './blend.schemas.js';
 import { PRIVATE_NETWORK_HINT } from './fetcher.js';
 import type { Quality } from './quality.js';
@@ -20,7 +20,7 @@ import { alignsByDefault, canDeghost, DEGHOST_BY_DEFAULT } from './engine/regist
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
-export type BlendJobRow = Selectable<BlendJobTable>;
+export type { BlendJobRow } from './blend.repository.js';
 export type StartBody = Static<ReturnType<typeof startBody>>;
 export const BLEND_KIND = 'blend.run';
 
@@ -106,28 +106,24 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     updatedAt: now,
   };
   await scope.transaction(async (tx) => {
-    await tx.db.insertInto('blendJobs').values(row).execute();
+    await repo.insertJob(tx, row);
     await enqueueJobs(tx.db, [{ kind: BLEND_KIND, payload: { jobId: row.id }, maxAttempts: config.blend.maxAttempts }], now);
   });
   return presentJob(row, config);
 }
 
 export async function getJob(scope: TenantScope, id: string, config: Config): Promise<ReturnType<typeof presentJob>> {
-  const row = await scope.selectFrom('blendJobs').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await repo.findJob(scope, id);
   if (!row) throw notFound('blend job', id);
   return presentJob(row, config);
 }
 
-export async function listJobs(scope: TenantScope, query: Static<typeof ListJobsQuery>, page: Omit<PageRequest, 'listTag'>, config: Config): Promise<Page<ReturnType<typeof presentJob>>> {
-  const request = { ...page, listTag: jobsListTag(query) };
-  let qb = scope.selectFrom('blendJobs').selectAll();
-  if (query.projectId !== undefined) qb = qb.where('projectId', '=', query.projectId);
-  if (query.status !== undefined) qb = qb.where('status', '=', query.status);
-  const rows = await keysetPage(qb, request, 'blendJobs.id', 'blendJobs.id', 'desc').execute();
-  return toPage(rows, request, (r) => ({ key: r.id, id: r.id }), (r) => presentJob(r, config));
+/** A page of the account's jobs; the query's filters are part of the list (a cursor is for them only). */
+export async function listJobs(scope: TenantScope, query: Static<typeof ListJobsQuery> & PageParams, config: Config): Promise<Page<ReturnType<typeof presentJob>>> {
+  const page = pageRequest(query, listTag('blend-jobs', { projectId: query.projectId, status: query.status }));
+  const rows = await repo.pageJobs(scope, query, page);
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (r) => presentJob(r, config));
 }
-
-export const jobsListTag = (query: Static<typeof ListJobsQuery>) => listTag('blend-jobs', { projectId: query.projectId, status: query.status });
 
 /** The job's spec for the engine. */
 export function specOf(row: BlendJobRow): BlendSpec {
@@ -190,7 +186,7 @@ export function signResultUrl(row: BlendJobRow, config: Config, now = Date.now()
 /** The stored result a signed URL names, or the reason it is refused. */
 export async function resolveResultUrl(db: Db, file: string, expires: number, given: string, now = Date.now()): Promise<BlendJobRow> {
   const id = file.slice(0, file.indexOf('.'));
-  const row = await db.selectFrom('blendJobs').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await repo.jobById(db, id);
   const refused = new AppError('invalid_signature', 'This result URL is not valid. Read the job status for a fresh one.');
   if (!row || row.status !== 'completed' || !row.resultKey || resultFileName(row) !== file) throw refused;
   const expected = Buffer.from(signature(row.resultToken, file, expires));
@@ -212,18 +208,10 @@ export async function purgeExpiredBlendJobs(db: Db, store: ResultStore, retentio
   if (retentionMs <= 0) return 0;
   let purged = 0;
   for (;;) {
-    const rows = await db
-      .selectFrom('blendJobs')
-      .select(['id', 'resultKey'])
-      .where('completedAt', '<', now - retentionMs)
-      .where('status', 'in', ['completed', 'failed'])
-      .orderBy('completedAt')
-      .limit(PURGE_BATCH)
-      .execute();
+    const rows = await repo.finishedBefore(db, now - retentionMs, PURGE_BATCH);
     if (rows.length === 0) return purged;
     for (const row of rows) if (row.resultKey) await store.delete(row.resultKey);
-    const result = await db.deleteFrom('blendJobs').where('id', 'in', rows.map((r) => r.id)).executeTakeFirst();
-    purged += Number(result.numDeletedRows);
+    purged += await repo.deleteJobs(db, rows.map((r) => r.id));
     if (rows.length < PURGE_BATCH) return purged;
   }
 }

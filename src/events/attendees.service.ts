@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
-import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { keysetPage } from '../db/keyset.js';
+import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
 import { matching, requireEvent } from './events.repository.js';
 import type { AttendeeListQuery, ExportQuery } from './events.schemas.js';

@@ -3,7 +3,7 @@ import type { Db, Tx } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { notFound } from '../errors.js';
-import { keysetPage, type PageRequest } from '../http/paging.js';
+import { keysetPage, type KeysetPage as PageRequest } from '../db/keyset.js';
 import { EVENT_COLUMNS, type EventTable, type TicketTable, type TicketTypeTable } from './events.table.js';
 
 export type EventRow = Selectable<EventTable>;

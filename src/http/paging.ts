@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type SelectQueryBuilder, sql } from 'kysely';
 import { type TSchema, Type } from 'typebox';
+import type { KeysetPage, Position } from '../db/keyset.js';
 import { AppError } from '../errors.js';
 import { Nullable, ref } from '../schemas.js';
 
@@ -22,21 +22,22 @@ export const pageSchema = <T extends TSchema>(name: string, item: T) =>
     { $id: name, description: 'One page of a list; the `Link` header names the next page too.' },
   );
 
+/** The paging parameters of a list's query string (PageQuery). */
+export interface PageParams {
+  limit?: number;
+  cursor?: string;
+}
+
 export interface Page<T> {
   data: T[];
   hasMore: boolean;
   nextCursor: string | null;
 }
 
-/** Where a page starts: the (sort key, id) of the last item of the previous page. */
-export interface Position {
-  key: string | number;
-  id: string;
-}
+export type { Position } from '../db/keyset.js';
 
-export interface PageRequest {
-  limit: number;
-  after: Position | null;
+/** A page asked for: the keyset page (db/keyset.ts) and the list it belongs to. */
+export interface PageRequest extends KeysetPage {
   /** Identifies the list and its filters; a cursor only continues the list it came from. */
   listTag: string;
 }
@@ -70,38 +71,13 @@ export function decodeCursor(tag: string, cursor: string): Position {
   return { key: k, id: i };
 }
 
-export function pageRequest(query: { limit?: number; cursor?: string }, tag: string): PageRequest {
+/** The page a list's query asks for, in the list `tag` (the service's, with its filters). */
+export function pageRequest(query: PageParams, tag: string): PageRequest {
   return {
     limit: query.limit ?? 20,
     after: query.cursor ? decodeCursor(tag, query.cursor) : null,
     listTag: tag,
   };
-}
-
-/**
- * Keyset pagination on (sortColumn, idColumn): stable under concurrent inserts,
- * no item repeated or skipped. Fetches one row more than the page to know `hasMore`.
- */
-export function keysetPage<QB extends SelectQueryBuilder<any, any, any>>(
-  qb: QB,
-  page: PageRequest,
-  sortColumn: string,
-  idColumn: string,
-  order: 'asc' | 'desc',
-): QB {
-  let query = qb;
-  if (page.after) {
-    const op = sql.raw(order === 'desc' ? '<' : '>');
-    const { key, id } = page.after;
-    query = (query as any).where(
-      sortColumn === idColumn
-        ? sql`${sql.ref(idColumn)} ${op} ${id}`
-        : sql`(${sql.ref(sortColumn)} ${op} ${key} or (${sql.ref(sortColumn)} = ${key} and ${sql.ref(idColumn)} ${op} ${id}))`,
-    );
-  }
-  query = (query as any).orderBy(sortColumn, order);
-  if (sortColumn !== idColumn) query = (query as any).orderBy(idColumn, order);
-  return (query as any).limit(page.limit + 1);
 }
 
 /** Cuts the extra row off and builds the cursor of the next page. */

@@ -2,13 +2,13 @@ import { createHmac } from 'node:crypto';
 import { secretsInUse, signingSecrets } from '../accounts/webhook-secret.repository.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { Insertable, Selectable } from 'kysely';
 import { ReadBatcher, WriteBatcher } from '../db/batcher.js';
 import { newId } from '../ids.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
 import type { Logger } from '../logger.js';
 import { addressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
-import type { WebhookAttemptTable, WebhookMessageTable, WebhookSubscriptionTable } from './webhooks.table.js';
+import * as repo from './webhooks.repository.js';
+import type { DeliveryMessage as Message, DeliverySubscription as Subscription, NewAttempt as Attempt } from './webhooks.repository.js';
 
 export const DELIVER_KIND = 'webhook.deliver';
 
@@ -24,10 +24,6 @@ export interface DeliveryPayload {
   url?: string;
 }
 
-type Message = Pick<Selectable<WebhookMessageTable>, 'id' | 'accountId' | 'eventType' | 'payload'>;
-type Subscription = Pick<Selectable<WebhookSubscriptionTable>, 'id' | 'accountId' | 'url' | 'secret' | 'previousSecret' | 'previousSecretUntil' | 'status' | 'failingSince'>;
-type Attempt = Insertable<WebhookAttemptTable>;
-
 const byId = <T extends { id: string }>(rows: T[]) => new Map(rows.map((row) => [row.id, row]));
 
 /**
@@ -36,13 +32,9 @@ const byId = <T extends { id: string }>(rows: T[]) => new Map(rows.map((row) => 
  * costs the database a share of four statements instead of two of its own.
  */
 function deliveryStore(db: Db) {
-  const messages = new ReadBatcher<string, Message>(async (ids) =>
-    byId(await db.selectFrom('webhookMessages').select(['id', 'accountId', 'eventType', 'payload']).where('id', 'in', ids).execute()),
-  );
-  const subscriptions = new ReadBatcher<string, Subscription>(async (ids) =>
-    byId(await db.selectFrom('webhookSubscriptions').select(['id', 'accountId', 'url', 'secret', 'previousSecret', 'previousSecretUntil', 'status', 'failingSince']).where('id', 'in', ids).execute()),
-  );
-  const attempts = new WriteBatcher<Attempt>((rows) => db.insertInto('webhookAttempts').values(rows).execute(), 200);
+  const messages = new ReadBatcher<string, Message>(async (ids) => byId(await repo.messagesByIds(db, ids)));
+  const subscriptions = new ReadBatcher<string, Subscription>(async (ids) => byId(await repo.subscriptionsByIds(db, ids)));
+  const attempts = new WriteBatcher<Attempt>((rows) => repo.insertAttempts(db, rows), 200);
   return {
     message: (id: string) => messages.load(id),
     subscription: (id: string) => subscriptions.load(id),
@@ -142,23 +134,23 @@ export function webhookDeliveryHandler(db: Db, config: Config, log?: Pick<Logger
 
       if (succeeded(statusCode)) {
         if (subscription?.failingSince) {
-          await db.updateTable('webhookSubscriptions').set({ failingSince: null, updatedAt: now }).where('id', '=', subscription.id).execute();
+          await repo.clearFailing(db, subscription.id, now);
         }
         return { status: 'done' };
       }
       const reason = error ?? `endpoint answered ${statusCode}`;
       if (subscription && statusCode === 410) {
-        await disable(db, subscription.id, 'gone', now);
+        await repo.disableSubscription(db, subscription.id, 'gone', now);
         return { status: 'failed', error: reason };
       }
       if (subscription) {
         const failingSince = subscription.failingSince ?? now;
         if (now - failingSince >= config.webhookDisableAfterMs) {
-          await disable(db, subscription.id, 'failing', now);
+          await repo.disableSubscription(db, subscription.id, 'failing', now);
           return { status: 'failed', error: `${reason}; subscription disabled after failing since ${new Date(failingSince).toISOString()}` };
         }
         if (subscription.failingSince === null) {
-          await db.updateTable('webhookSubscriptions').set({ failingSince, updatedAt: now }).where('id', '=', subscription.id).where('failingSince', 'is', null).execute();
+          await repo.markFailing(db, subscription.id, failingSince, now);
         }
       }
       const delay = config.webhookRetrySchedule[job.attempts - 1];
@@ -170,18 +162,7 @@ export function webhookDeliveryHandler(db: Db, config: Config, log?: Pick<Logger
 /** What a receiver sent, as text the database can hold (PostgreSQL refuses NUL). */
 const storable = (text: string) => text.replace(/\u0000/g, '');
 
-async function disable(db: Db, id: string, reason: 'gone' | 'failing', now: number): Promise<void> {
-  await db
-    .updateTable('webhookSubscriptions')
-    .set({ status: 'disabled', disabledAt: now, disabledReason: reason, updatedAt: now })
-    .where('id', '=', id)
-    .where('status', '=', 'enabled')
-    .execute();
-}
-
 /** Messages and their attempts are kept 30 days (retries end after about a day), then removed. */
 export async function purgeOldWebhookMessages(db: Db, keepMs = 30 * 86_400_000, now = Date.now()): Promise<number> {
-  await db.deleteFrom('webhookAttempts').where('createdAt', '<', now - keepMs).execute();
-  const result = await db.deleteFrom('webhookMessages').where('createdAt', '<', now - keepMs).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return repo.deleteMessagesBefore(db, now - keepMs);
 }

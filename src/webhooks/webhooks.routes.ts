@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
-import { pageRequest, withLinkHeader } from '../http/paging.js';
+import { withLinkHeader } from '../http/paging.js';
 import { problems } from '../http/openapi.js';
 import { IdParam, ref } from '../schemas.js';
 import { AttemptPage, CreatedSubscriptionSchema, CreateSubscriptionBody, ListQuery, SubscriptionPage, SubscriptionSchema } from './webhooks.schemas.js';
@@ -18,7 +18,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhooks',
     { config, schema: { operationId: 'listWebhookSubscriptions', tags, summary: 'List webhook subscriptions, newest first (no secrets)', querystring: ListQuery, response: { 200: ref(SubscriptionPage) } } },
-    async (request, reply) => withLinkHeader(request, reply, await webhooks.listSubscriptions(scope(request), pageRequest(request.query, webhooks.subscriptionsListTag()))),
+    async (request, reply) => withLinkHeader(request, reply, await webhooks.listSubscriptions(scope(request), request.query)),
   );
 
   app.post(
@@ -84,6 +84,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { operationId: 'listWebhookDeliveries', tags, summary: 'Delivery attempts to this subscription, newest first', params: Params, querystring: ListQuery, response: { 200: ref(AttemptPage) } },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await webhooks.listAttempts(scope(request), request.params.id, pageRequest(request.query, webhooks.attemptsListTag(request.params.id)))),
+      withLinkHeader(request, reply, await webhooks.listAttempts(scope(request), request.params.id, request.query)),
   );
 };

@@ -1,19 +1,16 @@
-import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import { newWebhookSecret } from '../accounts/secrets.js';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
-import { keysetPage, listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
 import { iso } from '../time.js';
 import { succeeded } from './delivery.js';
 import { WEBHOOK_EVENTS } from './outbox.js';
-import type { WebhookAttemptTable, WebhookSubscriptionTable } from './webhooks.table.js';
+import * as repo from './webhooks.repository.js';
+import type { AttemptRow, SubscriptionRow } from './webhooks.repository.js';
 import type { CreateSubscriptionBody } from './webhooks.schemas.js';
-
-type SubscriptionRow = Selectable<WebhookSubscriptionTable>;
-type AttemptRow = Selectable<WebhookAttemptTable>;
 
 export function presentSubscription(row: SubscriptionRow) {
   return {
@@ -68,8 +65,7 @@ export async function createSubscription(scope: TenantScope, input: Static<typeo
     }
   });
   if (input.events.includes('*') && input.events.length > 1) throw invalid('/events', 'holds * (every event) beside other names');
-  const count = await scope.selectFrom('webhookSubscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  if (Number(count.n) >= MAX_SUBSCRIPTIONS) {
+  if ((await repo.countSubscriptions(scope)) >= MAX_SUBSCRIPTIONS) {
     throw new AppError('too_many_subscriptions', `An account may have ${MAX_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
   }
   const now = Date.now();
@@ -89,12 +85,12 @@ export async function createSubscription(scope: TenantScope, input: Static<typeo
     createdAt: now,
     updatedAt: now,
   };
-  await scope.db.insertInto('webhookSubscriptions').values(row).execute();
+  await repo.insertSubscription(scope, row);
   return { ...presentSubscription(row), secret: row.secret };
 }
 
 async function findSubscription(scope: TenantScope, id: string): Promise<SubscriptionRow> {
-  const row = await scope.selectFrom('webhookSubscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await repo.findSubscription(scope, id);
   if (!row) throw notFound('webhook subscription', id);
   return row;
 }
@@ -103,8 +99,9 @@ export async function getSubscription(scope: TenantScope, id: string) {
   return presentSubscription(await findSubscription(scope, id));
 }
 
-export async function listSubscriptions(scope: TenantScope, page: PageRequest): Promise<Page<ReturnType<typeof presentSubscription>>> {
-  const rows = await keysetPage(scope.selectFrom('webhookSubscriptions').selectAll(), page, 'webhookSubscriptions.id', 'webhookSubscriptions.id', 'desc').execute();
+export async function listSubscriptions(scope: TenantScope, query: PageParams): Promise<Page<ReturnType<typeof presentSubscription>>> {
+  const page = pageRequest(query, listTag('webhooks'));
+  const rows = await repo.pageSubscriptions(scope, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentSubscription);
 }
 
@@ -114,28 +111,19 @@ export async function listSubscriptions(scope: TenantScope, page: PageRequest): 
  */
 export async function rotateSubscriptionSecret(scope: TenantScope, id: string, overlapMs: number) {
   const now = Date.now();
-  const row = await scope
-    .updateTable('webhookSubscriptions')
-    .set((eb) => ({ previousSecret: eb.ref('secret'), previousSecretUntil: now + overlapMs, secret: newWebhookSecret(), updatedAt: now }))
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await repo.rotateSecret(scope, id, newWebhookSecret(), now + overlapMs, now);
   if (!row) throw notFound('webhook subscription', id);
   return { ...presentSubscription(row), secret: row.secret };
 }
 
 /** Deletes the subscription; deliveries still queued for it are dropped when their turn comes. */
 export async function deleteSubscription(scope: TenantScope, id: string): Promise<void> {
-  const result = await scope.deleteFrom('webhookSubscriptions').where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) !== 1) throw notFound('webhook subscription', id);
+  if (!(await repo.deleteSubscription(scope, id))) throw notFound('webhook subscription', id);
 }
 
-export async function listAttempts(scope: TenantScope, subscriptionId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentAttempt>>> {
+export async function listAttempts(scope: TenantScope, subscriptionId: string, query: PageParams): Promise<Page<ReturnType<typeof presentAttempt>>> {
+  const page = pageRequest(query, listTag(`webhook-attempts:${subscriptionId}`));
   await findSubscription(scope, subscriptionId);
-  const query = scope.selectFrom('webhookAttempts').selectAll().where('subscriptionId', '=', subscriptionId);
-  const rows = await keysetPage(query, page, 'webhookAttempts.id', 'webhookAttempts.id', 'desc').execute();
+  const rows = await repo.pageAttempts(scope, subscriptionId, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentAttempt);
 }
-
-export const subscriptionsListTag = () => listTag('webhooks');
-export const attemptsListTag = (id: string) => listTag(`webhook-attempts:${id}`);
