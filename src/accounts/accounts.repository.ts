@@ -91,3 +91,19 @@ export async function revokeKey(scope: TenantScope, id: string, now: number): Pr
     .returningAll()
     .executeTakeFirst();
 }
+
+/** What a password change checks: the stored hash and the email. */
+export function findPassword(db: Db | Tx, accountId: string): Promise<Pick<AccountRow, 'passwordHash' | 'email'> | undefined> {
+  return db.selectFrom('accounts').select(['passwordHash', 'email']).where('id', '=', accountId).executeTakeFirst();
+}
+
+/**
+ * Stores a new password hash; with `expected`, only while the stored hash is still that one (a
+ * concurrent change wins once). True when the account's row changed.
+ */
+export async function setPasswordHash(db: Db | Tx, accountId: string, hash: string, now: number, expected?: string | null): Promise<boolean> {
+  let query = db.updateTable('accounts').set({ passwordHash: hash, updatedAt: now }).where('id', '=', accountId);
+  if (expected !== undefined) query = query.where('passwordHash', '=', expected);
+  const updated = await query.executeTakeFirst();
+  return Number(updated.numUpdatedRows) === 1;
+}

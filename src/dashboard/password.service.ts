@@ -1,6 +1,8 @@
+import { findPassword, setPasswordHash } from '../accounts/accounts.repository.js';
 import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import type { Db } from '../db/database.js';
 import { AppError, invalid } from '../errors.js';
+import { deleteAccountSessions } from './dashboard.repository.js';
 import type { Session } from './sessions.service.js';
 
 export const MIN_PASSWORD_LENGTH = 10;
@@ -13,7 +15,7 @@ export const MAX_PASSWORD_LENGTH = 1024;
  * wins, the other is a 409), and signs out every other session of the account.
  */
 export async function changePassword(db: Db, session: Session, current: string, next: string): Promise<void> {
-  const account = await db.selectFrom('accounts').select(['passwordHash', 'email']).where('id', '=', session.accountId).executeTakeFirst();
+  const account = await findPassword(db, session.accountId);
   if (!account?.passwordHash) throw new AppError('unauthorized', 'This account has no password: it cannot use the dashboard.');
   if (!(await verifyPassword(current, account.passwordHash))) throw invalid('/currentPassword', 'is not the password of this account');
   if (next.normalize('NFKC') === current.normalize('NFKC')) throw invalid('/newPassword', 'must differ from the current password');
@@ -21,14 +23,10 @@ export async function changePassword(db: Db, session: Session, current: string, 
   const hash = await hashPassword(next);
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
-    const updated = await tx
-      .updateTable('accounts')
-      .set({ passwordHash: hash, updatedAt: now })
-      .where('id', '=', session.accountId)
-      .where('passwordHash', '=', account.passwordHash)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1) throw new AppError('conflict', 'The password was changed meanwhile; sign in again with the new one.');
-    await tx.deleteFrom('dashboardSessions').where('accountId', '=', session.accountId).where('id', '!=', session.id).execute();
+    if (!(await setPasswordHash(tx, session.accountId, hash, now, account.passwordHash))) {
+      throw new AppError('conflict', 'The password was changed meanwhile; sign in again with the new one.');
+    }
+    await deleteAccountSessions(tx, session.accountId, session.id);
   });
 }
 
@@ -42,7 +40,7 @@ export async function setPassword(db: Db, accountId: string, password: string): 
   }
   const hash = await hashPassword(password);
   await db.transaction().execute(async (tx) => {
-    await tx.updateTable('accounts').set({ passwordHash: hash, updatedAt: Date.now() }).where('id', '=', accountId).execute();
-    await tx.deleteFrom('dashboardSessions').where('accountId', '=', accountId).execute();
+    await setPasswordHash(tx, accountId, hash, Date.now());
+    await deleteAccountSessions(tx, accountId);
   });
 }

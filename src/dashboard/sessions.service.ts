@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
+import * as repo from './dashboard.repository.js';
 
 export const SESSION_COOKIE = 'montage_session';
 const TOUCH_EVERY_MS = 60_000;
@@ -56,12 +57,9 @@ export async function startSession(
     csrfToken: randomBytes(32).toString('base64url'),
     expiresAt: now + config.sessionTtlMs,
   };
-  await db
-    .insertInto('dashboardSessions')
-    .values({ id: session.id, accountId: account.id, tokenHash: sha256(token), csrfToken: session.csrfToken, createdAt: now, expiresAt: session.expiresAt, lastSeenAt: now })
-    .execute();
+  await repo.insertSession(db, { id: session.id, accountId: account.id, tokenHash: sha256(token), csrfToken: session.csrfToken, createdAt: now, expiresAt: session.expiresAt, lastSeenAt: now });
   // Expired sessions of anyone are swept here, where sessions are made, rather than by a timer.
-  await db.deleteFrom('dashboardSessions').where('expiresAt', '<=', now).execute();
+  await repo.deleteExpiredSessions(db, now);
   return { token, session };
 }
 
@@ -70,17 +68,9 @@ export async function findSession(db: Db, request: FastifyRequest): Promise<Sess
   const token = readCookie(request, SESSION_COOKIE);
   if (!token) return null;
   const now = Date.now();
-  const row = await db
-    .selectFrom('dashboardSessions')
-    .innerJoin('accounts', 'accounts.id', 'dashboardSessions.accountId')
-    .select(['dashboardSessions.id', 'dashboardSessions.accountId', 'dashboardSessions.csrfToken', 'dashboardSessions.expiresAt', 'dashboardSessions.lastSeenAt', 'accounts.email', 'accounts.plan', 'accounts.createdAt as accountCreatedAt'])
-    .where('dashboardSessions.tokenHash', '=', sha256(token))
-    .where('dashboardSessions.expiresAt', '>', now)
-    .executeTakeFirst();
+  const row = await repo.findLiveSession(db, sha256(token), now);
   if (!row) return null;
-  if (row.lastSeenAt < now - TOUCH_EVERY_MS) {
-    await db.updateTable('dashboardSessions').set({ lastSeenAt: now }).where('id', '=', row.id).execute();
-  }
+  if (row.lastSeenAt < now - TOUCH_EVERY_MS) await repo.touchSession(db, row.id, now);
   return {
     id: row.id,
     accountId: row.accountId,
@@ -124,7 +114,7 @@ export async function sessionPrincipal(db: Db, request: FastifyRequest): Promise
 }
 
 export async function endSession(db: Db, session: Session): Promise<void> {
-  await db.deleteFrom('dashboardSessions').where('id', '=', session.id).execute();
+  await repo.deleteSession(db, session.id);
 }
 
 /** HttpOnly (no script reads it), SameSite=Strict (no other site sends it), Secure behind https. */
