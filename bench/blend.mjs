@@ -1,4 +1,4 @@
-// Blend benchmark (BLEND.md, "Targets"): five 4000×3000 JPEGs served from loopback, each blend
+// Blend benchmark (docs/benchmarks.md, "Blend"): five 4000×3000 JPEGs served from loopback, each blend
 // type end to end through a real Montage server process (POST /v1/blend/start → completed), beside
 // ImageMagick 6 (`convert -evaluate-sequence`) and enfuse on the same files in the same run; then
 // the HTTP server's responsiveness while two such jobs run. See bench/README.md.

@@ -43,7 +43,7 @@ export interface Config {
   trustProxy: number | string[] | null;
 }
 
-/** Bounds on every blend job (BLEND.md, section Limits); each breach is a failure code. */
+/** Bounds on every blend job (docs/blend.md, Limits and configuration); each breach is a failure code. */
 export interface BlendLimits {
   maxImages: number;
   maxImageBytes: number;

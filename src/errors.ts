@@ -10,7 +10,7 @@ export interface ErrorCodeDefinition {
 
 /**
  * Every failure a client can act on has a stable `code`; this table is the one place that maps
- * codes to HTTP statuses and titles (API.md section 3), and holds what `/docs/errors` says about
+ * codes to HTTP statuses and titles (docs/api.md, Errors), and holds what `/docs/errors` says about
  * each: a code cannot be added without `happened` and `next` (the type below demands them, and
  * test/error-docs.test.ts checks that they say something).
  */

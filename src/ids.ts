@@ -1,6 +1,6 @@
 import { randomBytes, randomFillSync } from 'node:crypto';
 
-/** TypeID prefixes of every resource (API.md section 2). */
+/** TypeID prefixes of every resource (docs/api.md, IDs and times). */
 export const ID_PREFIXES = {
   account: 'acct',
   apiKey: 'key',

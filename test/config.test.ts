@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
 
-test('defaults follow API.md section 10', () => {
+test('defaults follow README.md, Configuration', () => {
   const config = loadConfig({});
   assert.equal(config.port, 8080);
   assert.equal(config.host, '127.0.0.1');

@@ -1,5 +1,5 @@
 /**
- * The event area end to end (API.md sections 2, 3, 6, 7 and 11): events, ticket types, orders,
+ * The event area end to end (docs/events.md; docs/api.md on IDs, errors, paging and idempotency): events, ticket types, orders,
  * tickets, check-in, attendees and their export, analytics, payouts, the webhook outbox,
  * tenant isolation and wrong-shaped ids, on every engine of the run.
  *
@@ -1365,7 +1365,7 @@ for (const engine of ENGINES) {
     });
 
     describe('webhook outbox', () => {
-      test('a whole event lifecycle writes the messages of API.md section 7, in order, each carrying the resource as returned', async () => {
+      test('a whole event lifecycle writes the messages of docs/events.md (Webhook messages), in order, each carrying the resource as returned', async () => {
         const c = await client();
         const event = await createEvent(c);
         const type = await addTicketType(c, event.id, { price: 3000 });

@@ -193,7 +193,7 @@ const principals = new WeakMap<KeyRecord, Principal>();
 /** Keys whose use was recorded in the last minute (bounded, like the auth cache). */
 const recentlyTouched = new KeyCache<true>(60_000);
 
-/** Resolves `Authorization: Bearer mtg_...`; each failure is its own code (API.md section 4). */
+/** Resolves `Authorization: Bearer mtg_...`; each failure is its own code (docs/api.md, Authentication). */
 export async function authenticate(db: Db, cache: AuthCache, authorization: string | undefined, log: (err: unknown) => void): Promise<Principal> {
   if (!authorization) {
     throw new AppError('unauthorized', 'Send your API key as Authorization: Bearer <API_KEY>.');

@@ -1,5 +1,5 @@
 /**
- * Why a blend job failed (API.md section 9): the job's `error.code`, with what /docs/errors says
+ * Why a blend job failed (docs/blend.md, Failures): the job's `error.code`, with what /docs/errors says
  * of it. A code cannot be added without both texts.
  */
 export const BLEND_FAILURES = {

@@ -48,7 +48,7 @@ const sameKey = (claim: IdempotencyClaim) => (eb: ExpressionBuilder<Database, 'i
 type Outcome = { kind: 'proceed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; headers: Record<string, string>; body: string };
 
 /**
- * Claims an idempotency key for this request (API.md sections 2 and 11): the first request
+ * Claims an idempotency key for this request (docs/api.md, Idempotency): the first request
  * with a key proceeds; a retry with the same body replays the stored answer; a retry with
  * another body, or while the first still runs, is refused.
  */

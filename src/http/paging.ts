@@ -5,7 +5,7 @@ import type { KeysetPage, Position } from '../db/keyset.js';
 import { AppError } from '../errors.js';
 import { Nullable, ref } from '../schemas.js';
 
-/** Query parameters every list accepts (API.md section 6). */
+/** Query parameters every list accepts (docs/api.md, Lists and paging). */
 export const PageQuery = {
   limit: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from the previous page.' })),

@@ -30,7 +30,7 @@ export interface Verdict {
 }
 
 /**
- * Fixed-window limits per account and area (API.md section 5). Counters live in
+ * Fixed-window limits per account and area (docs/api.md, Rate limits). Counters live in
  * Redis when REDIS_URL is set, so every process spends from one budget; in memory otherwise.
  */
 export class RateLimits {
@@ -78,7 +78,7 @@ export class RateLimits {
 
   /**
    * Spends one request from every window of the area, in turn. When one refuses, what
-   * was spent is given back: a refused request costs nothing (API.md section 11).
+   * was spent is given back: a refused request costs nothing (docs/api.md, Rate limits).
    */
   async consume(accountId: string, plan: ApiPlan, area: Area): Promise<Verdict> {
     const windows = this.windowsFor(plan, area);
