@@ -4,13 +4,11 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import * as repo from '../accounts/accounts.repository.js';
 import { canonicalEmail, createAccount } from '../accounts/accounts.service.js';
-import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import { AppError } from '../errors.js';
 import { problemResponses } from '../http/problem.js';
 import { LoginLimits } from './login-limits.js';
-import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.service.js';
+import { changePassword, checkCredentials, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.service.js';
 import { checkCsrf, endSession, findSession, type Session, setSessionCookie, startSession } from './sessions.service.js';
 
 /** Where `vite build` puts the page (dist/dashboard holds this module's own compiled code). */
@@ -64,16 +62,10 @@ const present = (session: Session) => ({
   expiresAt: new Date(session.expiresAt).toISOString(),
 });
 
-const WRONG_CREDENTIALS = 'The email or the password is wrong.';
-
 /** Sign-in, sign-out and sign-up under /dashboard/api, and the page itself under /dashboard. */
 export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const limits = new LoginLimits(app.config);
   app.addHook('onClose', () => limits.close());
-  // Unknown emails are checked against this hash too, so both failures take the same time.
-  let decoy: Promise<string> | null = null;
-  const decoyHash = () => (decoy ??= hashPassword('montage-decoy-password'));
-
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'X-Frame-Options': 'DENY' });
     done();
@@ -93,9 +85,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const email = canonicalEmail(request.body.email);
       await limits.attempt(email, request.ip, (seconds) => reply.header('Retry-After', String(seconds)));
-      const account = await repo.findAccountByEmail(app.db, email);
-      const matches = await verifyPassword(request.body.password, account?.passwordHash ?? (await decoyHash()));
-      if (!account?.passwordHash || !matches) throw new AppError('unauthorized', WRONG_CREDENTIALS);
+      const account = await checkCredentials(app.db, email, request.body.password);
       await limits.succeeded(email, request.ip);
       return signIn(reply, account);
     },

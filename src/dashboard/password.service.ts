@@ -1,4 +1,4 @@
-import { findPassword, setPasswordHash } from '../accounts/accounts.repository.js';
+import { type AccountRow, findAccountByEmail, findPassword, setPasswordHash } from '../accounts/accounts.repository.js';
 import { hashPassword, verifyPassword } from '../accounts/secrets.js';
 import type { Db } from '../db/database.js';
 import { AppError, invalid } from '../errors.js';
@@ -7,6 +7,20 @@ import type { Session } from './sessions.service.js';
 
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 1024;
+
+const WRONG_CREDENTIALS = 'The email or the password is wrong.';
+
+// Unknown emails are checked against this hash too, so both failures take the same time.
+let decoy: Promise<string> | null = null;
+const decoyHash = () => (decoy ??= hashPassword('montage-decoy-password'));
+
+/** The account whose password this is (`email` canonical already), else 401 in the same time either way. */
+export async function checkCredentials(db: Db, email: string, password: string): Promise<AccountRow> {
+  const account = await findAccountByEmail(db, email);
+  const matches = await verifyPassword(password, account?.passwordHash ?? (await decoyHash()));
+  if (!account?.passwordHash || !matches) throw new AppError('unauthorized', WRONG_CREDENTIALS);
+  return account;
+}
 
 /**
  * Changes the session's account password, in a fixed order: (1) the current password is the
