@@ -154,10 +154,13 @@ for (const engine of ENGINES) {
         const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
         return { options: job.options, image: toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length)) };
       };
+      const byDefault = await blend({});
       const on = await blend({ deghost: true });
-      const off = await blend({});
+      const off = await blend({ deghost: false });
+      assert.equal(byDefault.options.deghost, true);
       assert.equal(on.options.deghost, true);
       assert.equal(off.options.deghost, false);
+      assert.deepEqual(byDefault.image.data, on.image.data, 'on by default');
       const pool = new WorkerPool(1);
       onCleanup(t, () => pool.close());
       assert.deepEqual(off.image.data, (await blendFrames(pool, 'mean', scene.frames)).data, 'deghost off: the plain mean');
