@@ -29,8 +29,9 @@
  *    is also judged against windows of like detail (the lesser of the two frames' neighbour
  *    differences, in the same units) in the same pair of frames (`windowLimits`): a window
  *    disagrees when it lies DISAGREE_DEVIATIONS deviations above both the theory's mean and its
- *    class's, the class's deviation read off its lower half. No constant in grey levels, only the
- *    set's own error.
+ *    class's, the class's deviation read off its lower half, and a quarter of the windows around
+ *    it do too (a mover is at least a window across; a lone window is the error's tail). No
+ *    constant in grey levels, only the set's own error.
  * 4. The disagreeing pixels are grown by FEATHER pixels, so the feathering below reaches zero at
  *    their edge, and the mask (255 agree, 0 disagree) is blurred twice with a box of ±FEATHER / 2:
  *    the blend shows no seam where a frame stops counting.
@@ -44,6 +45,8 @@ const WINDOW = 2;
 const DISAGREE_DEVIATIONS = 5;
 const MEAN_ABS = Math.sqrt(2 / Math.PI);
 const DEVIATION_ABS = Math.sqrt(1 - 2 / Math.PI);
+/** Share of the windows around a window above the level that must be above it too for it to disagree (a quarter: 7 of 25 away from the edges). */
+const MOSTLY = 0.25;
 /** Growth of the disagreement and reach of the feathering (pixels of the thumbnail). */
 const FEATHER = 2;
 /** Channel values at most LOW or at least HIGH are clipped. */
@@ -147,10 +150,16 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   for (let p = 0; p < pixels; p++) refDetail[p] = Math.min(refDetail[p]!, ownDetail[p]!);
   const detail = boxMean(refDetail, width, height, WINDOW)[0];
   const limit = windowLimits(mean, count, detail);
+  const above = new Float32Array(pixels);
+  for (let p = 0; p < pixels; p++) if (mean[p]! > limit[p]!) above[p] = 1;
+  // Something that moved is at least a window across, so many of the windows around one above the
+  // level are above it too (even where a dark frame shows a person only in patches); one or two
+  // alone in their neighbourhood are the tail of the frames' error, not motion.
+  const around = boxMean(above, width, height, WINDOW)[0];
   const disagree = new Float32Array(pixels);
   let any = false;
   for (let p = 0; p < pixels; p++) {
-    if (mean[p]! > limit[p]!) (disagree[p] = 1), (any = true);
+    if (above[p] && around[p]! >= MOSTLY) (disagree[p] = 1), (any = true);
   }
   if (!any) return null;
   const grown = boxMean(disagree, width, height, FEATHER)[0];
