@@ -8,7 +8,7 @@ import { phaseCorrelate } from '../src/blend/engine/align/global.js';
 import { checkLineUp, lineUpReference } from '../src/blend/engine/align/lineup.js';
 import { apply } from '../src/blend/engine/align/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
-import { blurred, moved } from './blend-scenes.js';
+import { blurred, drifts, loadPhoto, moved, random, similarity, warped, withNoise } from './blend-scenes.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -222,6 +222,41 @@ test('frame alignment', async (t) => {
     const other = luma(await load(path.join(FIXTURES, 'noise-mean', 'gt.png'), width, height));
     const [none] = phaseCorrelate(ref, other, width, height);
     assert.ok(none && none.peak < best.peak / 2, JSON.stringify(none));
+  });
+
+  await t.test('does not take a smooth sky shifted by several pixels for lined up', async (st) => {
+    // A knocked tripod over a photo that is mostly smooth sky (noise, JPEG): the line-up check once
+    // fitted drifts of 0.1–0.3 px to blocks none of which agreed, and left such frames unwarped.
+    const photo = await loadPhoto(path.resolve(import.meta.dirname, 'fixtures/photos/rocket.jpg'), 320);
+    for (const seed of [6007001, 6007003]) {
+      const next = random(seed);
+      const toFrame = drifts(5, next, 0.5).map(([dx, dy, degrees]) => similarity(photo.width, photo.height, dx, dy, degrees));
+      const frames = await Promise.all(
+        toFrame.map(async (h) => {
+          const frame = withNoise(warped(photo, h), 8, next);
+          const jpeg = await sharp(Buffer.from(frame.data), { raw: { width: frame.width, height: frame.height, channels: 3 } }).jpeg({ quality: 85 }).toBuffer();
+          const { data, info } = await sharp(jpeg).raw().toBuffer({ resolveWithObject: true });
+          return toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length));
+        }),
+      );
+      const { frameReports } = await alignFrames(pool, frames);
+      const errors = frameReports.map((r) => cornerError(r.homography, toFrame[r.index]!, photo.width, photo.height));
+      st.diagnostic(`seed ${seed}: ${frameReports.map((r) => r.method).join(', ')}; corner errors ${errors.map((e) => e.toFixed(2)).join(', ')} px`);
+      for (const r of frameReports.slice(1)) assert.notEqual(r.method, 'identity', `seed ${seed} frame ${r.index}`);
+      for (const e of errors) assert.ok(e < 1.5, `seed ${seed}: corner error ${e.toFixed(2)} px`);
+    }
+  });
+
+  await t.test('aligns large frames from features found on the halved grey copy', async (st) => {
+    // 2400 × 1600: a 1200 px grey copy, whose features are found at 600 px (align/cv.ts FEATURE_SIDE).
+    const scene = grainy(await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2400, 1600), 3, 10);
+    const toFrame = [similarity(2400, 1600, 0, 0, 0), similarity(2400, 1600, 23.5, -11.25, 0.8), similarity(2400, 1600, -40, 17, -1.5, 1.01)];
+    const frames = toFrame.map((h) => warped(scene, h));
+    const { frameReports } = await alignFrames(pool, frames);
+    const errors = frameReports.map((r) => cornerError(r.homography, toFrame[r.index]!, 2400, 1600));
+    st.diagnostic(`${frameReports.map((r) => `${r.method} (${r.inliers} inliers)`).join(', ')}; corner errors ${errors.map((e) => e.toFixed(3)).join(', ')} px`);
+    assert.deepEqual(frameReports.map((r) => r.method), ['reference', 'homography', 'homography']);
+    for (const e of errors) assert.ok(e < 0.5, `corner error ${e.toFixed(3)} px`);
   });
 
   await t.test('names the frame that cannot be aligned', async () => {

@@ -7,6 +7,7 @@ import { blendFrames, type PixelBlendType } from '../../src/blend/engine/blend.j
 import { type RgbImage, sharedImage } from '../../src/blend/engine/image/image.js';
 import { type Box, clippedFractions, psnr, ssim } from '../../src/blend/engine/image/metrics.js';
 import type { WorkerPool } from '../../src/blend/engine/threads/pool.js';
+import { canDeghost, DEGHOST_BY_DEFAULT } from '../../src/blend/engine/registry.js';
 import {
   crowd,
   drifts,
@@ -317,13 +318,14 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
     median: score(await blendFrames(pool, 'median', sent)),
   };
   const best = (Object.keys(baselines) as Array<keyof typeof baselines>).reduce((a, b) => (judged(baselines[b]) > judged(baselines[a]) ? b : a));
-  // A walking scene's oracle deghosts, as its job asks to (walking scenes are on a tripod).
-  const oracle = score(await blendFrames(pool, scenario.blendType, scene.toFrame ? sent.map((f, i) => broughtBack(f, scene.toFrame![i]!)) : sent, walking !== undefined));
+  // The oracle deghosts where the job does by default.
+  const deghost = DEGHOST_BY_DEFAULT && canDeghost(scenario.blendType);
+  const oracle = score(await blendFrames(pool, scenario.blendType, scene.toFrame ? sent.map((f, i) => broughtBack(f, scene.toFrame![i]!)) : sent, deghost));
   const base = { scenario: scenario.name, photo: name, draw, seed, params: scene.params, jpegQuality, baselines, best, oracle };
 
   const urls = api.serve(jpegs);
   try {
-    const { job, image } = await api.blend(urls, { blendType: scenario.blendType, ...(walking ? { deghost: true } : {}) });
+    const { job, image } = await api.blend(urls, { blendType: scenario.blendType });
     const result = score(image);
     const methods = ((job.alignment ?? []) as Array<{ method: string }>).map((a) => a.method).join(',') || 'not aligned';
     if (scenario.judge === 'exposure') {

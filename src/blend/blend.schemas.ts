@@ -52,7 +52,7 @@ const makeStartBody = (maxImages: number) =>
             deghost: Type.Optional(
               Type.Boolean({
                 description:
-                  'Count each frame only where it agrees with the reference frame (frame 0 for `mean`, the middle exposure for `exposure`), so a person who moved leaves no ghost. Applies to `mean`, `average`, `exposure` and `auto` (when it chooses one of them); `true` is refused for the other types (`median` and `composite` keep moving things out by themselves). Default false.',
+                  'Count each frame only where it agrees with the reference frame (frame 0 for `mean`, the middle exposure for `exposure`), so a person who moved leaves no ghost. Applies to `mean`, `average`, `exposure` and `auto` (when it chooses one of them); `true` is refused for the other types (`median` and `composite` keep moving things out by themselves). Default true for the types it applies to (`false` turns it off), false for the others.',
               }),
             ),
             outputFormat: Type.Optional({ ...StringEnum(OUTPUT_FORMATS), description: 'Default `jpeg`.' }),

@@ -248,6 +248,10 @@ export class BlendEngine {
       stage('align');
     }
 
+    // Thumbnails of the aligned frames, for deghosting and the score: a frame alignment left as it
+    // was keeps the one made on decoding; a warped frame gets a new one.
+    const alignedThumbnails = handled(this.alignedThumbnails(pool, frames, aligned, thumbnails));
+
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
     if (firstMask) {
@@ -258,7 +262,7 @@ export class BlendEngine {
     if (blendTypeUsed === 'composite') {
       result = await compositePeople(pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
     } else {
-      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned, spec.deghost);
+      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned, spec.deghost, spec.deghost ? await alignedThumbnails : undefined);
       if (masks) result = await keepBackground(pool, aligned[0]!, result, masks);
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
@@ -267,10 +271,16 @@ export class BlendEngine {
     stage('blend');
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
-    const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, aligned, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
+    const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, await alignedThumbnails, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
+  }
+
+  /** The aligned frames' thumbnails: a frame alignment left as it was keeps its own (`thumbnails`), a warped one gets a new one. */
+  private async alignedThumbnails(pool: WorkerPool, frames: RgbImage[], aligned: RgbImage[], thumbnails: Thumbnail[]): Promise<RgbImage[]> {
+    const made = (await makeThumbnails(pool, aligned.filter((f, i) => f !== frames[i]), false)).map((t) => t.rgb);
+    return aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
   }
 
   private mask(pool: WorkerPool, frame: RgbImage): Promise<Uint8Array> {
@@ -305,15 +315,13 @@ export class BlendEngine {
   }
 
   /**
-   * Scores the result against the aligned frames, on thumbnails: a frame that alignment left as
-   * it was keeps what was measured on it before alignment; warped frames and the result are measured anew.
+   * Scores the result against the aligned frames, on their thumbnails (`small`): a frame that
+   * alignment left as it was keeps what was measured on it before alignment; warped frames and the
+   * result are measured anew.
    */
-  private async score(pool: WorkerPool, before: Measured, aligned: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
-    const { frames, thumbnails } = before;
-    const fresh = [result, ...aligned.filter((f, i) => f !== frames[i])];
-    const made = (await makeThumbnails(pool, fresh, false)).map((t) => t.rgb);
-    const smallResult = made.shift()!;
-    const small = aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
+  private async score(pool: WorkerPool, before: Measured, small: RgbImage[], result: RgbImage, wasAligned: boolean, withGhosting: boolean): Promise<Quality> {
+    const { thumbnails } = before;
+    const smallResult = (await makeThumbnail(pool, result, false)).rgb;
     const { width, height } = smallResult;
     const pixels = width * height;
     const ghostingSums = withGhosting

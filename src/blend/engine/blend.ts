@@ -27,14 +27,15 @@ const TALL_ROWS = 512;
  * exposure and focus split each pyramid level's rows and stream the frames one at a time into one
  * accumulating pyramid per channel. With `deghost`, the types the registry declares deghosted
  * (`mean`, `exposure`) count each frame only where it agrees with the reference (deghost/deghost.ts);
- * the other types ignore it.
+ * the other types ignore it. `thumbnails` are the frames' (image/thumbnails.ts), where the caller
+ * has them already; deghosting makes them otherwise.
  */
-export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[], deghost = false): Promise<RgbImage> {
+export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames: RgbImage[], deghost = false, thumbnails?: RgbImage[]): Promise<RgbImage> {
   if (frames.length === 0) throw new Error('blendFrames needs at least one frame');
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
   const { kernel, deghost: reference } = BLEND_REGISTRY[type];
-  const masks = deghost && reference !== null && frames.length > 1 ? await deghostMasks(pool, shared, reference) : null;
+  const masks = deghost && reference !== null && frames.length > 1 ? await deghostMasks(pool, shared, reference, thumbnails) : null;
   if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared, masks);
   const out = sharedImage(width, height);
   const data = shared.map((f) => f.data);

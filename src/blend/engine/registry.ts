@@ -217,10 +217,10 @@ export function canDeghost(requested: BlendType): boolean {
 }
 
 /**
- * Whether a job deghosts when it does not say: not yet. Measured on the blend benchmark's JPEG
- * frames, the agreement test marks static parts of a still scene as disagreeing (JPEG's error is
- * blockwise and follows the texture, not the independent noise the test assumes), which costs a
- * lined-up 12 MP mean seconds and a little PSNR; until that is fixed a client asks for it
- * (`options.deghost: true`). docs/blend.md, "Deghosting", has the figures.
+ * Whether a job deghosts when it does not say: yes, for the types that can (a person who walks
+ * through a mean or a bracket leaves no ghost unless the client turns it off with
+ * `options.deghost: false`). The agreement test (deghost/agreement.ts) judges each window against
+ * windows of like detail in the same frames, so JPEG's blockwise error and a warp's smoothing do not
+ * read as motion; docs/blend.md, "Deghosting", has the figures.
  */
-export const DEGHOST_BY_DEFAULT = false;
+export const DEGHOST_BY_DEFAULT = true;

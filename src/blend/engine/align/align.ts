@@ -91,9 +91,16 @@ interface Scale {
   thumbHeight: number;
 }
 
-/** Whether a frame already lines up: the same scene, off by at most LINED_UP_PIXELS. */
+/**
+ * Whether a frame already lines up: the same scene, off by at most LINED_UP_PIXELS. Its measured
+ * drift counts only when enough of the reference's textured blocks agree with the frame as it is
+ * (SAME_SCENE, the share that tells the same scene under the right motion): the drift is fitted
+ * to the blocks whose content did not change, and where none agrees (a smooth sky shifted by ten
+ * pixels), what is left to fit is not the scene's motion. Such a frame goes through alignment,
+ * where leaving it as it is stays one of the motions weighed.
+ */
 function linesUp(l: LineUp, s: Scale): boolean {
-  return l.correlation >= RELATED_CORRELATION && l.drift * s.factor <= LINED_UP_PIXELS;
+  return l.correlation >= RELATED_CORRELATION && l.agreement >= SAME_SCENE && l.drift * s.factor <= LINED_UP_PIXELS;
 }
 
 /** One way of bringing a frame onto the reference, as a thumbnail homography. */

@@ -96,21 +96,47 @@ export interface Features {
   /** `count × descriptorBytes` binary AKAZE descriptors. */
   descriptors: Uint8Array;
   descriptorBytes: number;
+  /** Thumbnail pixels a pixel of the image searched covers a side (FEATURE_SIDE): how precisely a point is placed. */
+  scale: number;
 }
 
 /** The strongest keypoints kept per frame, which bounds the brute-force matching time. */
 const MAX_FEATURES = 2500;
+/**
+ * Features are found on the thumbnail halved while its longest side stays at least this long: a
+ * 12 MP frame's ~1000 px thumbnail is searched at 500 px, a quarter of the work on the one thread
+ * that runs OpenCV (the path every frame that must be aligned waits on), with matches enough on a
+ * photo and a homography that refineEstimate then fits at the thumbnail's full resolution.
+ */
+const FEATURE_SIDE = 500;
+
+/** The grey image halved (2 × 2 means, rounded; an odd last row or column dropped) while its longest side stays ≥ FEATURE_SIDE, and how many times. */
+function featureLevel(grey: Uint8Array, width: number, height: number): { grey: Uint8Array; width: number; height: number; times: number } {
+  let level = { grey, width, height, times: 0 };
+  while (Math.max(level.width, level.height) >= 2 * FEATURE_SIDE) {
+    const [w, h] = [level.width >> 1, level.height >> 1];
+    const out = new Uint8Array(w * h), src = level.grey, stride = level.width;
+    for (let y = 0; y < h; y++) {
+      for (let x = 0, a = 2 * y * stride; x < w; x++, a += 2) out[y * w + x] = (src[a]! + src[a + 1]! + src[a + stride]! + src[a + stride + 1]! + 2) >> 2;
+    }
+    level = { grey: out, width: w, height: h, times: level.times + 1 };
+  }
+  return level;
+}
 
 /** AKAZE keypoints and descriptors of a grey thumbnail. */
 export async function detectFeatures(grey: Uint8Array, width: number, height: number): Promise<Features> {
   const { cv } = await openCv();
-  const image = new cv.Mat(height, width, cv.CV_8UC1);
+  const level = featureLevel(grey, width, height);
+  // a pixel u of a level halved `times` times covers thumbnail pixels from 2^times·u
+  const [scale, offset] = [2 ** level.times, (2 ** level.times - 1) / 2];
+  const image = new cv.Mat(level.height, level.width, cv.CV_8UC1);
   const mask = new cv.Mat();
   const keypoints = new cv.KeyPointVector();
   const descriptors = new cv.Mat();
   const akaze = new cv.AKAZE();
   try {
-    image.data.set(grey);
+    image.data.set(level.grey);
     // Two sublevels per octave instead of four: half the time, still ~1 px accurate on photos.
     akaze.setNOctaveLayers(2);
     akaze.detectAndCompute(image, mask, keypoints, descriptors);
@@ -122,11 +148,11 @@ export async function detectFeatures(grey: Uint8Array, width: number, height: nu
     const kept = new Uint8Array(order.length * descriptorBytes);
     order.forEach((k, j) => {
       const { pt } = found[k]!;
-      points[2 * j] = pt.x;
-      points[2 * j + 1] = pt.y;
+      points[2 * j] = scale * pt.x + offset;
+      points[2 * j + 1] = scale * pt.y + offset;
       kept.set(descriptors.data.subarray(k * descriptorBytes, (k + 1) * descriptorBytes), j * descriptorBytes);
     });
-    return { count: order.length, points, descriptors: kept, descriptorBytes };
+    return { count: order.length, points, descriptors: kept, descriptorBytes, scale };
   } catch (err) {
     throw asError(cv, err);
   } finally {
@@ -144,7 +170,7 @@ export interface FeatureMatch {
 
 /** Lowe's ratio: a match counts when clearly better than the second-best candidate. */
 const RATIO = 0.8;
-/** RANSAC inlier distance, thumbnail pixels. */
+/** RANSAC inlier distance, in pixels of the image the features were found on (Features.scale thumbnail pixels each). */
 const REPROJECTION_THRESHOLD = 2;
 
 /** Pairs (reference keypoint, frame keypoint) whose descriptors match under Lowe's ratio test. */
@@ -179,7 +205,7 @@ function fitHomography(cv: Cv, ref: Features, frame: Features, pairs: Array<[num
   const inlierMask = new cv.Mat();
   let found: Mat | undefined;
   try {
-    found = cv.findHomography(src, dst, cv.RANSAC, REPROJECTION_THRESHOLD, inlierMask, 2000, 0.995);
+    found = cv.findHomography(src, dst, cv.RANSAC, REPROJECTION_THRESHOLD * Math.max(ref.scale, frame.scale), inlierMask, 2000, 0.995);
     if (found.rows !== 3) return null;
     return { homography: Array.from(found.data64F), inliers: inlierMask.data.reduce((n, v) => n + (v ? 1 : 0), 0) };
   } finally {

@@ -22,9 +22,16 @@
  *    between the two frames' ranges (none when a clipped value could be the other's), and the
  *    spread is measured on the pixels where neither frame is clipped.
  * 3. The residuals in units of that spread, averaged over a pixel's channels, are averaged
- *    again over 5 × 5 pixels; a static scene averages E|z| = √(2/π) with a deviation of at most
- *    √(1 − 2/π) / 5 (channels alike). A window above that mean by DISAGREE_DEVIATIONS deviations
- *    disagrees: no constant in grey levels, only the set's own noise.
+ *    again over 5 × 5 pixels; with independent noise a static scene averages E|z| = √(2/π) with a
+ *    deviation of at most √(1 − 2/π) / 5 (channels alike). Real frames' error is neither
+ *    independent nor alike everywhere: JPEG shares it within a block and makes more of it where a
+ *    block holds detail, and a warped frame is smoothed where the reference is not. So each window
+ *    is also judged against windows of like detail (the lesser of the two frames' neighbour
+ *    differences, in the same units) in the same pair of frames (`windowLimits`): a window
+ *    disagrees when it lies DISAGREE_DEVIATIONS deviations above both the theory's mean and its
+ *    class's, the class's deviation read off its lower half, and a quarter of the windows around
+ *    it do too (a mover is at least a window across; a lone window is the error's tail). No
+ *    constant in grey levels, only the set's own error.
  * 4. The disagreeing pixels are grown by FEATHER pixels, so the feathering below reaches zero at
  *    their edge, and the mask (255 agree, 0 disagree) is blurred twice with a box of ±FEATHER / 2:
  *    the blend shows no seam where a frame stops counting.
@@ -38,6 +45,8 @@ const WINDOW = 2;
 const DISAGREE_DEVIATIONS = 5;
 const MEAN_ABS = Math.sqrt(2 / Math.PI);
 const DEVIATION_ABS = Math.sqrt(1 - 2 / Math.PI);
+/** Share of the windows around a window above the level that must be above it too for it to disagree (a quarter: 7 of 25 away from the edges). */
+const MOSTLY = 0.25;
 /** Growth of the disagreement and reach of the feathering (pixels of the thumbnail). */
 const FEATHER = 2;
 /** Channel values at most LOW or at least HIGH are clipped. */
@@ -54,6 +63,10 @@ const QUARTILE = 0.25;
 const QUARTILE_TO_SIGMA = 1 / 0.3186;
 /** Residuals are counted in steps of 1 / RESIDUAL_STEPS of a value for their quantiles. */
 const RESIDUAL_STEPS = 8;
+/** Windows are judged against others of like detail, in this many classes (deghost/agreement.ts `windowLimits`). */
+const DETAIL_CLASSES = 8;
+/** About how many windows the quantiles of windowLimits are read from. */
+const QUANTILE_SAMPLE = 32768;
 
 /** The mean BT.601 grey of a thumbnail (0..255): how bright the frame came out. */
 export function meanGrey(rgb: Uint8Array, width: number, height: number): number {
@@ -83,6 +96,8 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   }
   const z = new Float32Array(pixels);
   const toFrame = new Uint8Array(3 * 256);
+  // how much detail each pixel's neighbourhood shows in either frame (the lesser of the two), in the reference's values
+  const refDetail = new Float32Array(pixels), ownDetail = new Float32Array(pixels);
   for (let c = 0; c < 3; c++) {
     const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
     histogramMatch(ref, own).mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
@@ -117,19 +132,78 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
         return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
       });
     const ownNoise = spread(byOwn), refNoise = spread(byRef);
-    for (let p = 0; p < pixels; p++) z[p]! += residual[p]! / Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!) / 3;
+    for (let y = 0, p = 0; y < height; y++) {
+      for (let x = 0; x < width; x++, p++) {
+        const unit = 1 / (3 * Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!));
+        z[p]! += residual[p]! * unit;
+        // detail: the absolute differences to the right and lower neighbours, the frame's in the reference's values
+        const r = ref[p]!, v = mapping[own[p]!]!;
+        let refStep = 0, ownStep = 0;
+        if (x + 1 < width) (refStep += Math.abs(ref[p + 1]! - r)), (ownStep += Math.abs(mapping[own[p + 1]!]! - v));
+        if (y + 1 < height) (refStep += Math.abs(ref[p + width]! - r)), (ownStep += Math.abs(mapping[own[p + width]!]! - v));
+        refDetail[p]! += refStep * unit;
+        ownDetail[p]! += ownStep * unit;
+      }
+    }
   }
   const [mean, count] = boxMean(z, width, height, WINDOW);
+  for (let p = 0; p < pixels; p++) refDetail[p] = Math.min(refDetail[p]!, ownDetail[p]!);
+  const detail = boxMean(refDetail, width, height, WINDOW)[0];
+  const limit = windowLimits(mean, count, detail);
+  const above = new Float32Array(pixels);
+  for (let p = 0; p < pixels; p++) if (mean[p]! > limit[p]!) above[p] = 1;
+  // Something that moved is at least a window across, so many of the windows around one above the
+  // level are above it too (even where a dark frame shows a person only in patches); one or two
+  // alone in their neighbourhood are the tail of the frames' error, not motion.
+  const around = boxMean(above, width, height, WINDOW)[0];
   const disagree = new Float32Array(pixels);
   let any = false;
   for (let p = 0; p < pixels; p++) {
-    if (mean[p]! > MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!)) (disagree[p] = 1), (any = true);
+    if (above[p] && around[p]! >= MOSTLY) (disagree[p] = 1), (any = true);
   }
   if (!any) return null;
   const grown = boxMean(disagree, width, height, FEATHER)[0];
-  let mask: Float32Array = grown.map((v) => (v > 0 ? 0 : 1));
+  let mask: Float32Array = new Float32Array(pixels);
+  for (let p = 0; p < pixels; p++) mask[p] = grown[p]! > 0 ? 0 : 1;
   for (let i = 0; i < 2; i++) mask = boxMean(mask, width, height, FEATHER / 2)[0];
-  return { mask: Uint8Array.from(mask, (v) => Math.round(255 * v)), toFrame };
+  const bytes = new Uint8Array(pixels);
+  for (let p = 0; p < pixels; p++) bytes[p] = Math.round(255 * mask[p]!);
+  return { mask: bytes, toFrame };
+}
+
+/**
+ * The level above which a window's mean residual disagrees, per pixel. In theory (independent
+ * noise) a static window's mean lies within DISAGREE_DEVIATIONS deviations of MEAN_ABS; a
+ * compressed frame's error is neither independent (a JPEG block shares it) nor alike everywhere
+ * (it grows with the detail a block holds), so the set shows its own: the windows are ranked by the
+ * detail around them into DETAIL_CLASSES classes of equal size, and in each the static windows'
+ * spread is read off the lower half (median − lower quartile, a normal's 0.6745 σ), which a mover
+ * filling up to half a class does not shift. The level is the higher of the two.
+ */
+function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Array): Float32Array {
+  const pixels = mean.length;
+  // The classes' bounds and their windows' quantiles are read off every stride-th pixel: enough
+  // for a quantile, and a sort of all of them would cost more than the rest of the test.
+  const stride = Math.max(1, Math.floor(pixels / QUANTILE_SAMPLE));
+  const sampled = Float32Array.from({ length: Math.ceil(pixels / stride) }, (_, i) => detail[i * stride]!).sort();
+  const bounds = Array.from({ length: DETAIL_CLASSES - 1 }, (_, k) => sampled[Math.floor(((k + 1) * sampled.length) / DETAIL_CLASSES)]!);
+  const classOf = new Uint8Array(pixels);
+  const members: number[][] = Array.from({ length: DETAIL_CLASSES }, () => []);
+  for (let p = 0; p < pixels; p++) {
+    let k = 0;
+    while (k < bounds.length && detail[p]! >= bounds[k]!) k++;
+    classOf[p] = k;
+    if (p % stride === 0) members[k]!.push(mean[p]!);
+  }
+  const empirical = members.map((list) => {
+    const v = Float32Array.from(list).sort();
+    const at = (share: number) => v[Math.min(v.length - 1, Math.floor(share * v.length))] ?? 0;
+    const median = at(0.5);
+    return median + (DISAGREE_DEVIATIONS * (median - at(0.25))) / 0.6745;
+  });
+  const limit = new Float32Array(pixels);
+  for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!));
+  return limit;
 }
 
 /** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short. */
@@ -140,7 +214,7 @@ function blockMeans(rgb: Uint8Array, width: number, height: number, step: number
     const row = Math.floor(y / step) * w * 3;
     for (let x = 0, o = row; x < width; o += 3) {
       const end = Math.min(width, x + step);
-      let [r, g, b] = [0, 0, 0];
+      let r = 0, g = 0, b = 0;
       for (; x < end; x++, q += 3) (r += rgb[q]!), (g += rgb[q + 1]!), (b += rgb[q + 2]!);
       sums[o]! += r;
       sums[o + 1]! += g;
@@ -252,6 +326,21 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   const narrow = smallWidth === 1, short = smallHeight === 1;
   const full = new Map<number, boolean>();
   const isFull = (r: number) => full.get(r) ?? full.set(r, small.subarray(r * smallWidth, (r + 1) * smallWidth).every((v) => v === 255)).get(r)!;
+  // a thumbnail row interpolated across to full width, kept for the output rows between it and the next
+  const rows = new Map<number, Float64Array>();
+  const across = (r: number): Float64Array => {
+    let row = rows.get(r);
+    if (row) return row;
+    if (rows.size > 2) rows.delete(rows.keys().next().value!);
+    row = new Float64Array(width);
+    const start = r * smallWidth;
+    for (let x = 0; x < width; x++) {
+      const a = narrow ? 0 : xs[x]!, f = narrow ? 0 : fx[x]!;
+      row[x] = small[start + a]! + f * (small[start + a + (narrow ? 0 : 1)]! - small[start + a]!);
+    }
+    rows.set(r, row);
+    return row;
+  };
   for (let y = y0; y < y1; y++) {
     const sy = Math.max(0, Math.min(smallHeight - 1, (y + 0.5) / factor - 0.5));
     const r0 = short ? 0 : Math.min(smallHeight - 2, Math.floor(sy));
@@ -260,12 +349,7 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
       out.fill(255, y * width, (y + 1) * width);
       continue;
     }
-    const top = r0 * smallWidth, bottom = r1 * smallWidth;
-    for (let x = 0, o = y * width; x < width; x++, o++) {
-      const a = narrow ? 0 : xs[x]!, b = narrow ? 0 : a + 1, f = narrow ? 0 : fx[x]!;
-      const upper = small[top + a]! + f * (small[top + b]! - small[top + a]!);
-      const lower = small[bottom + a]! + f * (small[bottom + b]! - small[bottom + a]!);
-      out[o] = Math.round(upper + fy * (lower - upper));
-    }
+    const upper = across(r0), lower = across(r1);
+    for (let x = 0, o = y * width; x < width; x++, o++) out[o] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
   }
 }

@@ -21,10 +21,10 @@ export type { DeghostMasks, DeghostReference } from './masks.js';
  * others are best compared with, and the one whose content is kept where they disagree.
  */
 
-/** The frames' agreement masks against the reference, at full size; null when every frame agrees everywhere. */
-export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose: DeghostReference): Promise<DeghostMasks | null> {
+/** The frames' agreement masks against the reference, at full size; null when every frame agrees everywhere. `thumbnails`: the frames' (image/thumbnails.ts), made here when not given. */
+export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose: DeghostReference, thumbnails?: RgbImage[]): Promise<DeghostMasks | null> {
   const { width, height } = frames[0]!;
-  const small = (await makeThumbnails(pool, frames, false)).map((t) => t.rgb);
+  const small = thumbnails ?? (await makeThumbnails(pool, frames, false)).map((t) => t.rgb);
   const { width: sw, height: sh } = small[0]!;
   const reference = choose === 'first' ? 0 : await middleExposure(pool, small);
   const agreements = await Promise.all(

@@ -4,8 +4,9 @@ import { meanRows } from './stack.js';
  * The mean of deghosted frames (deghost/deghost.ts): per channel, Σ m_k·v_k / Σ m_k rounded to
  * nearest (halves up), where m_k is frame k's agreement mask (0..255; a null mask is 255
  * everywhere, and the reference's always is, so the sum is never 0). With every mask at 255 this is
- * the plain mean to the byte, so the rows no mask touches run through meanRows (point/stack.ts)
- * and only the rows where a frame stops counting take the loop below.
+ * the plain mean to the byte, so every row runs through meanRows (point/stack.ts) and, in the rows
+ * where a frame stops counting, only the pixels where some mask is below 255 are computed again
+ * by the loop below.
  */
 export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number): void {
   for (let y = y0; y < y1; ) {
@@ -15,6 +16,7 @@ export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array |
       meanRows(frames, width, out, y, end);
       y = end;
     } else {
+      meanRows(frames, width, out, y, y + 1);
       weightedRow(frames, masks, width, out, y++);
     }
   }
@@ -29,8 +31,13 @@ function masked(masks: Array<Uint8Array | null>, width: number, y: number): bool
   return false;
 }
 
+/** Row y's pixels where some mask is below 255 (the others hold the plain mean already). */
 function weightedRow(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y: number): void {
+  const present = masks.filter((m): m is Uint8Array => m !== null);
   for (let p = y * width, end = p + width; p < end; p++) {
+    let full = true;
+    for (let k = 0; k < present.length && full; k++) full = present[k]![p] === 255;
+    if (full) continue;
     let weights = 0, r = 0, g = 0, b = 0;
     for (let k = 0; k < frames.length; k++) {
       const m = masks[k]?.[p] ?? 255;
