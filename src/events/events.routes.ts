@@ -13,6 +13,7 @@ import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
 import * as orders from './orders.service.js';
+import * as tickets from './tickets.service.js';
 
 const READ: readonly Scope[] = ['events:read', 'events:write'];
 const WRITE: readonly Scope[] = ['events:write'];
@@ -96,7 +97,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: WRITE },
       schema: { operationId: 'cancelEvent', tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled') } },
     },
-    (request) => orders.cancelEvent(scope(request), request.params.id),
+    (request) => events.cancelEvent(scope(request), request.params.id),
   );
 
   app.get(
@@ -185,7 +186,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/tickets/:id',
     { config: { scope: READ }, schema: { operationId: 'getTicket', tags: ['tickets'], summary: 'Read a ticket', params: TicketParams, response: { 200: ref(schemas.TicketSchema) } } },
-    (request) => orders.getTicket(scope(request), request.params.id),
+    (request) => tickets.getTicket(scope(request), request.params.id),
   );
 
   app.post(
@@ -194,7 +195,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: WRITE },
       schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') } },
     },
-    (request) => orders.cancelTicket(scope(request), request.params.id),
+    (request) => tickets.cancelTicket(scope(request), request.params.id),
   );
 
   app.post(
@@ -210,7 +211,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') },
       },
     },
-    (request) => orders.transferTicket(scope(request), request.params.id, request.body),
+    (request) => tickets.transferTicket(scope(request), request.params.id, request.body),
   );
 
   app.get(
