@@ -13,6 +13,7 @@ import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
 import * as orders from './orders.service.js';
+import * as payouts from './payouts.service.js';
 import * as tickets from './tickets.service.js';
 
 const READ: readonly Scope[] = ['events:read', 'events:write'];
@@ -333,7 +334,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/payouts',
     { config: { scope: WRITE }, schema: { operationId: 'createPayout', tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: ref(schemas.PayoutSchema), ...problems('nothing_to_pay_out') } } },
     async (request, reply) => {
-      const payout = await analytics.createPayout(scope(request), request.params.id);
+      const payout = await payouts.createPayout(scope(request), request.params.id);
       return reply.code(201).header('Location', `/v1/events/${payout.eventId}/payouts/${payout.id}`).send(payout);
     },
   );
@@ -341,7 +342,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/events/:id/payouts/:childId',
     { config: { scope: READ }, schema: { operationId: 'getPayout', tags: ['payouts'], summary: 'Read a payout', params: schemas.EventChildParams, response: { 200: ref(schemas.PayoutSchema) } } },
-    (request) => analytics.getPayout(scope(request), request.params.id, request.params.childId),
+    (request) => payouts.getPayout(scope(request), request.params.id, request.params.childId),
   );
 
   app.get(
@@ -351,6 +352,6 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { operationId: 'listPayouts', tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: ref(schemas.PayoutPage) } },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await analytics.listPayouts(scope(request), request.params.id, pageRequest(request.query, analytics.payoutsListTag(request.params.id)))),
+      withLinkHeader(request, reply, await payouts.listPayouts(scope(request), request.params.id, pageRequest(request.query, payouts.payoutsListTag(request.params.id)))),
   );
 };
