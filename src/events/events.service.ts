@@ -6,9 +6,9 @@ import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
+import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { presentTicket, refundOf } from './tickets.service.js';
-import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;

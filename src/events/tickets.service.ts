@@ -3,7 +3,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, notFound } from '../errors.js';
 import { randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
-import { type OutboxMessage, fanOut } from '../webhooks/outbox.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { lockEvent, requireEvent } from './events.repository.js';
 import type { TransferBody } from './events.schemas.js';
 import * as repo from './tickets.repository.js';
