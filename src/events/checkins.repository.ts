@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { prepared, preparedNamed } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { keysetPage, type PageRequest } from '../http/paging.js';
-import { type FanOutValues, fanOut, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
+import { fanOut, type OneMessageFanOutValues, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
 import { type CheckinTable, TICKET_COLUMNS, type TicketTable } from './events.table.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
 
@@ -117,9 +117,9 @@ const asRead = <C extends TicketColumn>(column: C) => `was${column[0]!.toUpperCa
 type AsRead = { [C in TicketColumn as `was${Capitalize<C>}`]: TicketTable[C] };
 
 /** checkInAsReadStatement's named arguments. */
-type CheckInStatement = { accountId: string; at: number; checkinId: string; now: number; gate: string | null; keyId: string | null } & FanOutValues & AsRead;
+type CheckInStatement = { accountId: string; at: number; checkinId: string; now: number; gate: string | null; keyId: string | null } & OneMessageFanOutValues & AsRead;
 
-const CHECK_IN_STATEMENT = ['accountId', 'at', 'checkinId', 'now', 'gate', 'keyId', ...fanOut.names, ...TICKET_COLUMNS.map(asRead)] as const satisfies ReadonlyArray<keyof CheckInStatement>;
+const CHECK_IN_STATEMENT = ['accountId', 'at', 'checkinId', 'now', 'gate', 'keyId', ...fanOut.oneNames, ...TICKET_COLUMNS.map(asRead)] as const satisfies ReadonlyArray<keyof CheckInStatement>;
 
 const checkInAsReadStatement = preparedNamed(CHECK_IN_STATEMENT, (db: Db, p: CheckInStatement) =>
   fanOut
@@ -163,7 +163,7 @@ const checkInAsReadStatement = preparedNamed(CHECK_IN_STATEMENT, (db: Db, p: Che
 
 /**
  * PostgreSQL, one statement: checks `ticket` in (as readForCheckIn read it, and only if its row
- * is still exactly so), with its history row, its messages and their delivery jobs. False, with
+ * is still exactly so), with its history row, its message and the message's delivery jobs. False, with
  * nothing written, when the row changed since the read.
  */
 export async function writeCheckInAsRead(
@@ -171,11 +171,11 @@ export async function writeCheckInAsRead(
   ticket: TicketRow,
   checkinId: string,
   scan: Scan,
-  messages: OutboxMessage[],
+  message: OutboxMessage,
   subscriptions: Subscriptions,
 ): Promise<boolean> {
   const db = scope.db as Db;
-  const fanned = fanOut.values(scope.accountId, messages, subscriptions, scan.now);
+  const fanned = fanOut.oneValues(scope.accountId, message, subscriptions, scan.now);
   const read = Object.fromEntries(TICKET_COLUMNS.map((column) => [asRead(column), ticket[column]])) as AsRead;
   const written = await checkInAsReadStatement(db, {
     accountId: scope.accountId,

@@ -5,7 +5,7 @@ import { invalid, notFound } from '../errors.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
-import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { fanOut } from '../webhooks/outbox.js';
 import * as repo from './checkins.repository.js';
 import { requireEvent } from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
@@ -90,8 +90,7 @@ async function checkInAsRead(scope: TenantScope, eventId: string, key: TicketKey
   if (ticket.status !== 'valid' || ticket.checkedInAt !== null) throw refusal('checkIn', ticket);
   const checkinId = newId('checkin');
   const checkin = admission(checkinId, { ...ticket, checkedInAt: scan.scannedAt, checkinId, updatedAt: scan.now }, scan);
-  const messages: OutboxMessage[] = [{ event: 'checkin.completed', data: checkin }];
-  const written = await repo.writeCheckInAsRead(scope, ticket, checkinId, scan, messages, subscriptions);
+  const written = await repo.writeCheckInAsRead(scope, ticket, checkinId, scan, { event: 'checkin.completed', data: checkin }, subscriptions);
   return written ? checkin : undefined;
 }
 

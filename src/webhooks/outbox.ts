@@ -62,7 +62,7 @@ function enabledSubscriptionsColumn(accountColumn: string): RawBuilder<Subscript
   return sql<Array<[string, string]>>`(select coalesce(json_agg(json_build_array(s.id, s.events)), '[]') from webhook_subscriptions s where s.account_id = ${sql.ref(accountColumn)} and s.status = 'enabled')`;
 }
 
-/** What fanOut.subscriptions reads: opaque to the caller, who hands it to fanOut.values. */
+/** What fanOut.subscriptions reads: opaque to the caller, who hands it to fanOut.values or oneValues. */
 export type Subscriptions = Array<[string, string]>;
 
 /** A message's outbox row, written at `now`: its id, and its body exactly as it will be delivered. */
@@ -122,10 +122,21 @@ export async function enqueueMessages(tx: Db | Tx, accountId: string, messages: 
  */
 export type FanOutValues = { messageIds: string[]; messageEvents: string[]; messagePayloads: string[] } & JobValues;
 
+/** The same for a statement that writes exactly one message (a check-in): the message's row as single values. */
+export type OneMessageFanOutValues = { messageId: string; messageEvent: string; messagePayload: string } & JobValues;
+
+/** The messages' outbox rows and their delivery jobs: a job per (message, subscription whose `events` wants it). */
+function fanOutRows(accountId: string, messages: OutboxMessage[], subscriptions: Subscriptions | null, now: number) {
+  const rows = messages.map((message) => outboxRow(accountId, message, now));
+  const jobs = deliveryJobs((subscriptions ?? []).map(([id, events]) => ({ id, events })), messages, rows);
+  return { rows, jobs: jobValues(jobs, now) };
+}
+
 /**
  * The one way a change writes its webhook messages: inside its own transaction (`inTransaction`,
  * either engine), or inside its own statement on PostgreSQL (`subscriptions` in the read before it,
- * `values` and `into` for the statement, `written` after it). The outbox and jobs tables stay here.
+ * `values` or `oneValues` and `into` for the statement, `written` after it). The outbox and jobs
+ * tables stay here.
  */
 export const fanOut = {
   /**
@@ -137,14 +148,23 @@ export const fanOut = {
   /** The names of `FanOutValues`, for the statement's list of its named arguments. */
   names: ['messageIds', 'messageEvents', 'messagePayloads', ...JOB_VALUES] as const satisfies ReadonlyArray<keyof FanOutValues>,
 
+  /** The names of `OneMessageFanOutValues`. */
+  oneNames: ['messageId', 'messageEvent', 'messagePayload', ...JOB_VALUES] as const satisfies ReadonlyArray<keyof OneMessageFanOutValues>,
+
   /**
    * The statement's fan-out values: the messages' outbox rows written at `now`, and a delivery job
    * per (message, subscription that wants it) of `subscriptions` (as read with `subscriptions`).
    */
   values(accountId: string, messages: OutboxMessage[], subscriptions: Subscriptions | null, now: number): FanOutValues {
-    const rows = messages.map((message) => outboxRow(accountId, message, now));
-    const jobs = deliveryJobs((subscriptions ?? []).map(([id, events]) => ({ id, events })), messages, rows);
-    return { messageIds: rows.map((r) => r.id), messageEvents: rows.map((r) => r.eventType), messagePayloads: rows.map((r) => r.payload), ...jobValues(jobs, now) };
+    const { rows, jobs } = fanOutRows(accountId, messages, subscriptions, now);
+    return { messageIds: rows.map((r) => r.id), messageEvents: rows.map((r) => r.eventType), messagePayloads: rows.map((r) => r.payload), ...jobs };
+  },
+
+  /** `values` for a statement that writes one message. */
+  oneValues(accountId: string, message: OutboxMessage, subscriptions: Subscriptions | null, now: number): OneMessageFanOutValues {
+    const { rows, jobs } = fanOutRows(accountId, [message], subscriptions, now);
+    const row = rows[0]!;
+    return { messageId: row.id, messageEvent: row.eventType, messagePayload: row.payload, ...jobs };
   },
 
   /**
@@ -153,27 +173,40 @@ export const fanOut = {
    * one row when its change was made and none otherwise). `accountId` and `now` are the
    * statement's arguments of those names.
    */
-  into<QC extends QueryCreator<any>>(qc: QC, gate: string, values: FanOutValues & { accountId: string; now: number }): QC {
-    const { messageIds, messageEvents, messagePayloads, accountId, now } = values;
+  into<QC extends QueryCreator<any>>(qc: QC, gate: string, values: (FanOutValues | OneMessageFanOutValues) & { accountId: string; now: number }): QC {
+    const { accountId, now } = values;
     return (qc as unknown as QueryCreator<Database>)
       .with('message', (mc) =>
         mc
           .insertInto('webhookMessages')
           .columns(['id', 'accountId', 'eventType', 'payload', 'createdAt'])
-          .expression((eb) =>
-            eb
+          .expression((eb) => {
+            // `gate` is a table expression of the statement, which the types of the database do not know.
+            const accountAndTime = [eb.cast<string>(eb.val(accountId), 'text').as('accountId'), eb.cast<number>(eb.val(now), 'bigint').as('createdAt')] as const;
+            if ('messageId' in values) {
+              // One message: its values as they are, no arrays to build and unnest.
+              return eb.selectFrom(gate as 'webhookMessages').select([
+                eb.cast<string>(eb.val(values.messageId), 'text').as('id'),
+                accountAndTime[0],
+                eb.cast<string>(eb.val(values.messageEvent), 'text').as('eventType'),
+                eb.cast<string>(eb.val(values.messagePayload), 'text').as('payload'),
+                accountAndTime[1],
+              ]);
+            }
+            const { messageIds, messageEvents, messagePayloads } = values;
+            return eb
               .selectFrom([
-                sql.table(gate).as('gate'),
+                gate as 'webhookMessages',
                 sql<{ id: string; eventType: string; payload: string }>`unnest(${messageIds}::text[], ${messageEvents}::text[], ${messagePayloads}::text[])`.as<'m'>(sql`m(id, event_type, payload)`),
               ])
-              .select(['m.id', eb.cast<string>(eb.val(accountId), 'text').as('accountId'), 'm.eventType', 'm.payload', eb.cast<number>(eb.val(now), 'bigint').as('createdAt')]),
-          ),
+              .select(['m.id', accountAndTime[0], 'm.eventType', 'm.payload', accountAndTime[1]]);
+          }),
       )
       .with('queued', (jc) => insertJobsUnnest(jc, gate, values)) as unknown as QC;
   },
 
   /** After the statement wrote its change: wakes the workers when it queued jobs (at commit). */
-  written(db: Db | Tx, values: FanOutValues): void {
+  written(db: Db | Tx, values: JobValues): void {
     if (values.jobIds.length > 0) afterCommit(db, jobsQueued);
   },
 
