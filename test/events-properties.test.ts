@@ -384,7 +384,7 @@ for (const engine of ENGINES) {
 
       // An ASCII search folds with lower(), one beyond ASCII with translate(lower()): both must be planned in page order.
       for (const [q, name] of [['nakamura', 'Aoife Nakamura'], ['müller', 'Jürgen Müller']] as const) {
-        const query = attendeePageQuery(new TenantScope(db, accountId), eventId, { q }, { limit: 100, after: null, listTag: '' }).compile();
+        const query = attendeePageQuery(new TenantScope(db, accountId), eventId, { q }, { limit: 100, after: null }).compile();
         const { rows } = await db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
         const nodes: string[] = [];
         const walk = (node: PlanNode): void => {

@@ -59,3 +59,21 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     return result.rows;
   };
 }
+
+/**
+ * `prepared` with named arguments, for statements with many: `build` reads them from one object
+ * and the caller passes one object. `names` lists every argument once (the first call checks that
+ * the caller passed no other); the same rules hold for each as for `prepared`'s.
+ */
+export function preparedNamed<P extends object, R, DB = any>(names: ReadonlyArray<NoInfer<keyof P> & string>, build: (db: Kysely<DB>, args: P) => Compilable<R>) {
+  const run = prepared((db: Kysely<DB>, ...values: unknown[]) => build(db, Object.fromEntries(names.map((name, i) => [name, values[i]])) as P));
+  let checked = false;
+  return (db: Kysely<DB>, args: P): Promise<R[]> => {
+    if (!checked) {
+      const unnamed = Object.keys(args).filter((key) => !(names as readonly string[]).includes(key));
+      if (unnamed.length > 0) throw new Error(`prepared query was passed ${unnamed.join(', ')}, which it does not name`);
+      checked = true;
+    }
+    return run(db, ...names.map((name) => args[name as keyof P]));
+  };
+}

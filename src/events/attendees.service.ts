@@ -1,39 +1,15 @@
 import { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
-import { keysetPage } from '../db/keyset.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
-import { matching, requireEvent } from './events.repository.js';
-import type { AttendeeListQuery, ExportQuery } from './events.schemas.js';
+import * as repo from './attendees.repository.js';
+import { requireEvent } from './events.repository.js';
+import type { ExportQuery } from './events.schemas.js';
 
-type Filters = Pick<Static<typeof AttendeeListQuery>, 'checkedIn' | 'ticketTypeId' | 'q'>;
+type Filters = repo.AttendeeFilters;
+type AttendeeRow = repo.AttendeeRow;
 
-/** One row per valid ticket, with its type's name, filtered. */
-function attendeeQuery(scope: TenantScope, eventId: string, filters: Filters) {
-  let query = scope
-    .selectFrom('tickets')
-    .innerJoin('ticketTypes', 'ticketTypes.id', 'tickets.ticketTypeId')
-    .select([
-      'tickets.id as ticketId',
-      'tickets.orderId',
-      'tickets.attendeeName as name',
-      'tickets.attendeeEmail as email',
-      'tickets.ticketTypeId',
-      'ticketTypes.name as ticketTypeName',
-      'tickets.checkedInAt',
-    ])
-    .where('tickets.eventId', '=', eventId)
-    .where('tickets.status', '=', 'valid');
-  if (filters.checkedIn !== undefined) query = query.where('tickets.checkedInAt', filters.checkedIn ? 'is not' : 'is', null);
-  if (filters.ticketTypeId !== undefined) query = query.where('tickets.ticketTypeId', '=', filters.ticketTypeId);
-  if (filters.q !== undefined) {
-    query = query.where(matching(scope.db, filters.q, ['tickets.attendeeName', 'tickets.attendeeEmail']));
-  }
-  return query;
-}
-
-type AttendeeRow = Awaited<ReturnType<ReturnType<typeof attendeeQuery>['execute']>>[number];
 
 function presentAttendee(row: AttendeeRow) {
   return {
@@ -54,12 +30,11 @@ export const attendeesListTag = (eventId: string, filters: Filters) =>
   listTag(`attendees:${eventId}`, { checkedIn: filters.checkedIn, ticketTypeId: filters.ticketTypeId, q: filters.q });
 
 /** One page of attendees, in ticket order (exported for the query-plan test). */
-export const attendeePageQuery = (scope: TenantScope, eventId: string, filters: Filters, page: PageRequest) =>
-  keysetPage(attendeeQuery(scope, eventId, filters), page, 'tickets.id', 'tickets.id', 'asc');
+export { attendeePageQuery } from './attendees.repository.js';
 
 export async function listAttendees(scope: TenantScope, eventId: string, filters: Filters, page: PageRequest): Promise<Page<Attendee>> {
   await requireEvent(scope, eventId);
-  const rows = await attendeePageQuery(scope, eventId, filters, page).execute();
+  const rows = await repo.attendeePage(scope, eventId, filters, page);
   return toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), presentAttendee);
 }
 
@@ -135,9 +110,7 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
     if (format === 'csv') yield CSV_HEADER;
     let after: string | null = null;
     for (;;) {
-      let batch = attendeeQuery(scope, eventId, query);
-      if (after !== null) batch = batch.where('tickets.id', '>', after);
-      const rows = await batch.orderBy('tickets.id').limit(EXPORT_BATCH).execute();
+      const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
       if (rows.length === 0) return;
       let chunk = '';
       for (const row of rows) chunk += exportLine(format, presentAttendee(row));

@@ -3,12 +3,11 @@ import type { Db, Tx } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { notFound } from '../errors.js';
-import { keysetPage, type KeysetPage as PageRequest } from '../db/keyset.js';
-import { EVENT_COLUMNS, type EventTable, type TicketTable, type TicketTypeTable } from './events.table.js';
+import { keysetPage, type KeysetPage } from '../db/keyset.js';
+import { EVENT_COLUMNS, type EventTable, type TicketTypeTable } from './events.table.js';
 
 export type EventRow = Selectable<EventTable>;
 export type TicketTypeRow = Selectable<TicketTypeTable>;
-export type TicketRow = Selectable<TicketTable>;
 
 /** `%text%` for LIKE, with the wildcards of the text itself escaped (its case is folded in SQL: matching). */
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -80,7 +79,7 @@ export interface EventFilters {
   q?: string;
 }
 
-export function listEvents(scope: TenantScope, filters: EventFilters, page: PageRequest): Promise<EventRow[]> {
+export function listEvents(scope: TenantScope, filters: EventFilters, page: KeysetPage): Promise<EventRow[]> {
   let query = scope.selectFrom('events').selectAll();
   if (filters.status) query = query.where('status', '=', filters.status);
   if (filters.startsAfter !== undefined) query = query.where('startsAt', '>=', filters.startsAfter);
@@ -94,7 +93,7 @@ export function listTicketTypes(scope: TenantScope, eventId: string): Promise<Ti
 }
 
 /** One page of an event's ticket types, oldest first (the order they were created in). */
-export function pageTicketTypes(scope: TenantScope, eventId: string, page: PageRequest): Promise<TicketTypeRow[]> {
+export function pageTicketTypes(scope: TenantScope, eventId: string, page: KeysetPage): Promise<TicketTypeRow[]> {
   return keysetPage(scope.selectFrom('ticketTypes').selectAll().where('eventId', '=', eventId), page, 'ticketTypes.id', 'ticketTypes.id', 'asc').execute();
 }
 
@@ -102,6 +101,38 @@ export function findTicketType(scope: TenantScope, eventId: string, id: string):
   return scope.selectFrom('ticketTypes').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
 }
 
-export function findTicket(scope: TenantScope, id: string): Promise<TicketRow | undefined> {
-  return scope.selectFrom('tickets').selectAll().where('id', '=', id).executeTakeFirst();
+export async function insertEvent(scope: TenantScope, row: EventRow): Promise<void> {
+  await scope.db.insertInto('events').values(row).execute();
+}
+
+/** The event with `changes` made, as it is now. */
+export function updateEvent(scope: TenantScope, id: string, changes: Partial<EventRow>): Promise<EventRow> {
+  return scope.updateTable('events').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The event and its ticket types (an event that never issued a ticket has nothing else). */
+export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
+  await scope.deleteFrom('ticketTypes').where('eventId', '=', id).execute();
+  await scope.deleteFrom('events').where('id', '=', id).execute();
+}
+
+/** The event cancelled, with nothing sold (the caller cancels its tickets): as it is now. */
+export async function cancelEvent(scope: TenantScope, id: string, now: number): Promise<EventRow> {
+  const updated = await scope
+    .updateTable('events')
+    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, sold: 0 })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await scope.updateTable('ticketTypes').set({ sold: 0, updatedAt: now }).where('eventId', '=', id).execute();
+  return updated;
+}
+
+export async function insertTicketType(scope: TenantScope, row: TicketTypeRow): Promise<void> {
+  await scope.db.insertInto('ticketTypes').values(row).execute();
+}
+
+/** The ticket type with `changes` made, as it is now. */
+export function updateTicketType(scope: TenantScope, id: string, changes: Partial<TicketTypeRow>): Promise<TicketTypeRow> {
+  return scope.updateTable('ticketTypes').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }

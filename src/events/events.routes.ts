@@ -13,6 +13,8 @@ import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
 import * as orders from './orders.service.js';
+import * as payouts from './payouts.service.js';
+import * as tickets from './tickets.service.js';
 
 const READ: readonly Scope[] = ['events:read', 'events:write'];
 const WRITE: readonly Scope[] = ['events:write'];
@@ -96,7 +98,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: WRITE },
       schema: { operationId: 'cancelEvent', tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled') } },
     },
-    (request) => orders.cancelEvent(scope(request), request.params.id),
+    (request) => events.cancelEvent(scope(request), request.params.id),
   );
 
   app.get(
@@ -185,7 +187,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/tickets/:id',
     { config: { scope: READ }, schema: { operationId: 'getTicket', tags: ['tickets'], summary: 'Read a ticket', params: TicketParams, response: { 200: ref(schemas.TicketSchema) } } },
-    (request) => orders.getTicket(scope(request), request.params.id),
+    (request) => tickets.getTicket(scope(request), request.params.id),
   );
 
   app.post(
@@ -194,7 +196,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: WRITE },
       schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') } },
     },
-    (request) => orders.cancelTicket(scope(request), request.params.id),
+    (request) => tickets.cancelTicket(scope(request), request.params.id),
   );
 
   app.post(
@@ -210,7 +212,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') },
       },
     },
-    (request) => orders.transferTicket(scope(request), request.params.id, request.body),
+    (request) => tickets.transferTicket(scope(request), request.params.id, request.body),
   );
 
   app.get(
@@ -332,7 +334,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/payouts',
     { config: { scope: WRITE }, schema: { operationId: 'createPayout', tags: ['payouts'], summary: "Pay out the event's net revenue not yet paid out", params: EventParams, response: { 201: ref(schemas.PayoutSchema), ...problems('nothing_to_pay_out') } } },
     async (request, reply) => {
-      const payout = await analytics.createPayout(scope(request), request.params.id);
+      const payout = await payouts.createPayout(scope(request), request.params.id);
       return reply.code(201).header('Location', `/v1/events/${payout.eventId}/payouts/${payout.id}`).send(payout);
     },
   );
@@ -340,7 +342,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/events/:id/payouts/:childId',
     { config: { scope: READ }, schema: { operationId: 'getPayout', tags: ['payouts'], summary: 'Read a payout', params: schemas.EventChildParams, response: { 200: ref(schemas.PayoutSchema) } } },
-    (request) => analytics.getPayout(scope(request), request.params.id, request.params.childId),
+    (request) => payouts.getPayout(scope(request), request.params.id, request.params.childId),
   );
 
   app.get(
@@ -350,6 +352,6 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { operationId: 'listPayouts', tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: ref(schemas.PayoutPage) } },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await analytics.listPayouts(scope(request), request.params.id, pageRequest(request.query, analytics.payoutsListTag(request.params.id)))),
+      withLinkHeader(request, reply, await payouts.listPayouts(scope(request), request.params.id, pageRequest(request.query, payouts.payoutsListTag(request.params.id)))),
   );
 };

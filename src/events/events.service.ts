@@ -4,9 +4,11 @@ import { AppError, invalid, notFound } from '../errors.js';
 import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
-import { enqueueMessages } from '../webhooks/outbox.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
+import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
+import { presentTicket, refundOf } from './tickets.service.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -101,8 +103,8 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
   };
   const event = presentEvent(row);
   await scope.transaction(async (tx) => {
-    await tx.db.insertInto('events').values(row).execute();
-    await enqueueMessages(tx.db, scope.accountId, [{ event: 'event.created', data: event }], now);
+    await repo.insertEvent(tx, row);
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.created', data: event }], now);
   });
   return event;
 }
@@ -150,8 +152,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.capacity !== undefined) changes.capacity = input.capacity;
     if (input.currency !== undefined) changes.currency = input.currency;
     if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
-    const updated = await tx.updateTable('events').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-    return presentEvent(updated);
+    return presentEvent(await repo.updateEvent(tx, id, changes));
   });
 }
 
@@ -161,8 +162,7 @@ export async function deleteEvent(scope: TenantScope, id: string): Promise<void>
     if (event.ticketsIssued > 0) {
       throw new AppError('event_has_tickets', `Event ${id} has issued ${event.ticketsIssued} tickets; cancel it instead.`);
     }
-    await tx.deleteFrom('ticketTypes').where('eventId', '=', id).execute();
-    await tx.deleteFrom('events').where('id', '=', id).execute();
+    await repo.deleteEvent(tx, id);
   });
 }
 
@@ -175,15 +175,33 @@ export async function publishEvent(scope: TenantScope, id: string) {
     const types = await repo.listTicketTypes(tx, id);
     if (types.length === 0) throw new AppError('event_has_no_ticket_types', `Event ${id} needs a ticket type before it can be published.`);
     const now = Date.now();
-    const updated = await tx
-      .updateTable('events')
-      .set({ status: 'published', publishedAt: now, updatedAt: now })
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const presented = presentEvent(updated);
-    await enqueueMessages(tx.db, scope.accountId, [{ event: 'event.published', data: presented }], now);
+    const presented = presentEvent(await repo.updateEvent(tx, id, { status: 'published', publishedAt: now, updatedAt: now }));
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.published', data: presented }], now);
     return presented;
+  });
+}
+
+const CANCEL_BATCH = 500;
+
+/** Cancels the event and every valid ticket of it; paid tickets are refunded. */
+export async function cancelEvent(scope: TenantScope, id: string) {
+  return scope.transaction(async (tx) => {
+    const event = await lockEvent(tx, id);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is already cancelled.`);
+    const now = Date.now();
+    const presentedEvent = presentEvent(await repo.cancelEvent(tx, id, now));
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.cancelled', data: presentedEvent }], now);
+    for (;;) {
+      const batch = await validTicketsOfEvent(tx, id, CANCEL_BATCH);
+      if (batch.length === 0) break;
+      await cancelTickets(tx, batch.map((t) => t.id), now);
+      const messages = batch.flatMap((row): OutboxMessage[] => {
+        const cancelled = { ...row, status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: row.price };
+        return [{ event: 'ticket.cancelled', data: presentTicket(cancelled) }, ...refundOf(cancelled)];
+      });
+      await fanOut.inTransaction(tx.db, scope.accountId, messages, now);
+    }
+    return presentedEvent;
   });
 }
 
@@ -233,7 +251,7 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
       createdAt: now,
       updatedAt: now,
     };
-    await tx.db.insertInto('ticketTypes').values(row).execute();
+    await repo.insertTicketType(tx, row);
     return presentTicketType(row, event);
   });
 }
@@ -249,8 +267,7 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
       throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
     }
     if (input.price !== undefined && input.price !== type.price) {
-      const issued = await tx.selectFrom('tickets').select('id').where('ticketTypeId', '=', id).limit(1).executeTakeFirst();
-      if (issued) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });
+      if (await ticketTypeIssued(tx, id)) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });
     }
     const salesStartAt = input.salesStartAt === undefined ? type.salesStartAt : parseOptionalTime(input.salesStartAt, '/salesStartAt')!;
     const salesEndAt = input.salesEndAt === undefined ? type.salesEndAt : parseOptionalTime(input.salesEndAt, '/salesEndAt')!;
@@ -261,7 +278,6 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.price !== undefined) changes.price = input.price;
     if (input.quantity !== undefined) changes.quantity = input.quantity;
     if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
-    const updated = await tx.updateTable('ticketTypes').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-    return presentTicketType(updated, event);
+    return presentTicketType(await repo.updateTicketType(tx, id, changes), event);
   });
 }

@@ -19,7 +19,7 @@ export interface NewJob {
 const BATCH = 200;
 
 /** The rows of new jobs, queued at `now`. */
-export function jobRows(jobs: NewJob[], now: number): JobRow[] {
+function jobRows(jobs: NewJob[], now: number): JobRow[] {
   return jobs.map((job) => ({
     id: newId('queuedJob'),
     kind: job.kind,
@@ -37,46 +37,61 @@ export function jobRows(jobs: NewJob[], now: number): JobRow[] {
   }));
 }
 
-/** The columns of a new job that are not null (`jobRows`), as one array each: the values of `insertJobsUnnest`. */
-export type JobArrays = [
-  ids: string[],
-  kinds: string[],
-  payloads: string[],
-  statuses: string[],
-  attempts: number[],
-  maxAttempts: number[],
-  runAt: number[],
-  createdAt: number[],
-  updatedAt: number[],
-];
-
-export function jobArrays(rows: JobRow[]): JobArrays {
-  return [
-    rows.map((j) => j.id),
-    rows.map((j) => j.kind),
-    rows.map((j) => j.payload),
-    rows.map((j) => j.status),
-    rows.map((j) => j.attempts),
-    rows.map((j) => j.maxAttempts),
-    rows.map((j) => j.runAt),
-    rows.map((j) => j.createdAt),
-    rows.map((j) => j.updatedAt),
-  ];
+/**
+ * New jobs as the values of `insertJobsUnnest`: one array per column that is not null at queueing
+ * (`jobRows`), each a named argument of the statement (db/prepared.ts, preparedNamed).
+ */
+export interface JobValues {
+  jobIds: string[];
+  jobKinds: string[];
+  jobPayloads: string[];
+  jobStatuses: string[];
+  jobAttempts: number[];
+  jobMaxAttempts: number[];
+  jobRunAt: number[];
+  jobCreatedAt: number[];
+  jobUpdatedAt: number[];
 }
 
-/** How many arrays `jobArrays` gives: where they end among a prepared query's arguments. */
-export const JOB_ARRAYS = jobArrays([]).length;
+/** The names of `JobValues`, for a statement's list of its named arguments. */
+export const JOB_VALUES = [
+  'jobIds',
+  'jobKinds',
+  'jobPayloads',
+  'jobStatuses',
+  'jobAttempts',
+  'jobMaxAttempts',
+  'jobRunAt',
+  'jobCreatedAt',
+  'jobUpdatedAt',
+] as const satisfies ReadonlyArray<keyof JobValues>;
+
+/** New jobs, queued at `now`, as `insertJobsUnnest`'s values. */
+export function jobValues(jobs: NewJob[], now: number): JobValues {
+  const rows = jobRows(jobs, now);
+  return {
+    jobIds: rows.map((j) => j.id),
+    jobKinds: rows.map((j) => j.kind),
+    jobPayloads: rows.map((j) => j.payload),
+    jobStatuses: rows.map((j) => j.status),
+    jobAttempts: rows.map((j) => j.attempts),
+    jobMaxAttempts: rows.map((j) => j.maxAttempts),
+    jobRunAt: rows.map((j) => j.runAt),
+    jobCreatedAt: rows.map((j) => j.createdAt),
+    jobUpdatedAt: rows.map((j) => j.updatedAt),
+  };
+}
 
 type JobColumns = Pick<JobRow, 'id' | 'kind' | 'payload' | 'status' | 'attempts' | 'maxAttempts' | 'runAt' | 'createdAt' | 'updatedAt'>;
 
 /**
- * PostgreSQL: inserts new jobs from `jobArrays` (one `unnest`), once for each row of `gate`, a
+ * PostgreSQL: inserts new jobs from `jobValues` (one `unnest`), once for each row of `gate`, a
  * common table expression of the same statement that returns one row when the statement's change
  * was made and none otherwise. For statements that write a change, its outbox message and its
- * delivery jobs in one round trip.
+ * delivery jobs in one round trip (webhooks/outbox.ts, fanOut).
  */
-export function insertJobsUnnest<DB extends Database>(qc: QueryCreator<DB>, gate: string, jobs: JobArrays) {
-  const [ids, kinds, payloads, statuses, attempts, maxAttempts, runAt, createdAt, updatedAt] = jobs;
+export function insertJobsUnnest<DB extends Database>(qc: QueryCreator<DB>, gate: string, jobs: JobValues) {
+  const { jobIds: ids, jobKinds: kinds, jobPayloads: payloads, jobStatuses: statuses, jobAttempts: attempts, jobMaxAttempts: maxAttempts, jobRunAt: runAt, jobCreatedAt: createdAt, jobUpdatedAt: updatedAt } = jobs;
   return (qc as unknown as QueryCreator<Database>)
     .insertInto('jobs')
     .columns(['id', 'kind', 'payload', 'status', 'attempts', 'maxAttempts', 'runAt', 'createdAt', 'updatedAt'])

@@ -1,0 +1,84 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/database.js';
+import { prepared } from '../db/prepared.js';
+import { TenantScope } from '../db/tenant.js';
+import { TICKET_COLUMNS, type TicketTable } from './events.table.js';
+
+export type TicketRow = Selectable<TicketTable>;
+
+/** How a scan or a request names a ticket of an event: by id or by the code in its QR. */
+export type TicketKey = { ticketId: string; code?: undefined } | { ticketId?: undefined; code: string };
+
+export function findTicket(scope: TenantScope, id: string): Promise<TicketRow | undefined> {
+  return scope.selectFrom('tickets').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+// The door's hot path runs on prepared queries (see db/prepared.ts): a scanner may send thousands a second.
+const ticketById = prepared((db: Db, accountId: string, eventId: string, id: string) =>
+  new TenantScope(db, accountId).selectFrom('tickets').select(TICKET_COLUMNS).where('eventId', '=', eventId).where('id', '=', id),
+);
+const ticketByCode = prepared((db: Db, accountId: string, eventId: string, code: string) =>
+  new TenantScope(db, accountId).selectFrom('tickets').select(TICKET_COLUMNS).where('eventId', '=', eventId).where('code', '=', code),
+);
+
+/** The ticket of the event that `key` names, if there is one. */
+export async function findEventTicket(scope: TenantScope, eventId: string, key: TicketKey): Promise<TicketRow | undefined> {
+  const db = scope.db as Db;
+  const [ticket] = key.ticketId !== undefined ? await ticketById(db, scope.accountId, eventId, key.ticketId) : await ticketByCode(db, scope.accountId, eventId, key.code!);
+  return ticket;
+}
+
+/** The tickets of an order, by id. */
+export function ticketsOfOrder(scope: TenantScope, orderId: string): Promise<TicketRow[]> {
+  return scope.selectFrom('tickets').selectAll().where('orderId', '=', orderId).orderBy('id').execute();
+}
+
+/** Whether any ticket of the ticket type was ever issued. */
+export async function ticketTypeIssued(scope: TenantScope, ticketTypeId: string): Promise<boolean> {
+  const issued = await scope.selectFrom('tickets').select('id').where('ticketTypeId', '=', ticketTypeId).limit(1).executeTakeFirst();
+  return issued !== undefined;
+}
+
+/** Valid and not checked in → cancelled and refunded (its price); the ticket as it is now, or undefined if it was not so. */
+export function cancelOpenTicket(scope: TenantScope, id: string, now: number): Promise<TicketRow | undefined> {
+  return scope
+    .updateTable('tickets')
+    .set((eb) => ({ status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: eb.ref('price') }))
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Valid and not checked in → a new holder and code; the ticket as it is now, or undefined if it was not so. */
+export function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
+  return scope
+    .updateTable('tickets')
+    .set({ attendeeName: holder.name, attendeeEmail: holder.email, code, updatedAt: now })
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** A cancelled ticket's place back into its type's and its event's inventory. */
+export async function releasePlace(scope: TenantScope, ticket: Pick<TicketRow, 'eventId' | 'ticketTypeId'>, now: number): Promise<void> {
+  await scope.updateTable('ticketTypes').set((eb) => ({ sold: eb('sold', '-', 1), updatedAt: now })).where('id', '=', ticket.ticketTypeId).execute();
+  await scope.updateTable('events').set((eb) => ({ sold: eb('sold', '-', 1), updatedAt: now })).where('id', '=', ticket.eventId).execute();
+}
+
+/** Up to `limit` valid tickets of the event, by id. */
+export function validTicketsOfEvent(scope: TenantScope, eventId: string, limit: number): Promise<TicketRow[]> {
+  return scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('status', '=', 'valid').orderBy('id').limit(limit).execute();
+}
+
+/** These tickets → cancelled and refunded (each its price). */
+export async function cancelTickets(scope: TenantScope, ids: string[], now: number): Promise<void> {
+  await scope
+    .updateTable('tickets')
+    .set((eb) => ({ status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: eb.ref('price') }))
+    .where('id', 'in', ids)
+    .execute();
+}

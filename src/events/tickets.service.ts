@@ -1,0 +1,142 @@
+import type { Static } from 'typebox';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError, notFound } from '../errors.js';
+import { randomBase62 } from '../ids.js';
+import { iso } from '../time.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { lockEvent, requireEvent } from './events.repository.js';
+import type { TransferBody } from './events.schemas.js';
+import * as repo from './tickets.repository.js';
+
+type TicketRow = repo.TicketRow;
+
+/** The secret in a ticket's QR code: 22 base62 characters (~131 bits). */
+export const newTicketCode = () => randomBase62(22);
+
+export function presentTicket(row: TicketRow) {
+  return {
+    id: row.id,
+    eventId: row.eventId,
+    ticketTypeId: row.ticketTypeId,
+    orderId: row.orderId,
+    status: row.status as 'valid' | 'cancelled',
+    attendee: { name: row.attendeeName, email: row.attendeeEmail },
+    code: row.code,
+    price: row.price,
+    currency: row.currency,
+    refundedAmount: row.refundedAmount,
+    checkedIn: row.checkedInAt !== null,
+    checkedInAt: iso(row.checkedInAt),
+    createdAt: iso(row.createdAt),
+    cancelledAt: iso(row.cancelledAt),
+  };
+}
+
+export type PresentedTicket = ReturnType<typeof presentTicket>;
+
+/** The refund message of a cancelled ticket, if it was paid for. */
+export function refundOf(ticket: TicketRow): OutboxMessage[] {
+  return ticket.price > 0
+    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency } }]
+    : [];
+}
+
+/**
+ * The changes of a ticket that only a ticket in one state may take: cancel and transfer (valid,
+ * not checked in), check-in (a valid ticket of the event, not checked in), undo of a check-in
+ * (a valid ticket of the event, checked in).
+ */
+export type TicketChange = 'cancel' | 'transfer' | 'checkIn' | 'undoCheckIn';
+
+/** What a ticket change names the ticket by: its id (or, for a check-in, its code), and its event for the door's changes. */
+export type TicketTarget = repo.TicketKey & { eventId?: string };
+
+/**
+ * Why `change` was refused to `ticket` (a ticket it was asked of, so one that exists): the first
+ * rule it breaks, as the API's code. The ticket's state decides, in this order: cancelled, then
+ * checked in (or, for an undo, not checked in).
+ */
+export function refusal(change: TicketChange, ticket: TicketRow): AppError {
+  if (ticket.status === 'cancelled') {
+    const cannot = change === 'cancel' ? '; it cannot be cancelled' : change === 'transfer' ? '; it cannot be transferred' : '';
+    return new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled${cannot}.`);
+  }
+  switch (change) {
+    case 'checkIn':
+      return new AppError('already_checked_in', `Ticket ${ticket.id} was checked in at ${iso(ticket.checkedInAt)}.`, {
+        ticketId: ticket.id,
+        checkedInAt: iso(ticket.checkedInAt),
+        checkinId: ticket.checkinId,
+      });
+    case 'undoCheckIn':
+      return new AppError('not_checked_in', `Ticket ${ticket.id} is not checked in.`);
+    default:
+      return new AppError('ticket_checked_in', `Ticket ${ticket.id} is checked in; it cannot be ${change === 'cancel' ? 'cancelled' : 'transferred'}.`, {
+        checkedInAt: iso(ticket.checkedInAt),
+      });
+  }
+}
+
+/** The ticket a refused change named, or the 404 that explains the refusal when there is none. */
+async function refusedTicket(tx: TenantScope, change: TicketChange, target: TicketTarget): Promise<TicketRow> {
+  const eventId = target.eventId!;
+  if (change === 'checkIn') {
+    // A ticket of another event, a transferred ticket's old code and an unknown code look alike.
+    await requireEvent(tx, eventId);
+    const ticket = await repo.findEventTicket(tx, eventId, target);
+    if (!ticket) throw new AppError('not_found', `No ticket ${target.ticketId ?? 'with that code'} for event ${eventId}.`);
+    return ticket;
+  }
+  const ticket = await repo.findTicket(tx, target.ticketId!);
+  if (change === 'undoCheckIn') {
+    if (!ticket || ticket.eventId !== eventId) throw new AppError('not_found', `No ticket ${target.ticketId} for event ${eventId}.`);
+  } else if (!ticket) {
+    throw notFound('ticket', target.ticketId!);
+  }
+  return ticket;
+}
+
+/**
+ * A ticket change: `write`, its one conditional update, returns the ticket as changed, or
+ * undefined when no ticket was in the state the change needs. Then, and only then, the ticket is
+ * read to explain the refusal (`refusal`): an admitted change costs no lookup, and of concurrent
+ * changes of one ticket exactly one succeeds.
+ */
+export async function changeTicket<T>(tx: TenantScope, change: TicketChange, target: TicketTarget, write: () => Promise<T | undefined>): Promise<T> {
+  const changed = await write();
+  if (changed !== undefined) return changed;
+  throw refusal(change, await refusedTicket(tx, change, target));
+}
+
+export async function getTicket(scope: TenantScope, id: string): Promise<PresentedTicket> {
+  const ticket = await repo.findTicket(scope, id);
+  if (!ticket) throw notFound('ticket', id);
+  return presentTicket(ticket);
+}
+
+/** Valid and not checked in → cancelled; its place returns to inventory; a paid ticket is refunded. */
+export async function cancelTicket(scope: TenantScope, id: string): Promise<PresentedTicket> {
+  return scope.transaction(async (tx) => {
+    const ticket = await repo.findTicket(tx, id);
+    if (!ticket) throw notFound('ticket', id);
+    await lockEvent(tx, ticket.eventId);
+    const now = Date.now();
+    const cancelled = await changeTicket(tx, 'cancel', { ticketId: id }, () => repo.cancelOpenTicket(tx, id, now));
+    await repo.releasePlace(tx, ticket, now);
+    const presented = presentTicket(cancelled);
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presented }, ...refundOf(cancelled)], now);
+    return presented;
+  });
+}
+
+/** New holder and a new code (the old one stops working); same ticket id. */
+export async function transferTicket(scope: TenantScope, id: string, input: Static<typeof TransferBody>): Promise<PresentedTicket> {
+  return scope.transaction(async (tx) => {
+    const now = Date.now();
+    const holder = { name: input.attendee.name, email: input.attendee.email.toLowerCase() };
+    const transferred = await changeTicket(tx, 'transfer', { ticketId: id }, () => repo.transferOpenTicket(tx, id, holder, newTicketCode(), now));
+    const presented = presentTicket(transferred);
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.transferred', data: presented }], now);
+    return presented;
+  });
+}
