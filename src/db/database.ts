@@ -3,7 +3,6 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
-import type { CheckinTable, EventTable, OrderTable, PayoutTable, TicketTable, TicketTypeTable } from '../events/events.table.js';
 import { Checkpointer } from './checkpointer.js';
 import { statementName } from './prepared.js';
 import { CachedSqliteDialect } from './sqlite-dialect.js';
@@ -11,16 +10,9 @@ import { CachedSqliteDialect } from './sqlite-dialect.js';
 /**
  * Every table, by its name in queries. Each is declared beside its owner, in a `*.table.ts` that
  * adds its tables to this interface (`declare module '../db/database.js'`): the database layer
- * names no area. (The event area's tables are still listed here until events.table.ts declares them.)
+ * names no area.
  */
-export interface Database {
-  events: EventTable;
-  ticketTypes: TicketTypeTable;
-  orders: OrderTable;
-  tickets: TicketTable;
-  checkins: CheckinTable;
-  payouts: PayoutTable;
-}
+export interface Database {}
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;

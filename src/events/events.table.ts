@@ -164,3 +164,15 @@ export interface PayoutTable {
   currency: string;
   createdAt: number;
 }
+
+// The tables of this file, in the database's type (db/database.ts).
+declare module '../db/database.js' {
+  interface Database {
+    events: EventTable;
+    ticketTypes: TicketTypeTable;
+    orders: OrderTable;
+    tickets: TicketTable;
+    checkins: CheckinTable;
+    payouts: PayoutTable;
+  }
+}

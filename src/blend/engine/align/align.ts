@@ -7,7 +7,7 @@ import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 
 /**
- * Pipeline step 3 (BLEND.md): brings every frame onto frame 0. Decisions are taken on grey
+ * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0. Decisions are taken on grey
  * thumbnails (~1000 px): a frame that already lines up is left alone; for the others an AKAZE +
  * RANSAC homography and a global estimate (align/global.ts) are weighed by how many of the
  * frame's blocks each makes agree with the reference, then the frame gets a full-size bilinear
