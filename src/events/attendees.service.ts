@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
-import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
 import * as repo from './attendees.repository.js';
 import { requireEvent } from './events.repository.js';
@@ -26,13 +26,15 @@ function presentAttendee(row: AttendeeRow) {
 
 export type Attendee = ReturnType<typeof presentAttendee>;
 
-export const attendeesListTag = (eventId: string, filters: Filters) =>
+const attendeesListTag = (eventId: string, filters: Filters) =>
   listTag(`attendees:${eventId}`, { checkedIn: filters.checkedIn, ticketTypeId: filters.ticketTypeId, q: filters.q });
 
 /** One page of attendees, in ticket order (exported for the query-plan test). */
 export { attendeePageQuery } from './attendees.repository.js';
 
-export async function listAttendees(scope: TenantScope, eventId: string, filters: Filters, page: PageRequest): Promise<Page<Attendee>> {
+export async function listAttendees(scope: TenantScope, eventId: string, query: Filters & PageParams): Promise<Page<Attendee>> {
+  const page = pageRequest(query, attendeesListTag(eventId, query));
+  const filters: Filters = { checkedIn: query.checkedIn, ticketTypeId: query.ticketTypeId, q: query.q };
   await requireEvent(scope, eventId);
   const rows = await repo.attendeePage(scope, eventId, filters, page);
   return toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), presentAttendee);

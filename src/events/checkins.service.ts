@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { onPostgres } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
 import { invalid, notFound } from '../errors.js';
-import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
@@ -138,10 +138,11 @@ export async function getCheckIn(scope: TenantScope, eventId: string, id: string
 }
 
 /** The door's history: every check-in and undo (who, when, gate), newest first. */
-export async function listCheckIns(scope: TenantScope, eventId: string, ticketId: string | undefined, page: PageRequest): Promise<Page<ReturnType<typeof presentHistory>>> {
+export async function listCheckIns(scope: TenantScope, eventId: string, query: { ticketId?: string } & PageParams): Promise<Page<ReturnType<typeof presentHistory>>> {
+  const { ticketId } = query;
+  const page = pageRequest(query, listTag(`checkins:${eventId}`, { ticketId }));
   await requireEvent(scope, eventId);
   const rows = await repo.pageCheckins(scope, eventId, ticketId, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentHistory);
 }
 
-export const checkinsListTag = (eventId: string, ticketId: string | undefined) => listTag(`checkins:${eventId}`, { ticketId });

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Scope } from '../accounts/accounts.service.js';
 import { TenantScope } from '../db/tenant.js';
-import { PageQuery, pageRequest, withLinkHeader } from '../http/paging.js';
+import { PageQuery, withLinkHeader } from '../http/paging.js';
 import { problems } from '../http/openapi.js';
 import { IdParam, ref } from '../schemas.js';
 import * as analytics from './analytics.service.js';
@@ -33,7 +33,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: READ },
       schema: { operationId: 'listEvents', tags, summary: 'List events, newest first', querystring: schemas.EventListQuery, response: { 200: ref(schemas.EventPage) } },
     },
-    async (request, reply) => withLinkHeader(request, reply, await events.listEvents(scope(request), request.query, pageRequest(request.query, events.eventsListTag(request.query)))),
+    async (request, reply) => withLinkHeader(request, reply, await events.listEvents(scope(request), request.query)),
   );
 
   app.post(
@@ -115,7 +115,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await events.listTicketTypes(scope(request), request.params.id, pageRequest(request.query, events.ticketTypesListTag(request.params.id)))),
+      withLinkHeader(request, reply, await events.listTicketTypes(scope(request), request.params.id, request.query)),
   );
 
   app.post(
@@ -221,10 +221,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: READ },
       schema: { operationId: 'listAttendees', tags: ['attendees'], summary: 'List attendees (one per valid ticket) and their check-in status', params: EventParams, querystring: schemas.AttendeeListQuery, response: { 200: ref(schemas.AttendeePage) } },
     },
-    async (request, reply) => {
-      const tag = attendees.attendeesListTag(request.params.id, request.query);
-      return withLinkHeader(request, reply, await attendees.listAttendees(scope(request), request.params.id, request.query, pageRequest(request.query, tag)));
-    },
+    async (request, reply) => withLinkHeader(request, reply, await attendees.listAttendees(scope(request), request.params.id, request.query)),
   );
 
   app.get(
@@ -282,10 +279,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { scope: READ },
       schema: { operationId: 'listCheckIns', tags: ['check-in'], summary: 'The check-in history: every check-in and undo (who, when, gate), newest first', params: EventParams, querystring: schemas.CheckinListQuery, response: { 200: ref(schemas.CheckinHistoryPage) } },
     },
-    async (request, reply) => {
-      const tag = checkins.checkinsListTag(request.params.id, request.query.ticketId);
-      return withLinkHeader(request, reply, await checkins.listCheckIns(scope(request), request.params.id, request.query.ticketId, pageRequest(request.query, tag)));
-    },
+    async (request, reply) => withLinkHeader(request, reply, await checkins.listCheckIns(scope(request), request.params.id, request.query)),
   );
 
   app.get(
@@ -352,6 +346,6 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { operationId: 'listPayouts', tags: ['payouts'], summary: 'List payouts, newest first', params: EventParams, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: ref(schemas.PayoutPage) } },
     },
     async (request, reply) =>
-      withLinkHeader(request, reply, await payouts.listPayouts(scope(request), request.params.id, pageRequest(request.query, payouts.payoutsListTag(request.params.id)))),
+      withLinkHeader(request, reply, await payouts.listPayouts(scope(request), request.params.id, request.query)),
   );
 };

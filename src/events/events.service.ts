@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
-import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
@@ -109,19 +109,19 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
   return event;
 }
 
-export async function listEvents(scope: TenantScope, query: Static<typeof EventListQuery>, page: Omit<PageRequest, 'listTag'>): Promise<Page<ReturnType<typeof presentEvent>>> {
+export async function listEvents(scope: TenantScope, query: Static<typeof EventListQuery> & PageParams): Promise<Page<ReturnType<typeof presentEvent>>> {
+  const request = pageRequest(query, eventsListTag(query));
   const filters = {
     status: query.status,
     startsAfter: parseOptionalTime(query.startsAfter, '/query/startsAfter') ?? undefined,
     startsBefore: parseOptionalTime(query.startsBefore, '/query/startsBefore') ?? undefined,
     q: query.q,
   };
-  const request = { ...page, listTag: eventsListTag(query) };
   const rows = await repo.listEvents(scope, filters, request);
   return toPage(rows, request, (r) => ({ key: r.id, id: r.id }), presentEvent);
 }
 
-export const eventsListTag = (query: Static<typeof EventListQuery>) =>
+const eventsListTag = (query: Static<typeof EventListQuery>) =>
   listTag('events', { status: query.status, startsAfter: query.startsAfter, startsBefore: query.startsBefore, q: query.q });
 
 /**
@@ -205,13 +205,12 @@ export async function cancelEvent(scope: TenantScope, id: string) {
   });
 }
 
-export async function listTicketTypes(scope: TenantScope, eventId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentTicketType>>> {
+export async function listTicketTypes(scope: TenantScope, eventId: string, query: PageParams): Promise<Page<ReturnType<typeof presentTicketType>>> {
+  const page = pageRequest(query, listTag('ticketTypes', { eventId }));
   const event = await getEvent(scope, eventId);
   const rows = await repo.pageTicketTypes(scope, eventId, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event));
 }
-
-export const ticketTypesListTag = (eventId: string) => listTag('ticketTypes', { eventId });
 
 export async function getTicketType(scope: TenantScope, eventId: string, id: string) {
   const event = await getEvent(scope, eventId);

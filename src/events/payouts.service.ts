@@ -1,6 +1,6 @@
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, notFound } from '../errors.js';
-import { listTag, type Page, type PageRequest, toPage } from '../http/paging.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
@@ -26,7 +26,8 @@ export async function createPayout(scope: TenantScope, eventId: string) {
   });
 }
 
-export async function listPayouts(scope: TenantScope, eventId: string, page: PageRequest): Promise<Page<ReturnType<typeof presentPayout>>> {
+export async function listPayouts(scope: TenantScope, eventId: string, query: PageParams): Promise<Page<ReturnType<typeof presentPayout>>> {
+  const page = pageRequest(query, payoutsListTag(eventId));
   await requireEvent(scope, eventId);
   const rows = await repo.pagePayouts(scope, eventId, page);
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentPayout);
@@ -38,4 +39,4 @@ export async function getPayout(scope: TenantScope, eventId: string, id: string)
   return presentPayout(row);
 }
 
-export const payoutsListTag = (eventId: string) => listTag(`payouts:${eventId}`);
+const payoutsListTag = (eventId: string) => listTag(`payouts:${eventId}`);
