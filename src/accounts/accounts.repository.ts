@@ -82,6 +82,11 @@ export function listKeys(scope: TenantScope, page: KeysetPage): Promise<ApiKeyVi
   return page.after ? keysAfter(db, scope.accountId, page.after.id, page.limit + 1) : firstKeys(db, scope.accountId, page.limit + 1);
 }
 
+/** The account a key belongs to, whatever the account (the operator's command line revokes by id). */
+export function findKeyOwner(db: Db, id: string): Promise<Pick<ApiKeyRow, 'accountId'> | undefined> {
+  return db.selectFrom('apiKeys').select('accountId').where('id', '=', id).executeTakeFirst();
+}
+
 export async function revokeKey(scope: TenantScope, id: string, now: number): Promise<ApiKeyRow | undefined> {
   return scope
     .updateTable('apiKeys')

@@ -179,7 +179,7 @@ export async function revokeApiKey(scope: TenantScope, id: string): Promise<Pres
 
 /** Revokes by id whatever the account (command line, run by the operator). */
 export async function revokeApiKeyById(db: Db, id: string): Promise<PresentedKey> {
-  const owner = await db.selectFrom('apiKeys').select('accountId').where('id', '=', id).executeTakeFirst();
+  const owner = await repo.findKeyOwner(db, id);
   if (!owner) throw notFound('API key', id);
   return revokeApiKey(new TenantScope(db, owner.accountId), id);
 }

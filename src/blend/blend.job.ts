@@ -6,7 +6,7 @@ import type { JobRow } from '../jobs/queue.js';
 import { type JobHandler, type JobOutcome, retryDelayMs } from '../jobs/runner.js';
 import type { Logger } from '../logger.js';
 import { addressPolicy } from '../net/safe-http.js';
-import { enqueueMessages, type OutboxMessage } from '../webhooks/outbox.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import * as repo from './blend.repository.js';
 import { type BlendJobRow, presentJob, resultFileName, signResultUrl, specOf } from './blend.service.js';
 import type { BlendJobTable } from './blend.table.js';
@@ -29,7 +29,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     return transaction(db, async (tx) => {
       const started = await repo.updateJob(tx, row.id, { status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now });
       if (row.startedAt === null) {
-        await enqueueMessages(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config), ...webhookOf(row) }], now);
+        await fanOut.inTransaction(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config), ...webhookOf(row) }], now);
       }
       return started;
     });
@@ -40,7 +40,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     const now = Date.now();
     await transaction(db, async (tx) => {
       const settled = await repo.updateJob(tx, row.id, { ...changes, completedAt: now, updatedAt: now });
-      await enqueueMessages(tx, row.accountId, [{ jobId: row.id, ...webhookOf(row), ...message(settled, now) }], now);
+      await fanOut.inTransaction(tx, row.accountId, [{ jobId: row.id, ...webhookOf(row), ...message(settled, now) }], now);
     });
   }
 

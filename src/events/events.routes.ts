@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { Scope } from '../accounts/accounts.service.js';
+import type { Scope } from '../http/principal.js';
 import { TenantScope } from '../db/tenant.js';
 import { PageQuery, withLinkHeader } from '../http/paging.js';
 import { problems } from '../http/openapi.js';

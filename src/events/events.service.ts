@@ -72,7 +72,6 @@ function checkWindow(startsAt: number, endsAt: number): void {
 }
 
 export const getEvent = repo.requireEvent;
-const lockEvent = repo.requireLockedEvent;
 
 export async function createEvent(scope: TenantScope, input: Static<typeof CreateEventBody>) {
   const startsAt = parseTime(input.startsAt, '/startsAt');
@@ -130,7 +129,7 @@ const eventsListTag = (query: Static<typeof EventListQuery>) =>
  */
 export async function updateEvent(scope: TenantScope, id: string, input: Static<typeof UpdateEventBody>) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, id);
+    const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is cancelled and cannot change.`);
     const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt, '/startsAt');
     const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt, '/endsAt');
@@ -158,7 +157,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
 
 export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
   await scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, id);
+    const event = await repo.requireLockedEvent(tx, id);
     if (event.ticketsIssued > 0) {
       throw new AppError('event_has_tickets', `Event ${id} has issued ${event.ticketsIssued} tickets; cancel it instead.`);
     }
@@ -169,7 +168,7 @@ export async function deleteEvent(scope: TenantScope, id: string): Promise<void>
 /** Needs a ticket type; publishing a published event changes nothing and sends nothing. */
 export async function publishEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, id);
+    const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'published') return presentEvent(event);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is cancelled.`);
     const types = await repo.listTicketTypes(tx, id);
@@ -186,7 +185,7 @@ const CANCEL_BATCH = 500;
 /** Cancels the event and every valid ticket of it; paid tickets are refunded. */
 export async function cancelEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, id);
+    const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is already cancelled.`);
     const now = Date.now();
     const presentedEvent = presentEvent(await repo.cancelEvent(tx, id, now));
@@ -225,7 +224,7 @@ function checkSalesWindow(start: number | null, end: number | null): void {
 
 export async function createTicketType(scope: TenantScope, eventId: string, input: Static<typeof CreateTicketTypeBody>) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, eventId);
+    const event = await repo.requireLockedEvent(tx, eventId);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
     if (input.currency !== undefined && input.currency !== event.currency) {
       throw invalid('/currency', `must be the event's currency, ${event.currency}`);
@@ -258,7 +257,7 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
 /** Name, description, sales window and per-order limit change freely; quantity not below sold; price only before any sale. */
 export async function updateTicketType(scope: TenantScope, eventId: string, id: string, input: Static<typeof UpdateTicketTypeBody>) {
   return scope.transaction(async (tx) => {
-    const event = await lockEvent(tx, eventId);
+    const event = await repo.requireLockedEvent(tx, eventId);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
     const type = await repo.findTicketType(tx, eventId, id);
     if (!type) throw notFound('ticket type', id);
