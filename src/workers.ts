@@ -9,7 +9,6 @@ import { purgeFinishedJobs } from './jobs/queue.js';
 import { runWorkers, type Workers } from './jobs/workers.js';
 import type { Logger } from './logger.js';
 import { DELIVER_KIND, purgeOldWebhookMessages, webhookDeliveryHandler } from './webhooks/delivery.js';
-import { eraseRetiredSubscriptionSecrets } from './webhooks/webhooks.repository.js';
 
 export type { Workers } from './jobs/workers.js';
 
@@ -27,10 +26,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       jobs: (db) => purgeFinishedJobs(db),
       webhookMessages: (db) => purgeOldWebhookMessages(db),
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
-      retiredSecrets: async (db) => {
-        const now = Date.now();
-        return (await eraseRetiredWebhookSecrets(db, now)) + (await eraseRetiredSubscriptionSecrets(db, now));
-      },
+      retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
     },
     close: () => blend.close(),
   });

@@ -47,10 +47,9 @@ export async function signingSecrets(db: Db, accountId: string, now: number): Pr
 }
 
 /**
- * Erases the accounts' signing secrets whose overlap has ended: once it stops signing, a secret
- * replaced because it leaked is not kept in the database either. The periodic clean-up of the
- * workers runs it (src/workers.ts, with the subscriptions' own: webhooks.repository.ts); reads
- * already ignore such a secret before it is erased.
+ * Erases the secrets whose overlap has ended, of accounts and of subscriptions: once it stops
+ * signing, a secret replaced because it leaked is not kept in the database either. The periodic
+ * clean-up of the workers runs it; reads already ignore such a secret before it is erased.
  */
 export async function eraseRetiredWebhookSecrets(db: Db, now = Date.now()): Promise<number> {
   const accounts = await db
@@ -58,5 +57,10 @@ export async function eraseRetiredWebhookSecrets(db: Db, now = Date.now()): Prom
     .set({ previousWebhookSecret: null, previousWebhookSecretUntil: null })
     .where('previousWebhookSecretUntil', '<=', now)
     .executeTakeFirst();
-  return Number(accounts.numUpdatedRows);
+  const subscriptions = await db
+    .updateTable('webhookSubscriptions')
+    .set({ previousSecret: null, previousSecretUntil: null })
+    .where('previousSecretUntil', '<=', now)
+    .executeTakeFirst();
+  return Number(accounts.numUpdatedRows) + Number(subscriptions.numUpdatedRows);
 }

@@ -103,16 +103,3 @@ export async function deleteMessagesBefore(db: Db, before: number): Promise<numb
   const result = await db.deleteFrom('webhookMessages').where('createdAt', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
-
-/**
- * Erases the subscriptions' signing secrets whose overlap has ended (the accounts' own:
- * accounts/webhook-secret.repository.ts); the periodic clean-up of the workers runs both.
- */
-export async function eraseRetiredSubscriptionSecrets(db: Db, now = Date.now()): Promise<number> {
-  const result = await db
-    .updateTable('webhookSubscriptions')
-    .set({ previousSecret: null, previousSecretUntil: null })
-    .where('previousSecretUntil', '<=', now)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}
