@@ -121,7 +121,8 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
     await handle.close();
   });
   const accounts = await handle.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  for (const line of startupBanner({ config, database: handle, withWorker, accounts: Number(accounts.n) })) out(line);
+  // One write: a reader of the output (a supervisor, a test) never sees half a banner.
+  out(startupBanner({ config, database: handle, withWorker, accounts: Number(accounts.n) }).join('\n'));
 }
 
 async function worker(config: Config): Promise<void> {
