@@ -1,3 +1,4 @@
+import { halve } from './grey.js';
 import type { Homography } from './homography.js';
 
 /**
@@ -110,16 +111,14 @@ const MAX_FEATURES = 2500;
  */
 const FEATURE_SIDE = 500;
 
-/** The grey image halved (2 × 2 means, rounded; an odd last row or column dropped) while its longest side stays ≥ FEATURE_SIDE, and how many times. */
+/** The grey image halved (grey.ts `halve`: 2 × 2 means; rounded to whole levels; an odd last row or column dropped) while its longest side stays ≥ FEATURE_SIDE, and how many times. */
 function featureLevel(grey: Uint8Array, width: number, height: number): { grey: Uint8Array; width: number; height: number; times: number } {
   let level = { grey, width, height, times: 0 };
   while (Math.max(level.width, level.height) >= 2 * FEATURE_SIDE) {
-    const [w, h] = [level.width >> 1, level.height >> 1];
-    const out = new Uint8Array(w * h), src = level.grey, stride = level.width;
-    for (let y = 0; y < h; y++) {
-      for (let x = 0, a = 2 * y * stride; x < w; x++, a += 2) out[y * w + x] = (src[a]! + src[a + 1]! + src[a + stride]! + src[a + stride + 1]! + 2) >> 2;
-    }
-    level = { grey: out, width: w, height: h, times: level.times + 1 };
+    const halved = halve(Float32Array.from(level.grey), level.width, level.height);
+    const out = new Uint8Array(halved.length);
+    for (let i = 0; i < halved.length; i++) out[i] = Math.round(halved[i]!);
+    level = { grey: out, width: level.width >> 1, height: level.height >> 1, times: level.times + 1 };
   }
   return level;
 }
