@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { blendFrames } from '../src/blend/engine/blend.js';
+import { upsampleMaskRows } from '../src/blend/engine/deghost/agreement.js';
 import { deghostMasks } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
@@ -84,6 +85,66 @@ describe('weighted mean kernel', () => {
         });
         assert.equal(out.data[3 * p + c], Math.floor(num / den + 0.5), `pixel ${p} channel ${c}`);
       }
+    }
+  });
+  it('with the masks\' spans, computes what it computes without them', () => {
+    // masks below 255 only in patches, their spans as upsampleMaskRows gives them
+    const small = [7, 11].map((seed) => {
+      const draw = random(seed), mask = new Uint8Array(10 * 4).fill(255);
+      for (let k = 0; k < 3; k++) mask[Math.floor(draw() * 40)] = Math.floor(draw() * 255);
+      return mask;
+    });
+    const masks: Array<Uint8Array | null> = [null, null, null, new Uint8Array(width * height), new Uint8Array(width * height)];
+    const spans: Array<Int32Array | null> = [null, null, null, new Int32Array(2 * height), new Int32Array(2 * height)];
+    small.forEach((m, k) => upsampleMaskRows(m, 10, 4, 3.7, masks[k + 3]!, width, 0, height, spans[k + 3]!));
+    const [withSpans, without] = [sharedImage(width, height), sharedImage(width, height)];
+    weightedMeanRows(frames, masks, width, withSpans.data, 0, height, spans);
+    weightedMeanRows(frames, masks, width, without.data, 0, height);
+    assert.deepEqual(withSpans.data, without.data);
+  });
+});
+
+describe('mask upsampling', () => {
+  /** The bilinear interpolation upsampleMaskRows stands for, computed at every pixel (between the small pixels' centres, edges replicated; the horizontal fraction kept in single precision). */
+  function dense(small: Uint8Array, sw: number, sh: number, factor: number, width: number, height: number): Uint8Array {
+    const out = new Uint8Array(width * height);
+    const at = (v: number, n: number): [number, number, number] => {
+      const s = Math.max(0, Math.min(n - 1, (v + 0.5) / factor - 0.5));
+      const i = n === 1 ? 0 : Math.min(n - 2, Math.floor(s));
+      return [i, n === 1 ? i : i + 1, n === 1 ? 0 : s - i];
+    };
+    for (let y = 0; y < height; y++) {
+      const [r0, r1, fy] = at(y, sh);
+      for (let x = 0; x < width; x++) {
+        const [c0, c1, f] = at(x, sw), fx = Math.fround(f);
+        const top = small[r0 * sw + c0]! + fx * (small[r0 * sw + c1]! - small[r0 * sw + c0]!);
+        const bottom = small[r1 * sw + c0]! + fx * (small[r1 * sw + c1]! - small[r1 * sw + c0]!);
+        out[y * width + x] = Math.round(top + fy * (bottom - top));
+      }
+    }
+    return out;
+  }
+
+  it('interpolates only where a mask is below 255, to the byte of the dense interpolation, and says where', () => {
+    const next = random(3);
+    for (const [sw, sh, factor, width, height] of [[60, 45, 8, 480, 360], [60, 45, 8, 479, 357], [1, 7, 4, 3, 28], [9, 1, 3, 27, 3], [40, 30, 2.5, 100, 75]] as const) {
+      const small = new Uint8Array(sw * sh).fill(255);
+      for (let k = 0; k < 4; k++) {
+        const [x, y] = [Math.floor(next() * sw), Math.floor(next() * sh)];
+        for (let v = y; v < Math.min(sh, y + 1 + sh / 5); v++) for (let u = x; u < Math.min(sw, x + 1 + sw / 5); u++) small[v * sw + u] = Math.floor(next() * 255);
+      }
+      const out = new Uint8Array(width * height), spans = new Int32Array(2 * height);
+      upsampleMaskRows(small, sw, sh, factor, out, width, 0, height, spans);
+      assert.deepEqual(out, dense(small, sw, sh, factor, width, height), `${sw}×${sh} to ${width}×${height}`);
+      let skipped = 0;
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++) {
+          if (x >= spans[2 * y]! && x < spans[2 * y + 1]!) continue;
+          skipped++;
+          assert.equal(out[y * width + x], 255, `${sw}×${sh}: (${x}, ${y}) outside its row's span`);
+        }
+      }
+      assert.ok(skipped > 0, `${sw}×${sh}: the spans skip nothing`);
     }
   });
 });

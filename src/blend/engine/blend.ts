@@ -42,7 +42,7 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   if (masks) {
     const weighted = WEIGHTED_KERNELS[type as keyof typeof WEIGHTED_KERNELS];
     if (!weighted) throw new Error(`${type} has no kernel for deghosted frames`);
-    await overRows(pool, weighted, height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1]);
+    await overRows(pool, weighted, height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1, masks.spans]);
     return out;
   }
   await overRows(pool, kernel, height, (y0, y1) => [data, width, out.data, y0, y1]);

@@ -76,7 +76,7 @@ export function meanGrey(rgb: Uint8Array, width: number, height: number): number
 }
 
 /**
- * The agreement mask of a frame against the reference (both thumbnails, RGB bytes, width × height):
+ * The agreement mask of a frame against the reference (both on the test's grid, `agreementGrid`, RGB bytes, width × height):
  * `mask` 255 where the frame counts, 0 where it shows something else, feathered between; and
  * `toFrame`, the reference's values brought to the frame's exposure (256 values a channel, R, G,
  * B; histogram matching the other way), which stand in for the frame where it does not count.
@@ -84,16 +84,6 @@ export function meanGrey(rgb: Uint8Array, width: number, height: number): number
  */
 export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: number, height: number): { mask: Uint8Array; toFrame: Uint8Array } | null {
   const pixels = width * height;
-  // the test's work grows with pixels and gains nothing from more than about AGREEMENT_SIDE of them a side
-  const step = Math.max(1, Math.round(Math.max(width, height) / AGREEMENT_SIDE));
-  if (step > 1) {
-    const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
-    const agreement = agreementMask(blockMeans(reference, width, height, step), blockMeans(frame, width, height, step), w, h);
-    if (!agreement) return null;
-    const mask = new Uint8Array(pixels);
-    upsampleMaskRows(agreement.mask, w, h, step, mask, width, 0, height);
-    return { mask, toFrame: agreement.toFrame };
-  }
   const z = new Float32Array(pixels);
   const toFrame = new Uint8Array(3 * 256);
   // how much detail each pixel's neighbourhood shows in either frame (the lesser of the two), in the reference's values
@@ -185,7 +175,9 @@ function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Arra
   // The classes' bounds and their windows' quantiles are read off every stride-th pixel: enough
   // for a quantile, and a sort of all of them would cost more than the rest of the test.
   const stride = Math.max(1, Math.floor(pixels / QUANTILE_SAMPLE));
-  const sampled = Float32Array.from({ length: Math.ceil(pixels / stride) }, (_, i) => detail[i * stride]!).sort();
+  const sampled = new Float32Array(Math.ceil(pixels / stride));
+  for (let i = 0; i < sampled.length; i++) sampled[i] = detail[i * stride]!;
+  sampled.sort();
   const bounds = Array.from({ length: DETAIL_CLASSES - 1 }, (_, k) => sampled[Math.floor(((k + 1) * sampled.length) / DETAIL_CLASSES)]!);
   const classOf = new Uint8Array(pixels);
   const members: number[][] = Array.from({ length: DETAIL_CLASSES }, () => []);
@@ -204,6 +196,19 @@ function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Arra
   const limit = new Float32Array(pixels);
   for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!));
   return limit;
+}
+
+/**
+ * A thumbnail brought to the grid the test runs on: the test's work grows with pixels and gains
+ * nothing from more than about AGREEMENT_SIDE of them a side, so a thumbnail whose longest side is
+ * `step` = round(side / AGREEMENT_SIDE) ≥ 2 times that is reduced to its step × step block means.
+ * Made once per frame (the reference's serves every frame's test); a grid pixel stands for
+ * `step` thumbnail pixels a side.
+ */
+export function agreementGrid(rgb: Uint8Array, width: number, height: number): { data: Uint8Array; width: number; height: number; step: number } {
+  const step = Math.max(1, Math.round(Math.max(width, height) / AGREEMENT_SIDE));
+  if (step === 1) return { data: rgb, width, height, step };
+  return { data: blockMeans(rgb, width, height, step), width: Math.ceil(width / step), height: Math.ceil(height / step), step };
 }
 
 /** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short. */
@@ -267,7 +272,11 @@ function histogramMatch(own: Uint8Array, ref: Uint8Array): { mapping: Float64Arr
   return { mapping, clippedLow, clippedHigh };
 }
 
-const total = (histogram: Int32Array) => histogram.reduce((sum, c) => sum + c, 0);
+function total(histogram: Int32Array): number {
+  let sum = 0;
+  for (let a = 0; a < histogram.length; a++) sum += histogram[a]!;
+  return sum;
+}
 
 /** The `share` quantile of the values a histogram counts in steps of 1 / RESIDUAL_STEPS. */
 function quantile(histogram: Int32Array, share: number): number {
@@ -311,45 +320,69 @@ function boxMean(values: Float32Array, width: number, height: number, r: number)
 }
 
 /**
- * Rows [y0, y1) of a full-size mask (width wide) from its thumbnail (`small`, smallWidth ×
- * smallHeight, `factor` pixels a thumbnail pixel): bilinear between the thumbnail pixels' centres,
- * edges replicated. A row between two thumbnail rows at 255 throughout is 255 (most rows: a mask
- * is 0 only where something moved).
+ * Rows [y0, y1) of a full-size mask (width wide) from its small copy (`small`, smallWidth ×
+ * smallHeight, `factor` pixels a small pixel): bilinear between the small pixels' centres, edges
+ * replicated. A mask is below 255 only where something moved, so each output row is interpolated
+ * only across the columns its two small rows are below 255 at (and their neighbours), and is 255
+ * elsewhere; `spans` gets, per row y, at 2y and 2y + 1 the columns [x0, x1) outside of which the
+ * row is 255 (x0 = x1 where all of it is), for the blends to skip the rest.
  */
-export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHeight: number, factor: number, out: Uint8Array, width: number, y0: number, y1: number): void {
+export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHeight: number, factor: number, out: Uint8Array, width: number, y0: number, y1: number, spans?: Int32Array): void {
   const xs = new Int32Array(width), fx = new Float32Array(width);
+  const narrow = smallWidth === 1, short = smallHeight === 1;
   for (let x = 0; x < width; x++) {
     const sx = Math.max(0, Math.min(smallWidth - 1, (x + 0.5) / factor - 0.5));
-    xs[x] = Math.min(smallWidth - 2, Math.floor(sx));
-    fx[x] = sx - xs[x]!;
+    xs[x] = narrow ? 0 : Math.min(smallWidth - 2, Math.floor(sx));
+    fx[x] = narrow ? 0 : sx - xs[x]!;
   }
-  const narrow = smallWidth === 1, short = smallHeight === 1;
-  const full = new Map<number, boolean>();
-  const isFull = (r: number) => full.get(r) ?? full.set(r, small.subarray(r * smallWidth, (r + 1) * smallWidth).every((v) => v === 255)).get(r)!;
-  // a thumbnail row interpolated across to full width, kept for the output rows between it and the next
-  const rows = new Map<number, Float64Array>();
-  const across = (r: number): Float64Array => {
-    let row = rows.get(r);
-    if (row) return row;
-    if (rows.size > 2) rows.delete(rows.keys().next().value!);
-    row = new Float64Array(width);
-    const start = r * smallWidth;
-    for (let x = 0; x < width; x++) {
-      const a = narrow ? 0 : xs[x]!, f = narrow ? 0 : fx[x]!;
-      row[x] = small[start + a]! + f * (small[start + a + (narrow ? 0 : 1)]! - small[start + a]!);
-    }
-    rows.set(r, row);
-    return row;
+  // the first and last column at which each small row is below 255 (first > last: none)
+  const extent = new Map<number, [number, number]>();
+  const extentOf = (r: number): [number, number] => {
+    let e = extent.get(r);
+    if (e) return e;
+    const row = small.subarray(r * smallWidth, (r + 1) * smallWidth);
+    let first = 0, last = smallWidth - 1;
+    while (first < smallWidth && row[first] === 255) first++;
+    while (last > first && row[last] === 255) last--;
+    e = [first, first < smallWidth ? last : -1];
+    extent.set(r, e);
+    return e;
   };
+  const upper = new Float64Array(width), lower = new Float64Array(width);
+  const next = narrow ? 0 : 1;
+  const across = (r: number, x0: number, x1: number, row: Float64Array) => {
+    const start = r * smallWidth;
+    for (let x = x0; x < x1; x++) {
+      const a = start + xs[x]!;
+      row[x] = small[a]! + fx[x]! * (small[a + next]! - small[a]!);
+    }
+  };
+  let pair = [-1, -1, 0, 0];
   for (let y = y0; y < y1; y++) {
     const sy = Math.max(0, Math.min(smallHeight - 1, (y + 0.5) / factor - 0.5));
     const r0 = short ? 0 : Math.min(smallHeight - 2, Math.floor(sy));
     const r1 = short ? 0 : r0 + 1, fy = short ? 0 : sy - r0;
-    if (isFull(r0) && isFull(r1)) {
-      out.fill(255, y * width, (y + 1) * width);
+    const [a0, b0] = extentOf(r0), [a1, b1] = extentOf(r1);
+    const first = Math.min(a0, a1), last = Math.max(b0, b1);
+    const o = y * width;
+    if (first > last) {
+      out.fill(255, o, o + width);
+      if (spans) (spans[2 * y] = 0), (spans[2 * y + 1] = 0);
       continue;
     }
-    const upper = across(r0), lower = across(r1);
-    for (let x = 0, o = y * width; x < width; x++, o++) out[o] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+    // output column x reads small columns xs[x] and xs[x] + 1: it is 255 unless one of them lies in [first, last]
+    let x0 = 0, x1 = width;
+    while (x0 < width && xs[x0]! + 1 < first) x0++;
+    while (x1 > x0 && xs[x1 - 1]! > last) x1--;
+    out.fill(255, o, o + x0);
+    out.fill(255, o + x1, o + width);
+    // the two small rows interpolated across [x0, x1), kept for the output rows that lie between them too
+    if (r0 !== pair[0] || r1 !== pair[1] || x0 !== pair[2] || x1 !== pair[3]) {
+      across(r0, x0, x1, upper);
+      across(r1, x0, x1, lower);
+      pair = [r0, r1, x0, x1];
+    }
+    for (let x = x0; x < x1; x++) out[o + x] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+    if (spans) (spans[2 * y] = x0), (spans[2 * y + 1] = x1);
   }
 }

@@ -11,8 +11,9 @@ export type { DeghostMasks, DeghostReference } from './masks.js';
  * says how that is judged, on thumbnails). Where it does not, a mean leaves it out (point/stack-weighted.ts);
  * an exposure fusion puts in its place the reference's pixels brought to the frame's exposure
  * (pyramid/level-zero.ts), so Mertens' weights see a bracket that agrees and the tones stay those
- * of a full bracket. The masks are made on the thumbnails and brought to full size here, one byte
- * a pixel, only for the frames that disagree somewhere.
+ * of a full bracket. The masks are made on the thumbnails (reduced to the test's grid) and brought
+ * to full size here, one byte a pixel, only for the frames that disagree somewhere, with each row's
+ * span of columns below 255 so that the blends pass over the rest.
  *
  * The reference: for `mean`, frame 0 (the frame alignment brings the others onto); for `exposure`,
  * the middle exposure of the bracket (the frame of median brightness; of two middle ones the darker,
@@ -21,23 +22,25 @@ export type { DeghostMasks, DeghostReference } from './masks.js';
  * others are best compared with, and the one whose content is kept where they disagree.
  */
 
-/** The frames' agreement masks against the reference, at full size; null when every frame agrees everywhere. `thumbnails`: the frames' (image/thumbnails.ts), made here when not given. */
+/** The frames' agreement masks against the reference, at full size, with their spans; null when every frame agrees everywhere. `thumbnails`: the frames' (image/thumbnails.ts), made here when not given. */
 export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose: DeghostReference, thumbnails?: RgbImage[]): Promise<DeghostMasks | null> {
   const { width, height } = frames[0]!;
   const small = thumbnails ?? (await makeThumbnails(pool, frames, false)).map((t) => t.rgb);
   const { width: sw, height: sh } = small[0]!;
-  const reference = choose === 'first' ? 0 : await middleExposure(pool, small);
+  // each frame on the test's grid once (agreement.ts, agreementGrid): the reference's serves every test
+  const [grids, reference] = await Promise.all([
+    pool.all('agreementGrid', small.map((t): TaskArgs<'agreementGrid'> => [t.data, sw, sh])),
+    choose === 'first' ? 0 : middleExposure(pool, small),
+  ]);
+  const { width: gw, height: gh, step } = grids[0]!;
   const agreements = await Promise.all(
-    small.map((t, k) =>
-      k === reference
-        ? null
-        : pool.run('agreementMask', [small[reference]!.data, t.data, sw, sh]),
-    ),
+    grids.map((g, k) => (k === reference ? null : pool.run('agreementMask', [grids[reference]!.data, g.data, gw, gh]))),
   );
   if (agreements.every((a) => a === null)) return null;
-  const factor = thumbnailFactor(width, height);
-  const masks = await Promise.all(agreements.map((a) => (a ? upsample(pool, a.mask, sw, sh, factor, width, height) : null)));
-  return { reference, masks, toFrame: agreements.map((a) => a?.toFrame ?? null) };
+  // a grid pixel stands for step thumbnail pixels a side, each of them for thumbnailFactor frame pixels
+  const factor = thumbnailFactor(width, height) * step;
+  const full = await Promise.all(agreements.map((a) => (a ? upsample(pool, a.mask, gw, gh, factor, width, height) : null)));
+  return { reference, masks: full.map((f) => f?.mask ?? null), spans: full.map((f) => f?.spans ?? null), toFrame: agreements.map((a) => a?.toFrame ?? null) };
 }
 
 /** The frame of median mean grey (agreement.ts `meanGrey`): the darker of the two middle ones, the first of equals. */
@@ -50,13 +53,14 @@ async function middleExposure(pool: WorkerPool, small: RgbImage[]): Promise<numb
   return order[(order.length - 1) >> 1]![1];
 }
 
-async function upsample(pool: WorkerPool, small: Uint8Array, sw: number, sh: number, factor: number, width: number, height: number): Promise<Uint8Array> {
+async function upsample(pool: WorkerPool, small: Uint8Array, sw: number, sh: number, factor: number, width: number, height: number): Promise<{ mask: Uint8Array; spans: Int32Array }> {
   const shared = new Uint8Array(new SharedArrayBuffer(small.length));
   shared.set(small);
-  const out = new Uint8Array(new SharedArrayBuffer(width * height));
+  const mask = new Uint8Array(new SharedArrayBuffer(width * height));
+  const spans = new Int32Array(new SharedArrayBuffer(8 * height));
   await pool.all(
     'upsampleMaskRows',
-    rowRanges(height, pool.size).map(([y0, y1]): TaskArgs<'upsampleMaskRows'> => [shared, sw, sh, factor, out, width, y0, y1]),
+    rowRanges(height, pool.size).map(([y0, y1]): TaskArgs<'upsampleMaskRows'> => [shared, sw, sh, factor, mask, width, y0, y1, spans]),
   );
-  return out;
+  return { mask, spans };
 }

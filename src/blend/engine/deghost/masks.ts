@@ -8,6 +8,8 @@ export interface DeghostMasks {
   reference: number;
   /** Per frame, 255 where it counts, 0 where it shows something the reference does not; null where it counts everywhere (always the reference's). */
   masks: Array<Uint8Array | null>;
+  /** Per frame with a mask, per row y the columns [x0, x1) at 2y, 2y + 1 outside of which its mask is 255 (x0 = x1: all of the row). */
+  spans: Array<Int32Array | null>;
   /** Per frame with a mask, the reference's R, G, B values (256 each) brought to the frame's exposure. */
   toFrame: Array<Uint8Array | null>;
 }

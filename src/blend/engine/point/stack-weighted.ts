@@ -8,33 +8,51 @@ import { meanRows } from './stack.js';
  * where a frame stops counting, only the pixels where some mask is below 255 are computed again
  * by the loop below.
  */
-export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number): void {
+export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number, spans?: Array<Int32Array | null>): void {
+  const span = new Int32Array(2);
   for (let y = y0; y < y1; ) {
     let end = y;
-    while (end < y1 && !masked(masks, width, end)) end++;
+    while (end < y1 && !masked(masks, spans, width, end, span)) end++;
     if (end > y) {
       meanRows(frames, width, out, y, end);
       y = end;
     } else {
       meanRows(frames, width, out, y, y + 1);
-      weightedRow(frames, masks, width, out, y++);
+      weightedRow(frames, masks, width, out, y++, span[0]!, span[1]!);
     }
   }
 }
 
-/** Whether any mask is below 255 in row y. */
-function masked(masks: Array<Uint8Array | null>, width: number, y: number): boolean {
-  for (const mask of masks) {
+/**
+ * Whether any mask is below 255 in row y; if so, `span` gets the columns [x0, x1) outside of which
+ * every mask is 255: the union of the masks' spans where the caller has them (deghost/masks.ts),
+ * else read off the masks.
+ */
+function masked(masks: Array<Uint8Array | null>, spans: Array<Int32Array | null> | undefined, width: number, y: number, span: Int32Array): boolean {
+  let x0 = width, x1 = 0;
+  for (let k = 0; k < masks.length; k++) {
+    const mask = masks[k];
     if (!mask) continue;
-    for (let p = y * width, end = p + width; p < end; p++) if (mask[p] !== 255) return true;
+    const own = spans?.[k];
+    if (own) {
+      if (own[2 * y]! < own[2 * y + 1]!) (x0 = Math.min(x0, own[2 * y]!)), (x1 = Math.max(x1, own[2 * y + 1]!));
+      continue;
+    }
+    const o = y * width;
+    let first = 0, last = width;
+    while (first < width && mask[o + first] === 255) first++;
+    while (last > first && mask[o + last - 1] === 255) last--;
+    if (first < last) (x0 = Math.min(x0, first)), (x1 = Math.max(x1, last));
   }
-  return false;
+  span[0] = x0;
+  span[1] = x1;
+  return x0 < x1;
 }
 
-/** Row y's pixels where some mask is below 255 (the others hold the plain mean already). */
-function weightedRow(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y: number): void {
+/** Row y's pixels in columns [x0, x1) where some mask is below 255 (the others hold the plain mean already). */
+function weightedRow(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y: number, x0: number, x1: number): void {
   const present = masks.filter((m): m is Uint8Array => m !== null);
-  for (let p = y * width, end = p + width; p < end; p++) {
+  for (let p = y * width + x0, end = y * width + x1; p < end; p++) {
     let full = true;
     for (let k = 0; k < present.length && full; k++) full = present[k]![p] === 255;
     if (full) continue;

@@ -96,11 +96,13 @@ export class LevelZeroRows {
    * Where frame k does not count (its mask below 255), the reference's pixels brought to its
    * exposure stand in for its own, mixed by the mask: row r of the frame's bytes in `source`.
    */
-  private standIn({ reference, masks, toFrame }: DeghostMasks, k: number, r: number): void {
-    const mask = masks[k], lut = toFrame[k];
+  private standIn({ reference, masks, spans, toFrame }: DeghostMasks, k: number, r: number): void {
+    const mask = masks[k], lut = toFrame[k], span = spans[k];
     if (!mask || !lut) return;
     const u8 = this.mem.u8, at = this.source.at, ref = this.frames[reference]!, o = r * this.width;
-    for (let x = 0; x < this.width; x++) {
+    // outside its span the row's mask is 255: the frame's own pixels
+    const [x0, x1] = span ? [span[2 * r]!, span[2 * r + 1]!] : [0, this.width];
+    for (let x = x0; x < x1; x++) {
       const m = mask[o + x]!;
       if (m === 255) continue;
       for (let c = 0; c < 3; c++) {

@@ -62,6 +62,7 @@ export const TASKS = {
   softLightRows: task(layers, 'softLightRows'),
   weightedMeanRows: task(weighted, 'weightedMeanRows'),
   // deghosting (deghost/)
+  agreementGrid: task(agreement, 'agreementGrid'),
   agreementMask: task(agreement, 'agreementMask'),
   meanGrey: task(agreement, 'meanGrey'),
   upsampleMaskRows: task(agreement, 'upsampleMaskRows'),
