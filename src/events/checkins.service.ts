@@ -8,6 +8,7 @@ import { iso, parseTime } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
 import * as repo from './checkins.repository.js';
 import { requireEvent } from './events.repository.js';
+import { verifySignedCode } from './door.service.js';
 import type { CheckinBody } from './events.schemas.js';
 import { findTicket, type TicketKey, type TicketRow } from './tickets.repository.js';
 import { changeTicket, presentTicket, type PresentedTicket, refusal } from './tickets.service.js';
@@ -41,6 +42,8 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
   const scan: Scan = { scannedAt, now, gate: input.gate ?? null, keyId };
 
+  // A signed code (docs/events.md, "Signed ticket codes") must verify before it is looked up.
+  if (input.code !== undefined) await verifySignedCode(scope, eventId, input.code);
   const key = ticketKey(input);
   if (onPostgres(scope.db)) {
     const admitted = await checkInAsRead(scope, eventId, key, scan);
