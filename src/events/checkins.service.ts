@@ -8,7 +8,7 @@ import { iso, parseTime } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
 import * as repo from './checkins.repository.js';
 import { requireEvent } from './events.repository.js';
-import { verifySignedCode } from './door.service.js';
+import { checkInByCode } from './door.service.js';
 import type { CheckinBody } from './events.schemas.js';
 import { findTicket, type TicketKey, type TicketRow } from './tickets.repository.js';
 import { changeTicket, presentTicket, type PresentedTicket, refusal } from './tickets.service.js';
@@ -42,19 +42,20 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
   const scan: Scan = { scannedAt, now, gate: input.gate ?? null, keyId };
 
-  // A signed code (docs/events.md, "Signed ticket codes") must verify before it is looked up.
-  if (input.code !== undefined) await verifySignedCode(scope, eventId, input.code);
   const key = ticketKey(input);
-  if (onPostgres(scope.db)) {
-    const admitted = await checkInAsRead(scope, eventId, key, scan);
-    if (admitted) return admitted;
-  }
-  return scope.transaction(async (tx) => {
-    const checkinId = newId('checkin');
-    const checkedIn = await changeTicket(tx, 'checkIn', { ...key, eventId }, () => repo.writeCheckIn(tx, eventId, key, checkinId, scan));
-    const checkin = admission(checkinId, checkedIn, scan);
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
-    return checkin;
+  // A signed code (docs/events.md, "Signed ticket codes") is verified first, and a refused one told apart.
+  return checkInByCode(scope, eventId, input.code, async () => {
+    if (onPostgres(scope.db)) {
+      const admitted = await checkInAsRead(scope, eventId, key, scan);
+      if (admitted) return admitted;
+    }
+    return scope.transaction(async (tx) => {
+      const checkinId = newId('checkin');
+      const checkedIn = await changeTicket(tx, 'checkIn', { ...key, eventId }, () => repo.writeCheckIn(tx, eventId, key, checkinId, scan));
+      const checkin = admission(checkinId, checkedIn, scan);
+      await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
+      return checkin;
+    });
   });
 }
 

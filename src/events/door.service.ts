@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
-import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, verifyCode } from './ticket-codes.js';
+import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
 
 /**
  * The door's keys and codes (docs/events.md, "At the door"): each event's Ed25519 signing keys,
@@ -136,35 +136,62 @@ export async function retireSigningKey(scope: TenantScope, eventId: string, kid:
   });
 }
 
+// Public keys as key objects, by account, event and kid: a kid's public key never changes, so
+// check-in verifies a signature without a query once the key was read (its status is asked only
+// when a code is refused, below).
+const publicKeys = new Map<string, VerifyingKey>();
+const PUBLIC_KEY_CACHE = 10_000;
+
+async function verifyingKey(scope: TenantScope, eventId: string, kid: string): Promise<VerifyingKey | undefined> {
+  const name = `${scope.accountId}/${eventId}/${kid}`;
+  let key = publicKeys.get(name);
+  if (!key) {
+    const row = await repo.findSigningKey(scope, eventId, kid);
+    if (!row) return undefined;
+    if (publicKeys.size >= PUBLIC_KEY_CACHE) publicKeys.clear();
+    // As a key that verifies: whether it is retired now is asked when its code is refused.
+    key = { kid: row.kid, publicKey: row.publicKey, status: 'active' };
+    publicKeys.set(name, key);
+  }
+  return key;
+}
+
 /**
- * Check-in's test of a signed code (`M1...`; other codes are looked up as before): the key it
- * names is the event's and not retired, the signature holds, the code is the event's and within
- * its window, and its serial is not revoked. A forged code, or one of another event, is answered
- * like an unknown code (404). A cancelled ticket's code passes here: the ticket's own state then
- * refuses it, more precisely (ticket_cancelled).
+ * Check-in of a signed code (`M1...`; other codes are looked up as before), around `admit`, the
+ * check-in itself. First the code must verify: its key is one of the event's, the signature
+ * holds, the code is the event's and within its window; a forged code, or one of another event, is
+ * answered like an unknown code (404). Then `admit` looks the code up among the tickets, as any
+ * code. A code that is no ticket's code now is one that was replaced (a transfer, or the reissue
+ * when its key was retired: every valid ticket of a retired key gets a new code in the same
+ * transaction), so only a refused code asks why, in one query: 409 key_retired, 409
+ * ticket_revoked, or the 404 as it was. A cancelled ticket keeps its code and is refused as
+ * ticket_cancelled, the more precise answer. An admitted scan costs no query beyond `admit`'s.
  */
-export async function verifySignedCode(scope: TenantScope, eventId: string, code: string): Promise<void> {
-  const parsed = parseCode(code);
-  if (!parsed) return;
-  const found = await repo.keyForCode(scope, eventId, parsed.claims.kid, parsed.claims.serial);
-  const result = verifyCode(code, {
-    eventId,
-    keys: found ? [{ kid: found.kid, publicKey: found.publicKey, status: found.status as KeyStatus }] : [],
-    nowSeconds: Math.floor(Date.now() / 1000),
-    revoked: () => found?.revokedFor !== null && found?.revokedFor !== undefined && found.revokedFor !== 'cancelled',
-  });
-  if (result.ok) return;
-  switch (result.reason) {
-    case 'key_retired':
-      throw new AppError('key_retired', `The key ${parsed.claims.kid} that signed this code is retired; the ticket has a new code.`, { kid: parsed.claims.kid });
-    case 'revoked':
-      throw new AppError('ticket_revoked', `This code of ticket ${parsed.claims.ticketId} was replaced (${found!.revokedFor}); only its new code admits it.`, { ticketId: parsed.claims.ticketId });
-    case 'not_yet_valid':
-      throw new AppError('code_not_yet_valid', `This code is valid from ${iso(parsed.claims.validFrom * 1000)}.`, { validFrom: iso(parsed.claims.validFrom * 1000) });
-    case 'expired':
-      throw new AppError('code_expired', `This code was valid until ${iso(parsed.claims.validUntil * 1000)}.`, { validUntil: iso(parsed.claims.validUntil * 1000) });
-    default:
-      throw new AppError('not_found', `No ticket with that code for event ${eventId}.`);
+export async function checkInByCode<T>(scope: TenantScope, eventId: string, code: string | undefined, admit: () => Promise<T>): Promise<T> {
+  const parsed = code === undefined ? undefined : parseCode(code);
+  if (!parsed) return admit();
+  const { claims } = parsed;
+  const key = await verifyingKey(scope, eventId, claims.kid);
+  const result = verifyCode(code!, { eventId, keys: key ? [key] : [], nowSeconds: Math.floor(Date.now() / 1000), revoked: () => false });
+  if (!result.ok) {
+    if (result.reason === 'not_yet_valid') {
+      throw new AppError('code_not_yet_valid', `This code is valid from ${iso(claims.validFrom * 1000)}.`, { validFrom: iso(claims.validFrom * 1000) });
+    }
+    if (result.reason === 'expired') throw new AppError('code_expired', `This code was valid until ${iso(claims.validUntil * 1000)}.`, { validUntil: iso(claims.validUntil * 1000) });
+    throw new AppError('not_found', `No ticket with that code for event ${eventId}.`);
+  }
+  try {
+    return await admit();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
+    const found = await repo.keyForCode(scope, eventId, claims.kid, claims.serial);
+    if (found?.status === 'retired') {
+      throw new AppError('key_retired', `The key ${claims.kid} that signed this code is retired; the ticket has a new code.`, { kid: claims.kid });
+    }
+    if (found?.revokedFor) {
+      throw new AppError('ticket_revoked', `This code of ticket ${claims.ticketId} was replaced (${found.revokedFor}); only its new code admits it.`, { ticketId: claims.ticketId });
+    }
+    throw err;
   }
 }
 
