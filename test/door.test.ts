@@ -343,6 +343,29 @@ for (const engine of ENGINES) {
       assert.equal(refused.ok ? 'ok' : refused.reason, 'unknown_key');
     });
 
+    test('retiring a key with more tickets than one batch reissues every one of them', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c, [{ name: 'General', price: 0, quantity: 1000 }]);
+      const [first] = await keysOf(c, event.id);
+      const tickets: Json[] = [];
+      for (let i = 0; i < 6; i++) tickets.push(...(await buy(c, event.id, types[0].id, i === 5 ? 50 : 100)));
+      const rotated = await c.expect(201, 'POST', `/events/${event.id}/signing-keys/rotate`);
+      const [late] = await buy(c, event.id, types[0].id);
+      await c.expect(200, 'POST', `/events/${event.id}/signing-keys/${first.kid}/retire`);
+      const rows = await c.api.database.db.selectFrom('tickets').select(['id', 'code']).where('eventId', '=', event.id).execute();
+      const now = new Map(rows.map((r) => [r.id, r.code]));
+      assert.equal(now.size, 551);
+      for (const ticket of tickets) {
+        const code = now.get(ticket.id)!;
+        assert.notEqual(code, ticket.code);
+        assert.deepEqual([parseCode(code)!.claims.kid, parseCode(code)!.claims.ticketId], [rotated.kid, ticket.id]);
+      }
+      assert.equal(now.get(late.id), late.code, 'a ticket of the active key keeps its code');
+      const data = await offline(c, event.id);
+      assert.deepEqual(data.revocations.serials, tickets.map((t) => serialOf(t.code)).sort());
+      assertRevocationsSigned(data);
+    });
+
     test('cancel and transfer put the serial on the signed revocation list; the offline data answers 304 until it changes', async () => {
       const c = await client();
       const { event, types } = await publishedEvent(c, [

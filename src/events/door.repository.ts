@@ -1,4 +1,4 @@
-import type { Insertable, Selectable } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import { prepared } from '../db/prepared.js';
@@ -95,9 +95,15 @@ export function signedTicketsOfEvent(scope: TenantScope, eventId: string, afterI
     .execute();
 }
 
-/** A ticket's new code (a reissue); every other column stays. */
-export async function replaceCode(scope: TenantScope, ticketId: string, code: string, now: number): Promise<void> {
-  await scope.updateTable('tickets').set({ code, updatedAt: now }).where('id', '=', ticketId).execute();
+/** Tickets' new codes (a reissue), in one statement; every other column stays. */
+export async function replaceCodes(scope: TenantScope, codes: Array<{ id: string; code: string }>, now: number): Promise<void> {
+  if (codes.length === 0) return;
+  const byId = sql<string>`case ${sql.ref('id')} ${sql.join(codes.map((c) => sql`when ${c.id} then ${c.code}`), sql` `)} end`;
+  await scope
+    .updateTable('tickets')
+    .set({ code: byId, updatedAt: now })
+    .where('id', 'in', codes.map((c) => c.id))
+    .execute();
 }
 
 /** The event's ticket types by id: the names a scanner shows. */

@@ -130,7 +130,7 @@ export async function retireSigningKey(scope: TenantScope, eventId: string, kid:
       after = batch[batch.length - 1]!.id;
       const signedByKey = batch.filter((ticket) => parseCode(ticket.code)?.claims.kid === kid);
       await revokeCodes(tx, signedByKey, 'reissued', now);
-      for (const ticket of signedByKey) await repo.replaceCode(tx, ticket.id, issueCode(signer, ticket), now);
+      await repo.replaceCodes(tx, signedByKey.map((ticket) => ({ id: ticket.id, code: issueCode(signer, ticket) })), now);
     }
     return presentSigningKey(retired);
   });
