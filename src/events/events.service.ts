@@ -5,9 +5,9 @@ import { listTag, type Page, type PageParams, pageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { firstSigningKey, revokeCodes } from './door.service.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
-import { firstSigningKey, revokeCodes } from './door.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { presentTicket, refundOf } from './tickets.service.js';
 

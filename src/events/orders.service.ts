@@ -4,12 +4,12 @@ import { AppError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import type { OutboxMessage } from '../webhooks/outbox.js';
+import { eventSigner, issueCode } from './door.service.js';
 import { type EventRow, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { CreateOrderBody } from './events.schemas.js';
 import * as repo from './orders.repository.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
-import { eventSigner, issueCode } from './door.service.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
