@@ -111,6 +111,36 @@ export const ERROR_CODES = {
     happened: 'The ticket is checked in, so it cannot be cancelled or transferred.',
     next: 'Undo the check-in first (`DELETE /v1/events/:id/checkin/:ticketId`) if the change is really wanted, then try again.',
   },
+  ticket_revoked: {
+    status: 409,
+    title: 'Ticket code revoked',
+    happened: 'The signed code was replaced: the ticket was transferred or its code reissued (its signing key was retired), so this code is on the event\'s revocation list. `ticketId` names the ticket.',
+    next: 'Ask the holder for the ticket\'s current code (its QR from `GET /v1/tickets/:id/qr.svg` or the PDF), or check the ticket in by `ticketId` after checking who holds it.',
+  },
+  key_retired: {
+    status: 409,
+    title: 'Signing key retired',
+    happened: 'The code was signed by a key of the event that has since been retired (`kid` names it); codes it signed no longer admit anyone, and their tickets were given new codes.',
+    next: 'Ask the holder for the ticket\'s new code (the ticket\'s QR or PDF again), and have offline scanners download `GET /v1/events/:id/checkin/offline` again.',
+  },
+  code_not_yet_valid: {
+    status: 409,
+    title: 'Code not yet valid',
+    happened: 'The signed code carries a validity window that has not started yet; `validFrom` says when it starts.',
+    next: 'Scan the code again from `validFrom` on; the ticket is not refused for any other reason by this answer.',
+  },
+  code_expired: {
+    status: 409,
+    title: 'Code expired',
+    happened: 'The signed code carries a validity window that has ended; `validUntil` says when it ended.',
+    next: 'The code no longer admits its ticket; if entry should still be allowed, check the ticket in by `ticketId`.',
+  },
+  signing_key_active: {
+    status: 409,
+    title: 'Signing key is active',
+    happened: 'The key asked to be retired is the event\'s active signing key, which signs every new ticket code; an event always keeps one.',
+    next: 'Rotate first (`POST /v1/events/:id/signing-keys/rotate`): the key becomes `retiring`, and can then be retired.',
+  },
   sold_out: {
     status: 409,
     title: 'Sold out',

@@ -40,7 +40,7 @@ function listOperations(doc: Json): Array<{ path: string; op: Json; body: Json }
   return lists;
 }
 
-const itemId = (item: Json): string => item.id ?? item.jobId ?? item.ticketId;
+const itemId = (item: Json): string => item.id ?? item.jobId ?? item.ticketId ?? item.kid;
 
 /**
  * The world every list is walked in: for each list path of the document, the concrete path of a
@@ -64,6 +64,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
   const types = [];
   for (let i = 0; i < N; i++) types.push(await call('POST', `/events/${event.id}/tickets`, { name: `Type ${i}`, price: 1000, quantity: 100 }));
   await call('POST', `/events/${event.id}/publish`);
+  for (let i = 1; i < N; i++) await call('POST', `/events/${event.id}/signing-keys/rotate`);
   const tickets = [];
   for (let i = 0; i < N; i++) {
     const order = await call('POST', `/events/${event.id}/orders`, { buyer: { name: `Buyer ${i}`, email: `buyer${i}@example.com` }, items: [{ ticketTypeId: types[i]!.id, quantity: 1 }] });
@@ -88,6 +89,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/events/{id}/attendees': { path: `/v1/events/${event.id}/attendees`, key },
     '/v1/events/{id}/checkins': { path: `/v1/events/${event.id}/checkins`, key },
     '/v1/events/{id}/payouts': { path: `/v1/events/${event.id}/payouts`, key },
+    '/v1/events/{id}/signing-keys': { path: `/v1/events/${event.id}/signing-keys`, key },
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },
     '/v1/webhooks/{id}/deliveries': { path: deliveries, key: other.key },
     '/v1/blend/jobs': { path: '/v1/blend/jobs', key },

@@ -7,6 +7,7 @@ import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
 import * as repo from './checkins.repository.js';
+import { checkInByCode } from './door.service.js';
 import { requireEvent } from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import { findTicket, type TicketKey, type TicketRow } from './tickets.repository.js';
@@ -42,16 +43,19 @@ export async function checkIn(scope: TenantScope, eventId: string, input: Static
   const scan: Scan = { scannedAt, now, gate: input.gate ?? null, keyId };
 
   const key = ticketKey(input);
-  if (onPostgres(scope.db)) {
-    const admitted = await checkInAsRead(scope, eventId, key, scan);
-    if (admitted) return admitted;
-  }
-  return scope.transaction(async (tx) => {
-    const checkinId = newId('checkin');
-    const checkedIn = await changeTicket(tx, 'checkIn', { ...key, eventId }, () => repo.writeCheckIn(tx, eventId, key, checkinId, scan));
-    const checkin = admission(checkinId, checkedIn, scan);
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
-    return checkin;
+  // A signed code (docs/events.md, "Signed ticket codes") is verified first, and a refused one told apart.
+  return checkInByCode(scope, eventId, input.code, async () => {
+    if (onPostgres(scope.db)) {
+      const admitted = await checkInAsRead(scope, eventId, key, scan);
+      if (admitted) return admitted;
+    }
+    return scope.transaction(async (tx) => {
+      const checkinId = newId('checkin');
+      const checkedIn = await changeTicket(tx, 'checkIn', { ...key, eventId }, () => repo.writeCheckIn(tx, eventId, key, checkinId, scan));
+      const checkin = admission(checkinId, checkedIn, scan);
+      await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.completed', data: checkin }], now);
+      return checkin;
+    });
   });
 }
 

@@ -261,10 +261,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'checkIn',
         tags: ['check-in'],
         summary: 'Check a ticket in by ticketId or by code',
-        description: 'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId.',
+        description:
+          'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId. A signed code is verified first (docs/events.md, Signed ticket codes): a code replaced by a transfer or reissue is 409 ticket_revoked, one of a retired key 409 key_retired.',
         params: EventParams,
         body: schemas.CheckinBody,
-        response: { 201: ref(schemas.CheckinSchema), ...problems('already_checked_in', 'ticket_cancelled') },
+        response: { 201: ref(schemas.CheckinSchema), ...problems('already_checked_in', 'ticket_cancelled', 'ticket_revoked', 'key_retired', 'code_not_yet_valid', 'code_expired') },
       },
     },
     async (request, reply) => {

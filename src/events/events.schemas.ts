@@ -145,7 +145,18 @@ export const TicketSchema = Type.Object(
     orderId: Type.String(),
     status: StringEnum(['valid', 'cancelled']),
     attendee: Person,
-    code: Type.String({ description: 'The secret printed in the QR code. Changes on transfer.' }),
+    code: Type.String({
+      maxLength: 200,
+      description: 'The secret printed in the QR code: a signed code (`M1` and 178 base64url characters, docs/events.md "Signed ticket codes") for tickets issued since codes are signed, 22 base62 characters before. Changes on transfer.',
+    }),
+    links: Type.Object(
+      {
+        qrSvg: Type.String({ description: 'The QR code as SVG.', examples: ['/v1/tickets/tkt_01m80eg3tperaacsapew6ns732/qr.svg'] }),
+        qrPng: Type.String({ description: 'The QR code as PNG.' }),
+        pdf: Type.String({ description: 'A printable ticket (A6 PDF) with the QR code.' }),
+      },
+      { description: 'The ticket as QR code and PDF (same scopes as reading the ticket).' },
+    ),
     price: Money,
     currency: Currency,
     refundedAmount: Money,
@@ -229,7 +240,7 @@ export const ExportQuery = Type.Object(
 export const CheckinBody = Type.Object(
   {
     ticketId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    code: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    code: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },

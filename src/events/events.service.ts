@@ -5,6 +5,7 @@ import { listTag, type Page, type PageParams, pageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { firstSigningKey, revokeCodes } from './door.service.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
@@ -103,6 +104,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
   const event = presentEvent(row);
   await scope.transaction(async (tx) => {
     await repo.insertEvent(tx, row);
+    await firstSigningKey(tx, row.id, now);
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.created', data: event }], now);
   });
   return event;
@@ -194,6 +196,7 @@ export async function cancelEvent(scope: TenantScope, id: string) {
       const batch = await validTicketsOfEvent(tx, id, CANCEL_BATCH);
       if (batch.length === 0) break;
       await cancelTickets(tx, batch.map((t) => t.id), now);
+      await revokeCodes(tx, batch, 'cancelled', now);
       const messages = batch.flatMap((row): OutboxMessage[] => {
         const cancelled = { ...row, status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: row.price };
         return [{ event: 'ticket.cancelled', data: presentTicket(cancelled) }, ...refundOf(cancelled)];

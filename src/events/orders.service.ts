@@ -4,11 +4,12 @@ import { AppError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import type { OutboxMessage } from '../webhooks/outbox.js';
+import { eventSigner, issueCode } from './door.service.js';
 import { type EventRow, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { CreateOrderBody } from './events.schemas.js';
 import * as repo from './orders.repository.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
-import { newTicketCode, presentTicket } from './tickets.service.js';
+import { presentTicket } from './tickets.service.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -82,11 +83,14 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     // database refuses to sell what is not there. `sorted`: the order of soldOut's answer.
     const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const orderId = newId('order');
+    // Each ticket's code is signed by the event's active key (docs/events.md, "Signed ticket codes").
+    const signer = await eventSigner(tx, eventId);
     const tickets: TicketRow[] = items.flatMap((item) =>
       Array.from({ length: item.quantity }, (_, n) => {
         const holder = item.attendees?.[n] ?? input.buyer;
+        const id = newId('ticket');
         return {
-          id: newId('ticket'),
+          id,
           accountId: scope.accountId,
           eventId,
           ticketTypeId: item.type.id,
@@ -94,7 +98,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
           status: 'valid',
           attendeeName: holder.name,
           attendeeEmail: holder.email.toLowerCase(),
-          code: newTicketCode(),
+          code: issueCode(signer, { id, eventId, ticketTypeId: item.type.id }),
           price: item.type.price,
           currency: event.currency,
           refundedAmount: 0,

@@ -1,17 +1,14 @@
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, notFound } from '../errors.js';
-import { randomBase62 } from '../ids.js';
 import { iso } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { eventSigner, issueCode, revokeCodes } from './door.service.js';
 import { lockEvent, requireEvent } from './events.repository.js';
 import type { TransferBody } from './events.schemas.js';
 import * as repo from './tickets.repository.js';
 
 type TicketRow = repo.TicketRow;
-
-/** The secret in a ticket's QR code: 22 base62 characters (~131 bits). */
-export const newTicketCode = () => randomBase62(22);
 
 export function presentTicket(row: TicketRow) {
   return {
@@ -22,6 +19,7 @@ export function presentTicket(row: TicketRow) {
     status: row.status as 'valid' | 'cancelled',
     attendee: { name: row.attendeeName, email: row.attendeeEmail },
     code: row.code,
+    links: ticketLinks(row.id),
     price: row.price,
     currency: row.currency,
     refundedAmount: row.refundedAmount,
@@ -31,6 +29,9 @@ export function presentTicket(row: TicketRow) {
     cancelledAt: iso(row.cancelledAt),
   };
 }
+
+/** Where a ticket's QR code and printable PDF are (docs/events.md, "Tickets as QR and PDF"). */
+export const ticketLinks = (id: string) => ({ qrSvg: `/v1/tickets/${id}/qr.svg`, qrPng: `/v1/tickets/${id}/qr.png`, pdf: `/v1/tickets/${id}/pdf` });
 
 export type PresentedTicket = ReturnType<typeof presentTicket>;
 
@@ -123,18 +124,28 @@ export async function cancelTicket(scope: TenantScope, id: string): Promise<Pres
     const now = Date.now();
     const cancelled = await changeTicket(tx, 'cancel', { ticketId: id }, () => repo.cancelOpenTicket(tx, id, now));
     await repo.releasePlace(tx, ticket, now);
+    await revokeCodes(tx, [cancelled], 'cancelled', now);
     const presented = presentTicket(cancelled);
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presented }, ...refundOf(cancelled)], now);
     return presented;
   });
 }
 
-/** New holder and a new code (the old one stops working); same ticket id. */
+/**
+ * New holder and a new signed code (the old one stops working, its serial on the revocation list);
+ * same ticket id. Under the event's lock, so the code read here is the one replaced.
+ */
 export async function transferTicket(scope: TenantScope, id: string, input: Static<typeof TransferBody>): Promise<PresentedTicket> {
   return scope.transaction(async (tx) => {
+    const found = await repo.findTicket(tx, id);
+    if (!found) throw notFound('ticket', id);
+    await lockEvent(tx, found.eventId);
+    const ticket = (await repo.findTicket(tx, id))!;
     const now = Date.now();
     const holder = { name: input.attendee.name, email: input.attendee.email.toLowerCase() };
-    const transferred = await changeTicket(tx, 'transfer', { ticketId: id }, () => repo.transferOpenTicket(tx, id, holder, newTicketCode(), now));
+    const code = issueCode(await eventSigner(tx, ticket.eventId), ticket);
+    const transferred = await changeTicket(tx, 'transfer', { ticketId: id }, () => repo.transferOpenTicket(tx, id, holder, code, now));
+    await revokeCodes(tx, [ticket], 'transferred', now);
     const presented = presentTicket(transferred);
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.transferred', data: presented }], now);
     return presented;

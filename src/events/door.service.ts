@@ -1,0 +1,259 @@
+import { createHash, type KeyObject, sign } from 'node:crypto';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError } from '../errors.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
+import { newId } from '../ids.js';
+import { iso } from '../time.js';
+import * as repo from './door.repository.js';
+import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
+import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
+
+/**
+ * The door's keys and codes (docs/events.md, "At the door"): each event's Ed25519 signing keys,
+ * the signed codes of its tickets, the revocation list, and the data a scanner downloads to check
+ * tickets offline. Every change of an event's keys or codes holds the event's lock.
+ */
+
+export type KeyStatus = 'active' | 'retiring' | 'retired';
+
+export function presentSigningKey(row: repo.PublicKeyRow) {
+  return {
+    object: 'signing_key' as const,
+    kid: row.kid,
+    algorithm: 'Ed25519' as const,
+    publicKey: row.publicKey,
+    status: row.status as KeyStatus,
+    createdAt: iso(row.createdAt)!,
+    retiredAt: iso(row.retiredAt),
+  };
+}
+
+// Private keys as key objects, by event and kid: a key's private half never changes, so the cache
+// needs no invalidation, only a bound.
+const privateKeys = new Map<string, KeyObject>();
+const PRIVATE_KEY_CACHE = 1000;
+
+function privateKeyOf(row: repo.SigningKeyRow): KeyObject {
+  const name = `${row.eventId}/${row.kid}`;
+  let key = privateKeys.get(name);
+  if (!key) {
+    if (privateKeys.size >= PRIVATE_KEY_CACHE) privateKeys.clear();
+    key = privateKeyObject(row.privateKey);
+    privateKeys.set(name, key);
+  }
+  return key;
+}
+
+/** What signs an event's new codes: its active key. */
+export interface Signer {
+  kid: string;
+  key: KeyObject;
+}
+
+/** A new active key of the event, written in the transaction (which holds the event's lock). */
+async function createActiveKey(tx: TenantScope, eventId: string, now: number): Promise<repo.SigningKeyRow> {
+  const pair = newKeyPair();
+  const row: repo.SigningKeyRow = { id: newId('signingKey'), accountId: tx.accountId, eventId, ...pair, status: 'active', createdAt: now, retiredAt: null };
+  await repo.insertSigningKey(tx, row);
+  return row;
+}
+
+/** The event's signer, its first key made now if it has none (events made before signed codes). Needs the event's lock. */
+export async function eventSigner(tx: TenantScope, eventId: string): Promise<Signer> {
+  const row = (await repo.activeSigningKey(tx, eventId)) ?? (await createActiveKey(tx, eventId, Date.now()));
+  return { kid: row.kid, key: privateKeyOf(row) };
+}
+
+/** The first key of a new event, in the transaction that creates it. */
+export async function firstSigningKey(tx: TenantScope, eventId: string, now: number): Promise<void> {
+  await createActiveKey(tx, eventId, now);
+}
+
+/** A new signed code (new serial) for a ticket, without time bounds: the event's own times and the door's lists bound entry. */
+export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }): string {
+  return signCode({ kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom: 0, validUntil: 0 }, signer.key);
+}
+
+export type RevocationReason = 'cancelled' | 'transferred' | 'reissued';
+
+/** Puts the codes on the event's revocation list (a code from before signing has no serial and needs none). */
+export async function revokeCodes(tx: TenantScope, tickets: Array<{ id: string; eventId: string; code: string }>, reason: RevocationReason, now: number): Promise<void> {
+  const rows: repo.RevocationRow[] = [];
+  for (const ticket of tickets) {
+    const parsed = parseCode(ticket.code);
+    if (parsed) rows.push({ accountId: tx.accountId, eventId: ticket.eventId, serial: parsed.claims.serial, ticketId: ticket.id, kid: parsed.claims.kid, reason, createdAt: now });
+  }
+  if (rows.length > 0) await repo.insertRevocations(tx, rows);
+}
+
+export async function listSigningKeys(scope: TenantScope, eventId: string, query: PageParams): Promise<Page<ReturnType<typeof presentSigningKey>>> {
+  const page = pageRequest(query, listTag('signingKeys', { eventId }));
+  await requireEvent(scope, eventId);
+  const rows = await repo.pageSigningKeys(scope, eventId, page);
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentSigningKey);
+}
+
+/** A new active key; the former active one becomes `retiring` (its codes still verify). */
+export async function rotateSigningKey(scope: TenantScope, eventId: string) {
+  return scope.transaction(async (tx) => {
+    await requireLockedEvent(tx, eventId);
+    const now = Date.now();
+    const active = await repo.activeSigningKey(tx, eventId);
+    if (active) await repo.setKeyStatus(tx, eventId, active.kid, 'retiring', now);
+    return presentSigningKey(await createActiveKey(tx, eventId, now));
+  });
+}
+
+const REISSUE_BATCH = 500;
+
+/**
+ * Retires a key: its codes stop verifying, and every valid ticket whose code it signed gets a new
+ * code (new serial) from the active key, the old serial going on the revocation list, all in one
+ * transaction. The active key cannot be retired (rotate first).
+ */
+export async function retireSigningKey(scope: TenantScope, eventId: string, kid: string) {
+  return scope.transaction(async (tx) => {
+    await requireLockedEvent(tx, eventId);
+    const key = await repo.findSigningKey(tx, eventId, kid);
+    if (!key) throw new AppError('not_found', `No signing key ${kid} for event ${eventId}.`);
+    if (key.status === 'retired') return presentSigningKey(key);
+    if (key.status === 'active') {
+      throw new AppError('signing_key_active', `Key ${kid} is the active key of event ${eventId}; rotate first, then retire it.`, { kid });
+    }
+    const now = Date.now();
+    const retired = await repo.setKeyStatus(tx, eventId, kid, 'retired', now);
+    const signer = await eventSigner(tx, eventId);
+    let after = '';
+    for (;;) {
+      const batch = await repo.signedTicketsOfEvent(tx, eventId, after, REISSUE_BATCH);
+      if (batch.length === 0) break;
+      after = batch[batch.length - 1]!.id;
+      const signedByKey = batch.filter((ticket) => parseCode(ticket.code)?.claims.kid === kid);
+      await revokeCodes(tx, signedByKey, 'reissued', now);
+      await repo.replaceCodes(tx, signedByKey.map((ticket) => ({ id: ticket.id, code: issueCode(signer, ticket) })), now);
+    }
+    return presentSigningKey(retired);
+  });
+}
+
+// Public keys as key objects, by account, event and kid: a kid's public key never changes, so
+// check-in verifies a signature without a query once the key was read (its status is asked only
+// when a code is refused, below).
+const publicKeys = new Map<string, VerifyingKey>();
+const PUBLIC_KEY_CACHE = 10_000;
+
+async function verifyingKey(scope: TenantScope, eventId: string, kid: string): Promise<VerifyingKey | undefined> {
+  const name = `${scope.accountId}/${eventId}/${kid}`;
+  let key = publicKeys.get(name);
+  if (!key) {
+    const row = await repo.findSigningKey(scope, eventId, kid);
+    if (!row) return undefined;
+    if (publicKeys.size >= PUBLIC_KEY_CACHE) publicKeys.clear();
+    // As a key that verifies: whether it is retired now is asked when its code is refused.
+    key = { kid: row.kid, publicKey: row.publicKey, status: 'active' };
+    publicKeys.set(name, key);
+  }
+  return key;
+}
+
+/**
+ * Check-in of a signed code (`M1...`; other codes are looked up as before), around `admit`, the
+ * check-in itself. First the code must verify: its key is one of the event's, the signature
+ * holds, the code is the event's and within its window; a forged code, or one of another event, is
+ * answered like an unknown code (404). Then `admit` looks the code up among the tickets, as any
+ * code. A code that is no ticket's code now is one that was replaced (a transfer, or the reissue
+ * when its key was retired: every valid ticket of a retired key gets a new code in the same
+ * transaction), so only a refused code asks why, in one query: 409 key_retired, 409
+ * ticket_revoked, or the 404 as it was. A cancelled ticket keeps its code and is refused as
+ * ticket_cancelled, the more precise answer. An admitted scan costs no query beyond `admit`'s.
+ */
+export async function checkInByCode<T>(scope: TenantScope, eventId: string, code: string | undefined, admit: () => Promise<T>): Promise<T> {
+  const parsed = code === undefined ? undefined : parseCode(code);
+  if (!parsed) return admit();
+  const { claims } = parsed;
+  const key = await verifyingKey(scope, eventId, claims.kid);
+  const result = verifyCode(code!, { eventId, keys: key ? [key] : [], nowSeconds: Math.floor(Date.now() / 1000), revoked: () => false });
+  if (!result.ok) {
+    if (result.reason === 'not_yet_valid') {
+      throw new AppError('code_not_yet_valid', `This code is valid from ${iso(claims.validFrom * 1000)}.`, { validFrom: iso(claims.validFrom * 1000) });
+    }
+    if (result.reason === 'expired') throw new AppError('code_expired', `This code was valid until ${iso(claims.validUntil * 1000)}.`, { validUntil: iso(claims.validUntil * 1000) });
+    throw new AppError('not_found', `No ticket with that code for event ${eventId}.`);
+  }
+  try {
+    return await admit();
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
+    const found = await repo.keyForCode(scope, eventId, claims.kid, claims.serial);
+    if (found?.status === 'retired') {
+      throw new AppError('key_retired', `The key ${claims.kid} that signed this code is retired; the ticket has a new code.`, { kid: claims.kid });
+    }
+    if (found?.revokedFor) {
+      throw new AppError('ticket_revoked', `This code of ticket ${claims.ticketId} was replaced (${found.revokedFor}); only its new code admits it.`, { ticketId: claims.ticketId });
+    }
+    throw err;
+  }
+}
+
+/**
+ * What a scanner downloads to check this event's tickets offline: the event, its keys that still
+ * verify, the signed revocation list, its ticket types. One query per part; the serials are
+ * sorted by code unit (base64url is ASCII), so the list signs the same every time. `etag`
+ * covers everything but the times of the answer: the same tag means the same keys, list and names.
+ */
+export async function offlineData(scope: TenantScope, eventId: string): Promise<{ etag: string; body(): OfflineData }> {
+  const [event, keys, serials, ticketTypes] = await Promise.all([
+    requireEvent(scope, eventId),
+    repo.verifyingKeys(scope, eventId),
+    repo.revokedSerials(scope, eventId),
+    repo.ticketTypeNames(scope, eventId),
+  ]);
+  serials.sort();
+  const active = keys.find((k) => k.status === 'active');
+  if (!active) {
+    // An event made before signed codes, that never issued a ticket since: its first key, now.
+    await scope.transaction(async (tx) => {
+      await lockEvent(tx, eventId);
+      await eventSigner(tx, eventId);
+    });
+    return offlineData(scope, eventId);
+  }
+  const presentedEvent = {
+    id: event.id,
+    name: event.name,
+    timezone: event.timezone,
+    startsAt: iso(event.startsAt)!,
+    endsAt: iso(event.endsAt)!,
+    venue: event.venue === null ? null : (JSON.parse(event.venue) as { name: string; address?: string; city?: string; country?: string }),
+  };
+  const presentedKeys = keys.map((k) => ({ kid: k.kid, algorithm: 'Ed25519' as const, publicKey: k.publicKey, status: k.status as 'active' | 'retiring' }));
+  const etag = `"${createHash('sha256').update(JSON.stringify([presentedEvent, presentedKeys, serials, ticketTypes])).digest('base64url').slice(0, 27)}"`;
+  const signer = active;
+  return {
+    etag,
+    /** The answer, made and signed now (not needed for a 304). */
+    body() {
+      const issuedAt = iso(Date.now())!;
+      const signature = sign(null, Buffer.from(revocationText(eventId, issuedAt, serials), 'utf8'), privateKeyOf(signer)).toString('base64url');
+      return {
+        object: 'checkin_offline_data' as const,
+        eventId,
+        generatedAt: issuedAt,
+        event: presentedEvent,
+        keys: presentedKeys,
+        revocations: { eventId, issuedAt, serials, kid: signer.kid, signature },
+        ticketTypes,
+      };
+    },
+  };
+}
+
+export interface OfflineData {
+  object: 'checkin_offline_data';
+  eventId: string;
+  generatedAt: string;
+  event: { id: string; name: string; timezone: string; startsAt: string; endsAt: string; venue: { name: string; address?: string; city?: string; country?: string } | null };
+  keys: Array<{ kid: string; algorithm: 'Ed25519'; publicKey: string; status: 'active' | 'retiring' }>;
+  revocations: { eventId: string; issuedAt: string; serials: string[]; kid: string; signature: string };
+  ticketTypes: Array<{ id: string; name: string }>;
+}
