@@ -17,6 +17,8 @@ import { dashboardRoutes } from './dashboard/dashboard.routes.js';
 import { sessionPrincipal } from './dashboard/sessions.service.js';
 import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
+import { checkinListComponents } from './events/checkin-lists.schemas.js';
+import { checkinListRoutes } from './events/checkin-lists.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
 import { corsOptions } from './http/cors.js';
@@ -91,7 +93,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -106,6 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(idempotencyPlugin, { db: app.db });
     await api.register(accountRoutes);
     await api.register(eventRoutes);
+    await api.register(checkinListRoutes);
     await api.register(webhookRoutes);
     await api.register(blendRoutes);
     if (options.extraRoutes) await api.register(options.extraRoutes);

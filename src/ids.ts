@@ -9,6 +9,7 @@ export const ID_PREFIXES = {
   order: 'ord',
   ticket: 'tkt',
   checkin: 'chk',
+  checkinList: 'cl',
   webhook: 'wh',
   message: 'msg',
   delivery: 'whd',

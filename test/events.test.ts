@@ -1257,6 +1257,7 @@ for (const engine of ENGINES) {
             { ticketTypeId: paid.id, name: 'Paid', quantity: 10, ticketsSold: 2, ticketsCancelled: 1, grossRevenue: 3000, refunded: 1000, checkedIn: 1 },
             { ticketTypeId: free.id, name: 'Free', quantity: 10, ticketsSold: 2, ticketsCancelled: 0, grossRevenue: 0, refunded: 0, checkedIn: 1 },
           ],
+          checkinLists: [],
         });
         const empty = await publishedEvent(c);
         const none = await c.expect(200, 'GET', `/events/${empty.event.id}/analytics`);

@@ -10,6 +10,7 @@ import * as m0007 from './migrations/2026_11_26_0007_search_statistics.js';
 import * as m0008 from './migrations/2026_11_26_0008_email_nfkc.js';
 import * as m0009 from './migrations/2026_11_26_0009_webhook_secret_rotation.js';
 import * as m0010 from './migrations/2026_11_26_0010_blend_alignment.js';
+import * as m0012 from './migrations/2026_11_27_0012_checkin_lists.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_26_0008_email_nfkc': m0008,
   '2026_11_26_0009_webhook_secret_rotation': m0009,
   '2026_11_26_0010_blend_alignment': m0010,
+  '2026_11_27_0012_checkin_lists': m0012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

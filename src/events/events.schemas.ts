@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
+import { CheckinCounts } from './checkin-lists.schemas.js';
 import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
@@ -232,6 +233,11 @@ export const CheckinBody = Type.Object(
     code: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    listId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Scan through this check-in list (`cl_...`): its ticket types, window, entries and exits. Without it, the event-wide check-in.' })),
+    direction: Type.Optional(StringEnum(['entry', 'exit'], { description: 'With `listId`: entry (the default) or exit.' })),
+    scanId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$', description: 'With `listId`: a unique id the scanner makes; the same scanId again answers as the first time, with no second effect.' }),
+    ),
   },
   { $id: 'CheckInRequest', examples: [{ code: 'h0HFNKsRHaUT6fWW9eYOuL', gate: 'north' }], additionalProperties: false, description: 'Exactly one of ticketId and code.' },
 );
@@ -247,6 +253,9 @@ export const CheckinSchema = Type.Object(
     createdAt: Timestamp,
     ticket: ref(TicketSchema),
     attendee: Person,
+    listId: Type.Optional(Nullable(Type.String(), { description: 'The check-in list scanned through; absent or null for the event-wide check-in.' })),
+    direction: Type.Optional(StringEnum(['entry', 'exit'])),
+    scanId: Type.Optional(Type.String({ description: "The scanner's own id of the scan (check-in lists)." })),
   },
   { $id: 'Checkin' },
 );
@@ -290,6 +299,10 @@ export const AnalyticsSchema = Type.Object(
         refunded: Money,
         checkedIn: Type.Integer(),
       }),
+    ),
+    checkinLists: Type.Array(
+      Type.Object({ id: Type.String(), name: Type.String(), counts: ref(CheckinCounts) }),
+      { description: "The event's check-in lists, oldest first, with their counts." },
     ),
   },
   { $id: 'Analytics' },
