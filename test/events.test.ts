@@ -956,6 +956,8 @@ for (const engine of ENGINES) {
           gate: 'North',
           ticket: { ...byCode, checkedIn: true, checkedInAt: first.checkedInAt },
           attendee: person('Grace Hopper'),
+          listId: null,
+          direction: 'entry',
         });
         assert.deepEqual(await c.expect(200, 'GET', `/tickets/${byCode.id}`), first.ticket);
 
@@ -1025,7 +1027,7 @@ for (const engine of ENGINES) {
         assert.deepEqual(await c.expect(200, 'GET', `/tickets/${offline.id}`), undone);
         const outbox = await sent();
         assert.deepEqual(names(outbox), ['checkin.undone']);
-        assert.deepEqual(outbox[0]!.data, undone);
+        assert.deepEqual(outbox[0]!.data, { ...undone, listId: null, direction: 'entry' });
 
         await problem(await c.delete(`/events/${event.id}/checkin/${offline.id}`), 409, 'not_checked_in');
         const again = await checkIn(c, event.id, { code: offline.code });
@@ -1392,7 +1394,7 @@ for (const engine of ENGINES) {
             ['payment.completed', { ...order, amount: 6000 }],
             ['ticket.transferred', transferred],
             ['checkin.completed', checkin],
-            ['checkin.undone', undone],
+            ['checkin.undone', { ...undone, listId: null, direction: 'entry' }],
             ['ticket.cancelled', cancelledTicket],
             ['payment.refunded', { orderId: order.id, ticketId: dropped.id, amount: 3000, currency: 'EUR' }],
             ['payout.processed', payout],

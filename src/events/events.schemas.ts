@@ -260,6 +260,16 @@ export const CheckinSchema = Type.Object(
   { $id: 'Checkin' },
 );
 
+/** What checkin.undone carries: the ticket as it is after the undo, and the list (null: the event-wide check-in) and direction undone. */
+export const CheckinUndoneSchema = Type.Object(
+  {
+    ...TicketSchema.properties,
+    listId: Nullable(Type.String(), { description: 'The check-in list of the undone entry; null for the event-wide check-in.' }),
+    direction: StringEnum(['entry']),
+  },
+  { $id: 'CheckinUndone' },
+);
+
 export const CheckinHistorySchema = Type.Object(
   {
     id: Type.String(),
@@ -376,6 +386,6 @@ export const eventComponents = [
   EventSchema, EventPage, CreateEventBody, UpdateEventBody,
   TicketTypeSchema, TicketTypePage, CreateTicketTypeBody, UpdateTicketTypeBody,
   TicketSchema, OrderSchema, CreateOrderBody, TransferBody, OrderPaymentSchema, RefundSchema,
-  AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinHistorySchema, CheckinHistoryPage,
+  AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinUndoneSchema, CheckinHistorySchema, CheckinHistoryPage,
   AnalyticsSchema, SalesSeriesSchema, CheckinSeriesSchema, PayoutSchema, PayoutPage,
 ];
