@@ -12,6 +12,8 @@ import * as lists from './checkin-lists.service.js';
 const READ: readonly Scope[] = ['events:read', 'events:write'];
 const WRITE: readonly Scope[] = ['events:write'];
 const CHECKIN: readonly Scope[] = ['checkin', 'events:write'];
+/** A scanner (checkin) and a reader (events:read) both see a list's conflicts. */
+const CONFLICTS: readonly Scope[] = ['checkin', 'events:read', 'events:write'];
 
 const EventParams = IdParam('Event id (`evt_...`)');
 
@@ -78,7 +80,7 @@ export const checkinListRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/events/:id/checkin-lists/:listId/conflicts',
     {
-      config: { scope: CHECKIN.concat(READ) },
+      config: { scope: CONFLICTS },
       schema: {
         operationId: 'listCheckinConflicts',
         tags,
