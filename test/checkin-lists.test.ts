@@ -283,6 +283,50 @@ for (const engine of ENGINES) {
       await problem(await reader.send('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'd', scans: [entry('z', generals[0], t0)] }), 403, 'insufficient_scope');
     });
 
+    test('sync: exits and who is inside, the server refusing what a door admitted, an online admission displaced by an earlier offline one', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, generals, vips } = await door(c, 3);
+      const t0 = Date.now() - 20 * 60_000;
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id], scanExits: true, validFrom: iso(t0 - 60_000) });
+      const noExits = await newList(c, event.id, { name: 'No exits' });
+      await c.expect(200, 'POST', `/tickets/${generals[2].id}/cancel`);
+      const s = (scanId: string, ticket: Json, at: number, extra: Record<string, unknown> = {}) => ({ scanId, ticketId: ticket.id, listId: list.id, scannedAt: iso(at), localResult: 'admitted', ...extra });
+      const answer = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [
+          s('e1', generals[0], t0),
+          s('x1', generals[0], t0 + 1000, { direction: 'exit' }),
+          s('x2', generals[0], t0 + 2000, { direction: 'exit' }),
+          s('e2', generals[2], t0 + 3000),
+          s('e3', vips[0], t0 + 4000),
+          s('e4', generals[1], t0 - 120_000),
+          s('x3', generals[1], t0 + 5000, { direction: 'exit', listId: noExits.id }),
+        ],
+      });
+      assert.deepEqual(answer.results.map((r: Json) => [r.scanId, r.outcome, r.reason]), [
+        ['e1', 'admitted', undefined],
+        ['x1', 'admitted', undefined],
+        ['x2', 'refused', 'not_inside'],
+        ['e2', 'refused', 'ticket_cancelled'],
+        ['e3', 'refused', 'wrong_list'],
+        ['e4', 'refused', 'not_yet_valid'],
+        ['x3', 'refused', 'invalid_request'],
+      ]);
+      assert.equal(answer.list, null, 'two lists named');
+      assert.deepEqual(answer.lists.find((l: Json) => l.id === list.id).counts, { inside: 0, entries: 1, exits: 1, admittedTickets: 1, conflicts: 0 });
+
+      // An online admission, then an earlier offline one of the same ticket: the offline one is kept.
+      const online = await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' });
+      const late = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-2', scans: [s('o1', generals[1], t0)] });
+      assert.deepEqual([late.results[0].outcome, late.results[0].displaced.scanId, late.results[0].displaced.deviceId], ['admitted', 'online-1', null]);
+      assert.deepEqual(late.list.counts, { inside: 1, entries: 2, exits: 1, admittedTickets: 2, conflicts: 1 });
+      const conflicts = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts`);
+      assert.deepEqual(conflicts.data.map((x: Json) => [x.id, x.scanId, x.kept.keptScanId, x.kept.keptDeviceId]), [[online.id, 'online-1', 'o1', 'door-2']]);
+      // The online scan sent again now answers that it no longer admits.
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' }), 409, 'already_checked_in');
+    });
+
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
