@@ -11,6 +11,7 @@ const BENCHMARKS = {
   http: () => import('./http.mjs'),
   events: () => import('./events.mjs'),
   webhooks: () => import('./webhooks.mjs'),
+  'door-sync': () => import('./door-sync.mjs'),
   blend: () => import('./blend.mjs'),
   soak: () => import('./soak.mjs'),
 };

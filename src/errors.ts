@@ -99,6 +99,42 @@ export const ERROR_CODES = {
     happened: 'An undo of a check-in was asked for a ticket that is not checked in (never, or already undone).',
     next: 'Nothing to undo: read the ticket to see its state. Repeating the undo is safe and answers the same.',
   },
+  already_inside: {
+    status: 409,
+    title: 'Already inside',
+    happened: 'An entry scan through a check-in list named a ticket that is inside on that list (entered, and no exit scanned since). `ticketId`, `checkedInAt` and `checkinId` name the entry.',
+    next: 'Do not admit the holder again: the ticket is in use. If the holder left, scan the exit first (on a list that scans exits), or undo the entry (`DELETE /v1/events/:id/checkin/:ticketId?listId=`).',
+  },
+  not_inside: {
+    status: 409,
+    title: 'Not inside',
+    happened: 'An exit scan through a check-in list named a ticket that is not inside on that list: it never entered, or it exited already.',
+    next: 'Nothing to record: let the holder leave. Scan entries through the same list as exits so that its count of who is inside stays right.',
+  },
+  wrong_list: {
+    status: 409,
+    title: 'Wrong check-in list',
+    happened: "The ticket's type is not among the ticket types the check-in list admits (`ticketTypeIds`).",
+    next: 'Send the holder to an entrance whose list admits their ticket type, or add the type to the list (`PATCH /v1/events/:id/checkin-lists/:listId`).',
+  },
+  not_yet_valid: {
+    status: 409,
+    title: 'Not yet valid',
+    happened: "The scan's time is before the check-in list's `validFrom`.",
+    next: 'Admit the holder from `validFrom` on, or move `validFrom` earlier (`PATCH /v1/events/:id/checkin-lists/:listId`).',
+  },
+  list_expired: {
+    status: 409,
+    title: 'Check-in list expired',
+    happened: "The scan's time is after the check-in list's `validUntil`.",
+    next: 'The list no longer admits anyone; use another list, or move `validUntil` later (`PATCH /v1/events/:id/checkin-lists/:listId`).',
+  },
+  list_in_use: {
+    status: 409,
+    title: 'Check-in list in use',
+    happened: 'The check-in list has recorded scans, so deleting it would lose the door\'s history and counts; nothing was deleted.',
+    next: 'Keep the list, and stop it admitting anyone by setting `validUntil` to now (`PATCH /v1/events/:id/checkin-lists/:listId`). A list without scans can be deleted.',
+  },
   ticket_cancelled: {
     status: 409,
     title: 'Ticket cancelled',

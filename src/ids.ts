@@ -10,6 +10,7 @@ export const ID_PREFIXES = {
   ticket: 'tkt',
   signingKey: 'sk',
   checkin: 'chk',
+  checkinList: 'cl',
   webhook: 'wh',
   message: 'msg',
   delivery: 'whd',

@@ -515,6 +515,8 @@ describe('dashboard in Chromium', () => {
     assert.equal((await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key })).status, 200);
     const order = await (await api.fetch(`/v1/events/${event.id}/orders`, { method: 'POST', key, json: { buyer: { name: 'Ada', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: 3 }] } })).json();
     assert.equal((await api.fetch(`/v1/events/${event.id}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[0].id } })).status, 201);
+    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'North door', scanExits: true } })).json();
+    assert.equal((await api.fetch(`/v1/events/${event.id}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[0].id, listId: list.id } })).status, 201);
 
     const page = await newPage(t);
     await signIn(page, api, email);
@@ -525,6 +527,8 @@ describe('dashboard in Chromium', () => {
     assert.equal(await page.locator('.chart canvas').count(), 2);
     assert.equal(await page.getByTestId('checked-in').innerText(), '1');
     assert.equal(await page.getByRole('meter', { name: 'General: 3 of 10 sold' }).count(), 1);
+    const listText = async () => (await page.getByTestId('checkin-list').innerText()).replace(/\s+/g, ' ');
+    assert.equal(await listText(), 'North door 1 inside · 1 entries · 0 exits · 1 tickets admitted · 0 conflicts');
     await accessible(page, "an event's analytics");
     await shot(page, 'event-analytics');
     fs.mkdirSync(path.resolve(import.meta.dirname, '../docs/images'), { recursive: true });
@@ -534,6 +538,8 @@ describe('dashboard in Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     assert.equal((await api.fetch(`/v1/events/${event.id}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[1].id } })).status, 201);
     await until(async () => (await page.getByTestId('checked-in').innerText()) === '2', 10_000, 'live counter');
+    assert.equal((await api.fetch(`/v1/events/${event.id}/checkin`, { method: 'POST', key, json: { ticketId: order.tickets[0].id, listId: list.id, direction: 'exit' } })).status, 201);
+    await until(async () => (await listText()).startsWith('North door 0 inside · 1 entries · 1 exits'), 10_000, 'live list counts');
     await accessible(page, 'the check-in counter on a phone');
     await shot(page, 'checkin-counter-phone');
 

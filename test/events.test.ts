@@ -959,6 +959,8 @@ for (const engine of ENGINES) {
           gate: 'North',
           ticket: { ...byCode, checkedIn: true, checkedInAt: first.checkedInAt },
           attendee: person('Grace Hopper'),
+          listId: null,
+          direction: 'entry',
         });
         assert.deepEqual(await c.expect(200, 'GET', `/tickets/${byCode.id}`), first.ticket);
 
@@ -1028,7 +1030,7 @@ for (const engine of ENGINES) {
         assert.deepEqual(await c.expect(200, 'GET', `/tickets/${offline.id}`), undone);
         const outbox = await sent();
         assert.deepEqual(names(outbox), ['checkin.undone']);
-        assert.deepEqual(outbox[0]!.data, undone);
+        assert.deepEqual(outbox[0]!.data, { ...undone, listId: null, direction: 'entry' });
 
         await problem(await c.delete(`/events/${event.id}/checkin/${offline.id}`), 409, 'not_checked_in');
         const again = await checkIn(c, event.id, { code: offline.code });
@@ -1260,6 +1262,7 @@ for (const engine of ENGINES) {
             { ticketTypeId: paid.id, name: 'Paid', quantity: 10, ticketsSold: 2, ticketsCancelled: 1, grossRevenue: 3000, refunded: 1000, checkedIn: 1 },
             { ticketTypeId: free.id, name: 'Free', quantity: 10, ticketsSold: 2, ticketsCancelled: 0, grossRevenue: 0, refunded: 0, checkedIn: 1 },
           ],
+          checkinLists: [],
         });
         const empty = await publishedEvent(c);
         const none = await c.expect(200, 'GET', `/events/${empty.event.id}/analytics`);
@@ -1394,7 +1397,7 @@ for (const engine of ENGINES) {
             ['payment.completed', { ...order, amount: 6000 }],
             ['ticket.transferred', transferred],
             ['checkin.completed', checkin],
-            ['checkin.undone', undone],
+            ['checkin.undone', { ...undone, listId: null, direction: 'entry' }],
             ['ticket.cancelled', cancelledTicket],
             ['payment.refunded', { orderId: order.id, ticketId: dropped.id, amount: 3000, currency: 'EUR' }],
             ['payout.processed', payout],

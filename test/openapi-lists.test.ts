@@ -72,6 +72,11 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     await call('POST', `/events/${event.id}/payouts`);
   }
   for (const ticket of tickets) await call('POST', `/events/${event.id}/checkin`, { ticketId: ticket.id });
+  const checkinLists: Json[] = [];
+  for (let i = 0; i < N; i++) checkinLists.push((await call('POST', `/events/${event.id}/checkin-lists`, { name: `List ${i}` })) as Json);
+  // Two doors admitted every ticket through the first list: one conflict per ticket.
+  const scans = tickets.flatMap((ticket, i) => [0, 1].map((door) => ({ scanId: `s${i}-${door}`, ticketId: ticket.id, listId: checkinLists[0]!.id, scannedAt: new Date(Date.now() - 60_000 + door * 1000).toISOString(), localResult: 'admitted' })));
+  await call('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door', scans });
   for (let i = 0; i < N; i++) await call('POST', '/blend/start', { projectId: 'lists', images: [`${hook}/${i}/1.png`, `${hook}/${i}/2.png`] });
 
   // Deliveries in an account of their own, so that their number settles at N.
@@ -90,6 +95,8 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/events/{id}/checkins': { path: `/v1/events/${event.id}/checkins`, key },
     '/v1/events/{id}/payouts': { path: `/v1/events/${event.id}/payouts`, key },
     '/v1/events/{id}/signing-keys': { path: `/v1/events/${event.id}/signing-keys`, key },
+    '/v1/events/{id}/checkin-lists': { path: `/v1/events/${event.id}/checkin-lists`, key },
+    '/v1/events/{id}/checkin-lists/{listId}/conflicts': { path: `/v1/events/${event.id}/checkin-lists/${checkinLists[0]!.id}/conflicts`, key },
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },
     '/v1/webhooks/{id}/deliveries': { path: deliveries, key: other.key },
     '/v1/blend/jobs': { path: '/v1/blend/jobs', key },

@@ -11,6 +11,7 @@ import * as m0008 from './migrations/2026_11_26_0008_email_nfkc.js';
 import * as m0009 from './migrations/2026_11_26_0009_webhook_secret_rotation.js';
 import * as m0010 from './migrations/2026_11_26_0010_blend_alignment.js';
 import * as m0011 from './migrations/2026_11_27_0011_ticket_signing.js';
+import * as m0012 from './migrations/2026_11_27_0012_checkin_lists.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_26_0009_webhook_secret_rotation': m0009,
   '2026_11_26_0010_blend_alignment': m0010,
   '2026_11_27_0011_ticket_signing': m0011,
+  '2026_11_27_0012_checkin_lists': m0012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

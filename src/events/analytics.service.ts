@@ -3,6 +3,8 @@ import type { TenantScope } from '../db/tenant.js';
 import { invalid } from '../errors.js';
 import { iso, parseTime } from '../time.js';
 import * as repo from './analytics.repository.js';
+import { listsOfEvent } from './checkin-lists.repository.js';
+import { countsOf } from './checkin-lists.service.js';
 import { listTicketTypes, requireEvent } from './events.repository.js';
 import type { SeriesQuery } from './events.schemas.js';
 import { paidOut } from './payouts.repository.js';
@@ -11,7 +13,7 @@ const n = (value: unknown) => Number(value ?? 0);
 
 export async function eventAnalytics(scope: TenantScope, eventId: string) {
   const event = await requireEvent(scope, eventId);
-  const [types, totals, paid] = await Promise.all([listTicketTypes(scope, eventId), repo.ticketTotals(scope, eventId), paidOut(scope, eventId)]);
+  const [types, totals, paid, lists] = await Promise.all([listTicketTypes(scope, eventId), repo.ticketTotals(scope, eventId), paidOut(scope, eventId), listsOfEvent(scope, eventId)]);
   const byType = new Map(totals.map((t) => [t.ticketTypeId, t]));
   const byTicketType = types.map((type) => {
     const t = byType.get(type.id);
@@ -42,6 +44,7 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
     checkedIn,
     checkInRate: ticketsSold === 0 ? 0 : checkedIn / ticketsSold,
     byTicketType,
+    checkinLists: lists.map((list) => ({ id: list.id, name: list.name, counts: countsOf(list) })),
   };
 }
 

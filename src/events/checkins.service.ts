@@ -74,6 +74,9 @@ function admission(checkinId: string, ticket: TicketRow, scan: Scan) {
     createdAt: iso(scan.now),
     ticket: presentedTicket,
     attendee: presentedTicket.attendee,
+    // The event-wide check-in goes through no check-in list (checkin-lists.service.ts).
+    listId: null,
+    direction: 'entry' as const,
   };
 }
 
@@ -105,7 +108,7 @@ export async function undoCheckIn(scope: TenantScope, eventId: string, ticketId:
     const checkinId = newId('checkin');
     const undone = await changeTicket(tx, 'undoCheckIn', { ticketId, eventId }, () => repo.writeUndoCheckIn(tx, eventId, ticketId, checkinId, keyId, now));
     const presented = presentTicket(undone);
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: presented }], now);
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: { ...presented, listId: null, direction: 'entry' } }], now);
     return presented;
   });
 }

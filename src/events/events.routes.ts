@@ -7,8 +7,11 @@ import { TenantScope } from '../db/tenant.js';
 import { PageQuery, withLinkHeader } from '../http/paging.js';
 import { problems } from '../http/openapi.js';
 import { IdParam, ref } from '../schemas.js';
+import { invalid } from '../errors.js';
 import * as analytics from './analytics.service.js';
 import * as attendees from './attendees.service.js';
+import * as checkinLists from './checkin-lists.service.js';
+import { UndoQuery } from './checkin-lists.schemas.js';
 import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
@@ -262,14 +265,25 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['check-in'],
         summary: 'Check a ticket in by ticketId or by code',
         description:
-          'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId. A signed code is verified first (docs/events.md, Signed ticket codes): a code replaced by a transfer or reissue is 409 ticket_revoked, one of a retired key 409 key_retired.',
+          'A second check-in of the same ticket is 409 already_checked_in with the first check-in\'s checkedInAt and checkinId. A signed code is verified first (docs/events.md, Signed ticket codes): a code replaced by a transfer or reissue is 409 ticket_revoked, one of a retired key 409 key_retired. With `listId`, the scan goes through that check-in list (entry or exit, its ticket types and window; a repeated `scanId` has no second effect).',
         params: EventParams,
         body: schemas.CheckinBody,
-        response: { 201: ref(schemas.CheckinSchema), ...problems('already_checked_in', 'ticket_cancelled', 'ticket_revoked', 'key_retired', 'code_not_yet_valid', 'code_expired') },
+        response: {
+          201: ref(schemas.CheckinSchema),
+          ...problems('already_checked_in', 'ticket_cancelled', 'ticket_revoked', 'key_retired', 'code_not_yet_valid', 'code_expired', 'already_inside', 'not_inside', 'wrong_list', 'not_yet_valid', 'list_expired'),
+        },
       },
     },
     async (request, reply) => {
-      const checkin = await checkins.checkIn(scope(request), request.params.id, request.body, request.principal!.keyId);
+      const body = request.body;
+      if (body.listId === undefined) {
+        if (body.direction !== undefined) throw invalid('/direction', 'needs listId');
+        if (body.scanId !== undefined) throw invalid('/scanId', 'needs listId');
+      }
+      const checkin =
+        body.listId === undefined
+          ? await checkins.checkIn(scope(request), request.params.id, body, request.principal!.keyId)
+          : await checkinLists.checkInOnList(scope(request), request.params.id, body, request.principal!.keyId);
       return reply.code(201).header('Location', `/v1/events/${checkin.eventId}/checkins/${checkin.id}`).send(checkin);
     },
   );
@@ -296,9 +310,19 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/checkin/:ticketId',
     {
       config: { scope: CHECKIN },
-      schema: { operationId: 'undoCheckIn', tags: ['check-in'], summary: 'Undo the check-in of a ticket', params: schemas.EventCheckinParams, response: { 200: ref(schemas.TicketSchema), ...problems('not_checked_in', 'ticket_cancelled') } },
+      schema: {
+        operationId: 'undoCheckIn',
+        tags: ['check-in'],
+        summary: 'Undo the check-in of a ticket (with listId: its last admitted entry on that check-in list)',
+        params: schemas.EventCheckinParams,
+        querystring: UndoQuery,
+        response: { 200: ref(schemas.TicketSchema), ...problems('not_checked_in', 'ticket_cancelled') },
+      },
     },
-    (request) => checkins.undoCheckIn(scope(request), request.params.id, request.params.ticketId, request.principal!.keyId),
+    (request) =>
+      request.query.listId === undefined
+        ? checkins.undoCheckIn(scope(request), request.params.id, request.params.ticketId, request.principal!.keyId)
+        : checkinLists.undoOnList(scope(request), request.params.id, request.params.ticketId, request.query.listId),
   );
 
   app.get(

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
+import { CheckinCounts } from './checkin-lists.schemas.js';
 import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
@@ -243,6 +244,11 @@ export const CheckinBody = Type.Object(
     code: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    listId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Scan through this check-in list (`cl_...`): its ticket types, window, entries and exits. Without it, the event-wide check-in.' })),
+    direction: Type.Optional(StringEnum(['entry', 'exit'], { description: 'With `listId`: entry (the default) or exit.' })),
+    scanId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$', description: 'With `listId`: a unique id the scanner makes; the same scanId again answers as the first time, with no second effect.' }),
+    ),
   },
   { $id: 'CheckInRequest', examples: [{ code: 'h0HFNKsRHaUT6fWW9eYOuL', gate: 'north' }], additionalProperties: false, description: 'Exactly one of ticketId and code.' },
 );
@@ -258,8 +264,21 @@ export const CheckinSchema = Type.Object(
     createdAt: Timestamp,
     ticket: ref(TicketSchema),
     attendee: Person,
+    listId: Type.Optional(Nullable(Type.String(), { description: 'The check-in list scanned through; absent or null for the event-wide check-in.' })),
+    direction: Type.Optional(StringEnum(['entry', 'exit'])),
+    scanId: Type.Optional(Type.String({ description: "The scanner's own id of the scan (check-in lists)." })),
   },
   { $id: 'Checkin' },
+);
+
+/** What checkin.undone carries: the ticket as it is after the undo, and the list (null: the event-wide check-in) and direction undone. */
+export const CheckinUndoneSchema = Type.Object(
+  {
+    ...TicketSchema.properties,
+    listId: Nullable(Type.String(), { description: 'The check-in list of the undone entry; null for the event-wide check-in.' }),
+    direction: StringEnum(['entry']),
+  },
+  { $id: 'CheckinUndone' },
 );
 
 export const CheckinHistorySchema = Type.Object(
@@ -301,6 +320,10 @@ export const AnalyticsSchema = Type.Object(
         refunded: Money,
         checkedIn: Type.Integer(),
       }),
+    ),
+    checkinLists: Type.Array(
+      Type.Object({ id: Type.String(), name: Type.String(), counts: ref(CheckinCounts) }),
+      { description: "The event's check-in lists, oldest first, with their counts." },
     ),
   },
   { $id: 'Analytics' },
@@ -374,6 +397,6 @@ export const eventComponents = [
   EventSchema, EventPage, CreateEventBody, UpdateEventBody,
   TicketTypeSchema, TicketTypePage, CreateTicketTypeBody, UpdateTicketTypeBody,
   TicketSchema, OrderSchema, CreateOrderBody, TransferBody, OrderPaymentSchema, RefundSchema,
-  AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinHistorySchema, CheckinHistoryPage,
+  AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinUndoneSchema, CheckinHistorySchema, CheckinHistoryPage,
   AnalyticsSchema, SalesSeriesSchema, CheckinSeriesSchema, PayoutSchema, PayoutPage,
 ];

@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { BlendJobSchema } from '../blend/blend.schemas.js';
-import { CheckinSchema, EventSchema, OrderPaymentSchema, PayoutSchema, RefundSchema, TicketSchema } from '../events/events.schemas.js';
+import { CheckinSchema, CheckinUndoneSchema, EventSchema, OrderPaymentSchema, PayoutSchema, RefundSchema, TicketSchema } from '../events/events.schemas.js';
 import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, ref, StringEnum, Timestamp } from '../schemas.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from './outbox.js';
@@ -87,7 +87,7 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'ticket.cancelled': TicketSchema,
   'ticket.transferred': TicketSchema,
   'checkin.completed': CheckinSchema,
-  'checkin.undone': TicketSchema,
+  'checkin.undone': CheckinUndoneSchema,
   'payment.completed': OrderPaymentSchema,
   'payment.refunded': RefundSchema,
   'payout.processed': PayoutSchema,

@@ -15,7 +15,16 @@ interface TicketType {
   available: number;
 }
 
+interface ListCounts {
+  inside: number;
+  entries: number;
+  exits: number;
+  admittedTickets: number;
+  conflicts: number;
+}
+
 interface Analytics {
+  checkinLists: Array<{ id: string; name: string; counts: ListCounts }>;
   ticketsSold: number;
   checkedIn: number;
   checkInRate: number;
@@ -134,6 +143,21 @@ export function EventPage({ eventId }: { eventId: string }) {
           </li>
         ))}
       </ul>
+      {totals.data && totals.data.checkinLists.length > 0 && (
+        <>
+          <h2>Check-in lists</h2>
+          <ul class="checkin-lists">
+            {totals.data.checkinLists.map(({ id: listId, name, counts }) => (
+              <li key={listId} data-testid="checkin-list">
+                <strong>{name}</strong>
+                <span>
+                  {counts.inside} inside · {counts.entries} entries · {counts.exits} exits · {counts.admittedTickets} tickets admitted · {counts.conflicts} conflicts
+                </span>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
       <h2>Sales and check-ins (per {every ?? '…'})</h2>
       <div class="charts">
         {salesChart && <Chart title="Tickets sold" {...salesChart} />}

@@ -1,0 +1,537 @@
+import type { Static } from 'typebox';
+import type { TenantScope } from '../db/tenant.js';
+import { AppError, invalid, notFound } from '../errors.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
+import { newId } from '../ids.js';
+import { iso, parseTime } from '../time.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import * as repo from './checkin-lists.repository.js';
+import type { CreateCheckinListBody, SyncBody, UpdateCheckinListBody } from './checkin-lists.schemas.js';
+import { requireEvent } from './events.repository.js';
+import type { CheckinBody } from './events.schemas.js';
+import type { TicketKey, TicketRow } from './tickets.repository.js';
+import { presentTicket, type PresentedTicket } from './tickets.service.js';
+
+type ListRow = repo.CheckinListRow;
+type ScanRow = repo.ScanRow;
+type Direction = 'entry' | 'exit';
+
+/** How far ahead of the server's clock an offline scanner's own time may be (as checkins.service.ts). */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+// ---------------------------------------------------------------------------------------------
+// Lists
+// ---------------------------------------------------------------------------------------------
+
+export function presentList(row: ListRow) {
+  return {
+    object: 'checkin_list' as const,
+    id: row.id,
+    eventId: row.eventId,
+    name: row.name,
+    ticketTypeIds: JSON.parse(row.ticketTypeIds) as string[],
+    validFrom: iso(row.validFrom),
+    validUntil: iso(row.validUntil),
+    allowMultipleEntries: row.allowMultipleEntries === 1,
+    scanExits: row.scanExits === 1,
+    counts: countsOf(row),
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  };
+}
+
+export type PresentedList = ReturnType<typeof presentList>;
+
+export const countsOf = (row: ListRow) => ({ inside: row.inside, entries: row.entries, exits: row.exits, admittedTickets: row.admittedTickets, conflicts: row.conflicts });
+
+async function requireList(scope: TenantScope, eventId: string, listId: string): Promise<ListRow> {
+  const list = await repo.findList(scope, eventId, listId);
+  if (!list) throw notFound('check-in list', listId);
+  return list;
+}
+
+/** The ticket type ids, checked to be the event's; a type of another event is a 400 naming its place. */
+async function checkedTypes(scope: TenantScope, eventId: string, ids: string[] | undefined): Promise<string[] | undefined> {
+  if (ids === undefined) return undefined;
+  const known = new Set((await repo.ticketTypeNames(scope, eventId)).map((t) => t.id));
+  ids.forEach((id, i) => {
+    if (!known.has(id)) throw invalid(`/ticketTypeIds/${i}`, `is not a ticket type of event ${eventId}`);
+  });
+  return ids;
+}
+
+function checkedWindow(from: number | null, until: number | null): void {
+  if (from !== null && until !== null && !(until > from)) throw invalid('/validUntil', 'must be after validFrom');
+}
+
+const time = (value: string | null | undefined, path: string) => (value === undefined ? undefined : value === null ? null : parseTime(value, path));
+
+export async function createList(scope: TenantScope, eventId: string, input: Static<typeof CreateCheckinListBody>): Promise<PresentedList> {
+  await requireEvent(scope, eventId);
+  const ticketTypeIds = (await checkedTypes(scope, eventId, input.ticketTypeIds)) ?? [];
+  const validFrom = time(input.validFrom, '/validFrom') ?? null;
+  const validUntil = time(input.validUntil, '/validUntil') ?? null;
+  checkedWindow(validFrom, validUntil);
+  const now = Date.now();
+  const row: ListRow = {
+    id: newId('checkinList'),
+    accountId: scope.accountId,
+    eventId,
+    name: input.name,
+    ticketTypeIds: JSON.stringify(ticketTypeIds),
+    validFrom,
+    validUntil,
+    allowMultipleEntries: input.allowMultipleEntries ? 1 : 0,
+    scanExits: input.scanExits ? 1 : 0,
+    inside: 0,
+    entries: 0,
+    exits: 0,
+    admittedTickets: 0,
+    conflicts: 0,
+    scans: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await repo.insertList(scope, row);
+  return presentList(row);
+}
+
+export async function getList(scope: TenantScope, eventId: string, listId: string): Promise<PresentedList> {
+  return presentList(await requireList(scope, eventId, listId));
+}
+
+export async function listLists(scope: TenantScope, eventId: string, query: PageParams): Promise<Page<PresentedList>> {
+  const page = pageRequest(query, listTag(`checkin-lists:${eventId}`));
+  await requireEvent(scope, eventId);
+  const rows = await repo.pageLists(scope, eventId, page);
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentList);
+}
+
+/** Changes a list's settings; its counts stay (a change applies to the scans after it). */
+export async function updateList(scope: TenantScope, eventId: string, listId: string, input: Static<typeof UpdateCheckinListBody>): Promise<PresentedList> {
+  return scope.transaction(async (tx) => {
+    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    if (!list) throw notFound('check-in list', listId);
+    const ticketTypeIds = await checkedTypes(tx, eventId, input.ticketTypeIds);
+    const validFrom = time(input.validFrom, '/validFrom');
+    const validUntil = time(input.validUntil, '/validUntil');
+    checkedWindow(validFrom === undefined ? list.validFrom : validFrom, validUntil === undefined ? list.validUntil : validUntil);
+    const updated = await repo.updateList(tx, listId, {
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(ticketTypeIds !== undefined ? { ticketTypeIds: JSON.stringify(ticketTypeIds) } : {}),
+      ...(validFrom !== undefined ? { validFrom } : {}),
+      ...(validUntil !== undefined ? { validUntil } : {}),
+      ...(input.allowMultipleEntries !== undefined ? { allowMultipleEntries: input.allowMultipleEntries ? 1 : 0 } : {}),
+      ...(input.scanExits !== undefined ? { scanExits: input.scanExits ? 1 : 0 } : {}),
+      updatedAt: Date.now(),
+    });
+    return presentList(updated!);
+  });
+}
+
+/** Deletes a list that never recorded a scan; one with scans is 409 list_in_use (its history and counts stay). */
+export async function deleteList(scope: TenantScope, eventId: string, listId: string): Promise<void> {
+  await scope.transaction(async (tx) => {
+    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    if (!list) throw notFound('check-in list', listId);
+    if (!(await repo.deleteUnusedList(tx, listId))) {
+      throw new AppError('list_in_use', `Check-in list ${listId} has ${list.scans} recorded scans; it cannot be deleted.`, { scans: list.scans });
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scans
+// ---------------------------------------------------------------------------------------------
+
+/** One scan through a list, as the engine takes it: from an online check-in or a synced batch. */
+interface ScanInput {
+  scanId: string;
+  key: TicketKey;
+  listId: string;
+  direction: Direction;
+  scannedAt: number;
+  /** What the scanner showed (a synced scan); null for an online scan, which the server decides. */
+  localResult: 'admitted' | 'refused' | null;
+  deviceId: string | null;
+  gate: string | null;
+}
+
+export type RefusalCode = 'not_found' | 'ticket_cancelled' | 'wrong_list' | 'not_yet_valid' | 'list_expired' | 'already_inside' | 'already_checked_in' | 'not_inside' | 'invalid_request';
+
+/** What the engine decided for one scan: its row (as recorded, or as first recorded for a duplicate). */
+interface Decided {
+  input: ScanInput;
+  row: ScanRow | null;
+  ticket: TicketRow | undefined;
+  duplicate: boolean;
+  /** An admitted scan that this one displaced (it was later, and became a conflict). */
+  displaced?: ScanRow;
+}
+
+interface Kept {
+  scanId: string;
+  scannedAt: number;
+  deviceId: string | null;
+}
+
+/**
+ * Records scans through lists of one event, in the caller's transaction, and decides each:
+ *   - a scan id already recorded on its list is a duplicate: nothing changes, its first result stands;
+ *   - the ticket must be the event's (not_found), not cancelled (ticket_cancelled), of a type the
+ *     list admits (wrong_list), scanned within the list's window (not_yet_valid, list_expired);
+ *   - an exit needs a list that scans exits (invalid_request) and the ticket inside (not_inside);
+ *   - an entry on a list that admits once, of a ticket admitted already: an online scan is refused
+ *     (already_inside, or already_checked_in after an exit); a synced scan the door admitted is a
+ *     conflict, and the EARLIEST of the two admissions by scannedAt is kept: if the new scan is
+ *     the earlier one it becomes the admission and the one kept so far becomes the conflict;
+ *   - an entry of a ticket inside, on a list that scans exits, is refused online (already_inside);
+ *   - a synced scan the door refused admits nobody: it is recorded refused, with the server's
+ *     reason when the server would refuse it too.
+ * The lists are locked first (repo.lockLists), so concurrent scans of one ticket are decided one
+ * after the other: of two concurrent online entries on a list that admits once, exactly one is
+ * admitted. Everything is read in a few queries, decided in memory in the order given, and written
+ * in a few statements, so a batch of 1000 costs about as many statements as a batch of one.
+ */
+async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, ListRow> }> {
+  const listIds = [...new Set(scans.map((s) => s.listId))];
+  const lists = new Map((await repo.lockLists(tx, eventId, listIds)).map((l) => [l.id, l]));
+  const known = scans.filter((s) => lists.has(s.listId));
+  const foundIds = [...lists.keys()];
+  const existing = foundIds.length === 0 ? [] : await repo.findScans(tx, foundIds, [...new Set(known.map((s) => s.scanId))]);
+  const recorded = new Map(existing.map((r) => [`${r.listId} ${r.scanId}`, r]));
+
+  const ticketIds = new Set<string>(existing.flatMap((r) => (r.ticketId ? [r.ticketId] : [])));
+  const codes = new Set<string>();
+  for (const s of known) {
+    if (s.key.ticketId !== undefined) ticketIds.add(s.key.ticketId);
+    else codes.add(s.key.code!);
+  }
+  const tickets = await repo.findTickets(tx, eventId, [...ticketIds], [...codes]);
+  const byId = new Map(tickets.map((t) => [t.id, t]));
+  const byCode = new Map(tickets.map((t) => [t.code, t]));
+  const states = new Map(
+    (foundIds.length === 0 ? [] : await repo.findListTickets(tx, foundIds, tickets.map((t) => t.id))).map((s) => [`${s.listId} ${s.ticketId}`, s]),
+  );
+  const rowsById = new Map(existing.map((r) => [r.id, r]));
+
+  const inserts: ScanRow[] = [];
+  const changedStates = new Map<string, repo.ListTicketRow>();
+  const displacedRows: Array<{ row: ScanRow; kept: Kept }> = [];
+  const decided: Array<Decided | { input: ScanInput; listMissing: true }> = [];
+
+  for (const input of scans) {
+    const list = lists.get(input.listId);
+    if (!list) {
+      decided.push({ input, listMissing: true });
+      continue;
+    }
+    const first = recorded.get(`${list.id} ${input.scanId}`);
+    if (first) {
+      decided.push({ input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true });
+      continue;
+    }
+    const ticket = input.key.ticketId !== undefined ? byId.get(input.key.ticketId) : byCode.get(input.key.code!);
+    const stateKey = ticket ? `${list.id} ${ticket.id}` : '';
+    const state: repo.ListTicketRow = (ticket && states.get(stateKey)) || {
+      listId: list.id,
+      ticketId: ticket?.id ?? '',
+      accountId: tx.accountId,
+      inside: 0,
+      entries: 0,
+      keptScanId: null,
+      keptScannedAt: null,
+      keptDeviceId: null,
+      keptRowId: null,
+    };
+    const row: ScanRow = {
+      id: newId('checkin'),
+      accountId: tx.accountId,
+      eventId,
+      listId: list.id,
+      scanId: input.scanId,
+      ticketId: ticket?.id ?? null,
+      direction: input.direction,
+      scannedAt: input.scannedAt,
+      deviceId: input.deviceId,
+      gate: input.gate,
+      keyId,
+      localResult: input.localResult,
+      outcome: 'refused',
+      reason: null,
+      keptScanId: null,
+      keptScannedAt: null,
+      keptDeviceId: null,
+      conflictedAt: null,
+      createdAt: now,
+    };
+    const result: Decided = { input, row, ticket, duplicate: false };
+    const reason = ruleRefusal(list, ticket, input);
+    const single = list.allowMultipleEntries === 0;
+    const doorAdmitted = input.localResult === 'admitted';
+    if (reason) {
+      row.reason = reason;
+    } else if (input.direction === 'exit') {
+      if (state.inside === 0) row.reason = 'not_inside';
+      else if (input.localResult === 'refused') row.reason = null;
+      else {
+        row.outcome = 'admitted';
+        state.inside = 0;
+        list.inside -= 1;
+        list.exits += 1;
+      }
+    } else if (single && state.entries > 0) {
+      if (doorAdmitted) {
+        // Two doors admitted the ticket: the earliest admission is kept, the other is a conflict.
+        list.conflicts += 1;
+        const kept: Kept = { scanId: state.keptScanId!, scannedAt: state.keptScannedAt!, deviceId: state.keptDeviceId };
+        if (input.scannedAt < kept.scannedAt) {
+          // The row kept so far: read already, or written by this batch, or known by its state alone.
+          const former = rowsById.get(state.keptRowId!) ?? ({ id: state.keptRowId!, scanId: kept.scanId, scannedAt: kept.scannedAt, deviceId: kept.deviceId } as ScanRow);
+          displacedRows.push({ row: former, kept: { scanId: input.scanId, scannedAt: input.scannedAt, deviceId: input.deviceId } });
+          result.displaced = former;
+          row.outcome = 'admitted';
+          Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
+        } else {
+          Object.assign(row, { outcome: 'conflict', keptScanId: kept.scanId, keptScannedAt: kept.scannedAt, keptDeviceId: kept.deviceId, conflictedAt: now });
+        }
+      } else {
+        row.reason = state.inside === 1 ? 'already_inside' : 'already_checked_in';
+      }
+    } else if (state.inside === 1 && list.scanExits === 1 && !doorAdmitted) {
+      row.reason = 'already_inside';
+    } else if (input.localResult === 'refused') {
+      row.reason = null;
+    } else {
+      row.outcome = 'admitted';
+      if (state.inside === 0) {
+        state.inside = 1;
+        list.inside += 1;
+      }
+      if (state.entries === 0) list.admittedTickets += 1;
+      state.entries += 1;
+      list.entries += 1;
+      if (state.keptRowId === null) Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
+    }
+    if (ticket && row.outcome !== 'refused') {
+      states.set(stateKey, state);
+      changedStates.set(stateKey, state);
+    }
+    list.scans += 1;
+    inserts.push(row);
+    rowsById.set(row.id, row);
+    recorded.set(`${list.id} ${input.scanId}`, row);
+    decided.push(result);
+  }
+
+  await repo.insertScans(tx, inserts);
+  if (changedStates.size > 0) await repo.saveListTickets(tx, [...changedStates.values()]);
+  for (const { row, kept } of displacedRows) {
+    await repo.markConflict(tx, row.id, kept, now);
+    Object.assign(row, { outcome: 'conflict', keptScanId: kept.scanId, keptScannedAt: kept.scannedAt, keptDeviceId: kept.deviceId, conflictedAt: now });
+  }
+  for (const list of lists.values()) await repo.saveCounts(tx, list, now);
+
+  const messages: OutboxMessage[] = [];
+  for (const d of decided) {
+    if ('listMissing' in d || d.duplicate || d.row!.outcome !== 'admitted' || !d.ticket) continue;
+    messages.push({ event: 'checkin.completed', data: admission(d.row!, d.ticket) });
+  }
+  if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+  return { decided, lists };
+}
+
+/** The first rule of the ticket and the list (before the ticket's state on the list) that refuses the scan. */
+function ruleRefusal(list: ListRow, ticket: TicketRow | undefined, input: ScanInput): RefusalCode | null {
+  if (!ticket) return 'not_found';
+  if (ticket.status === 'cancelled') return 'ticket_cancelled';
+  const types = JSON.parse(list.ticketTypeIds) as string[];
+  if (types.length > 0 && !types.includes(ticket.ticketTypeId)) return 'wrong_list';
+  if (list.validFrom !== null && input.scannedAt < list.validFrom) return 'not_yet_valid';
+  if (list.validUntil !== null && input.scannedAt > list.validUntil) return 'list_expired';
+  if (input.direction === 'exit' && list.scanExits === 0) return 'invalid_request';
+  return null;
+}
+
+/** An admitted scan as the API answers it and `checkin.completed` carries it: the list-less check-in's shape, with the list, direction and scan id. */
+function admission(row: ScanRow, ticket: TicketRow) {
+  const presented = presentTicket(ticket);
+  return {
+    id: row.id,
+    action: 'checkin' as const,
+    eventId: row.eventId,
+    ticketId: ticket.id,
+    checkedInAt: iso(row.scannedAt),
+    gate: row.gate,
+    createdAt: iso(row.createdAt),
+    ticket: presented,
+    attendee: presented.attendee,
+    listId: row.listId,
+    direction: row.direction as Direction,
+    scanId: row.scanId,
+  };
+}
+
+const REFUSAL_DETAIL: Record<RefusalCode, string> = {
+  not_found: 'No such ticket for this event.',
+  ticket_cancelled: 'The ticket is cancelled.',
+  wrong_list: "The ticket's type is not admitted by this check-in list.",
+  not_yet_valid: 'The check-in list does not admit anyone yet at the time of the scan.',
+  list_expired: 'The check-in list no longer admitted anyone at the time of the scan.',
+  already_inside: 'The ticket is inside already.',
+  already_checked_in: 'The ticket entered before, and this check-in list admits once.',
+  not_inside: 'The ticket is not inside, so it cannot exit.',
+  invalid_request: 'This check-in list does not scan exits.',
+};
+
+/** The online refusal of a refused scan, as the API's problem. */
+function refusalError(row: ScanRow, ticketId: string | undefined): AppError {
+  const code = (row.reason ?? 'not_found') as RefusalCode;
+  if (code === 'invalid_request') return invalid('/direction', 'exit needs a check-in list with scanExits on');
+  const extensions: Record<string, unknown> = { scanId: row.scanId, listId: row.listId, ...(ticketId ? { ticketId } : {}) };
+  return new AppError(code, REFUSAL_DETAIL[code], extensions);
+}
+
+/**
+ * POST /events/:id/checkin with a `listId`: one scan through the list, decided by the server
+ * (recordScans). 201 with the check-in when admitted; the refusal's problem otherwise. A repeated
+ * `scanId` answers as the first did, with no second effect.
+ */
+export async function checkInOnList(scope: TenantScope, eventId: string, input: Static<typeof CheckinBody>, keyId: string | null) {
+  if ((input.ticketId === undefined) === (input.code === undefined)) {
+    throw invalid(input.ticketId === undefined ? '/ticketId' : '/code', 'send exactly one of ticketId and code');
+  }
+  const now = Date.now();
+  const scannedAt = input.checkedInAt === undefined ? now : parseTime(input.checkedInAt, '/checkedInAt');
+  if (scannedAt > now + CLOCK_SKEW_MS) throw invalid('/checkedInAt', 'is in the future');
+  const key: TicketKey = input.ticketId !== undefined ? { ticketId: input.ticketId } : { code: input.code! };
+  const scan: ScanInput = {
+    scanId: input.scanId ?? newId('checkin'),
+    key,
+    listId: input.listId!,
+    direction: input.direction ?? 'entry',
+    scannedAt,
+    localResult: null,
+    deviceId: null,
+    gate: input.gate ?? null,
+  };
+  return scope.transaction(async (tx) => {
+    await requireEvent(tx, eventId);
+    const { decided } = await recordScans(tx, eventId, [scan], keyId, now);
+    const [d] = decided;
+    if (!d || 'listMissing' in d) throw notFound('check-in list', scan.listId);
+    const row = d.row!;
+    if (row.outcome === 'admitted' && d.ticket) return admission(row, d.ticket);
+    if (row.outcome === 'refused') throw refusalError(row, d.ticket?.id);
+    // Undone, or (a synced scan's id sent again online) a conflict: the scan no longer admits.
+    throw new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
+  });
+}
+
+export type ListAdmission = ReturnType<typeof admission>;
+
+function syncResult(d: Decided, typeNames: Map<string, string>) {
+  const row = d.row!;
+  const kept = row.keptScanId !== null ? { keptScanId: row.keptScanId, keptScannedAt: iso(row.keptScannedAt!), keptDeviceId: row.keptDeviceId } : undefined;
+  const outcome = row.outcome === 'undone' ? 'refused' : (row.outcome as 'admitted' | 'refused' | 'conflict');
+  return {
+    scanId: d.input.scanId,
+    outcome: d.duplicate ? ('duplicate' as const) : outcome,
+    ...(d.duplicate ? { recordedOutcome: row.outcome as 'admitted' | 'refused' | 'conflict' | 'undone' } : {}),
+    ...(row.reason ? { reason: row.reason } : {}),
+    checkinId: row.id,
+    ...(d.ticket
+      ? { ticketId: d.ticket.id, attendee: { name: d.ticket.attendeeName }, ticketTypeName: typeNames.get(d.ticket.ticketTypeId) ?? '' }
+      : {}),
+    ...(kept ? { conflict: kept } : {}),
+    ...(d.displaced ? { displaced: { scanId: d.displaced.scanId, scannedAt: iso(d.displaced.scannedAt), deviceId: d.displaced.deviceId } } : {}),
+  };
+}
+
+/**
+ * POST /events/:id/checkin/sync: a scanner's queue of offline scans, all in one transaction
+ * (recordScans). Each scan's result says what the server recorded; a list that does not exist
+ * refuses its scans (not_found) without recording them.
+ */
+export async function sync(scope: TenantScope, eventId: string, body: Static<typeof SyncBody>, keyId: string | null) {
+  const now = Date.now();
+  const scans: ScanInput[] = body.scans.map((s, i) => {
+    if ((s.ticketId === undefined) === (s.code === undefined)) throw invalid(`/scans/${i}/${s.ticketId === undefined ? 'ticketId' : 'code'}`, 'send exactly one of ticketId and code');
+    const scannedAt = parseTime(s.scannedAt, `/scans/${i}/scannedAt`);
+    if (scannedAt > now + CLOCK_SKEW_MS) throw invalid(`/scans/${i}/scannedAt`, 'is in the future');
+    return {
+      scanId: s.scanId,
+      key: s.ticketId !== undefined ? { ticketId: s.ticketId } : { code: s.code! },
+      listId: s.listId,
+      direction: s.direction ?? 'entry',
+      scannedAt,
+      localResult: s.localResult,
+      deviceId: body.deviceId,
+      gate: s.gate ?? null,
+    };
+  });
+  return scope.transaction(async (tx) => {
+    await requireEvent(tx, eventId);
+    const { decided, lists } = await recordScans(tx, eventId, scans, keyId, now);
+    const typeNames = new Map((await repo.ticketTypeNames(tx, eventId)).map((t) => [t.id, t.name]));
+    const results = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
+    const presented = [...lists.values()].map(presentList);
+    return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
+  });
+}
+
+/** A list's conflicts, newest first. */
+export async function listConflicts(scope: TenantScope, eventId: string, listId: string, query: PageParams) {
+  const page = pageRequest(query, listTag(`checkin-conflicts:${listId}`));
+  await requireList(scope, eventId, listId);
+  const rows = await repo.pageConflicts(scope, listId, page);
+  return toPage(rows, page, (r) => ({ key: r.conflictedAt!, id: r.id }), (r) => ({
+    object: 'checkin_conflict' as const,
+    id: r.id,
+    listId: r.listId,
+    scanId: r.scanId,
+    ticketId: r.ticketId!,
+    scannedAt: iso(r.scannedAt),
+    deviceId: r.deviceId,
+    kept: { keptScanId: r.keptScanId!, keptScannedAt: iso(r.keptScannedAt!), keptDeviceId: r.keptDeviceId },
+    conflictedAt: iso(r.conflictedAt!),
+  }));
+}
+
+/**
+ * DELETE /events/:id/checkin/:ticketId?listId=: undoes the ticket's last admitted entry on the
+ * list (a wrong scan). The entry is recorded as undone; the ticket is no longer inside, and on a
+ * list that admits once it may enter again. 409 not_checked_in when it has no admitted entry.
+ */
+export async function undoOnList(scope: TenantScope, eventId: string, ticketId: string, listId: string): Promise<PresentedTicket & { listId: string; direction: Direction }> {
+  return scope.transaction(async (tx) => {
+    await requireEvent(tx, eventId);
+    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    if (!list) throw notFound('check-in list', listId);
+    const [ticket] = await repo.findTickets(tx, eventId, [ticketId], []);
+    if (!ticket) throw new AppError('not_found', `No ticket ${ticketId} for event ${eventId}.`);
+    const entry = await repo.lastAdmittedEntry(tx, listId, ticketId);
+    const [state] = await repo.findListTickets(tx, [listId], [ticketId]);
+    if (!entry || !state) throw new AppError('not_checked_in', `Ticket ${ticketId} has no admitted entry on check-in list ${listId}.`);
+    const now = Date.now();
+    await repo.setOutcome(tx, entry.id, 'undone');
+    state.entries -= 1;
+    list.entries -= 1;
+    if (state.inside === 1) {
+      state.inside = 0;
+      list.inside -= 1;
+    }
+    if (state.entries === 0) {
+      list.admittedTickets -= 1;
+      Object.assign(state, { keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null });
+    } else if (state.keptRowId === entry.id) {
+      const previous = await repo.lastAdmittedEntry(tx, listId, ticketId);
+      Object.assign(state, previous ? { keptScanId: previous.scanId, keptScannedAt: previous.scannedAt, keptDeviceId: previous.deviceId, keptRowId: previous.id } : {});
+    }
+    await repo.saveListTickets(tx, [state]);
+    await repo.saveCounts(tx, list, now);
+    const undone = { ...presentTicket(ticket), listId, direction: 'entry' as const };
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: undone }], now);
+    return undone;
+  });
+}

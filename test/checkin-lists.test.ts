@@ -1,0 +1,351 @@
+/**
+ * Check-in lists end to end (docs/events.md, At the door), on every engine of the run: lists and
+ * their validation, scans through a list (entry, exit, who is inside, every refusal), concurrent
+ * scans of one ticket, scanId idempotency, offline sync with its conflict rule in both arrival
+ * orders, undo on a list, analytics, webhooks that name the list (a real receiver), tenant isolation.
+ */
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, test, type TestContext } from 'node:test';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+
+type Json = any;
+
+const HOUR = 3_600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const FAST = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
+
+/** One account's key, speaking JSON to the API. */
+function client(api: TestApp, key: string) {
+  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
+  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<Json> => {
+    const res = await send(method, path, json);
+    const text = await res.text();
+    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+  return { send, expect };
+}
+type Client = ReturnType<typeof client>;
+
+/** A published event with two ticket types and `count` tickets of each. */
+async function door(c: Client, count = 4) {
+  const startsAt = Date.now() + 24 * HOUR;
+  const event = await c.expect(201, 'POST', '/events', { name: 'Door', startsAt: iso(startsAt), endsAt: iso(startsAt + 3 * HOUR), timezone: 'UTC', currency: 'EUR' });
+  const general = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'General', price: 0, quantity: 500 });
+  const vip = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'VIP', price: 0, quantity: 500 });
+  await c.expect(200, 'POST', `/events/${event.id}/publish`);
+  const buy = async (typeId: string) =>
+    (await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: typeId, quantity: count }] })).tickets;
+  return { event, general, vip, generals: (await buy(general.id)) as Json[], vips: (await buy(vip.id)) as Json[] };
+}
+
+const newList = (c: Client, eventId: string, body: Record<string, unknown> = {}) => c.expect(201, 'POST', `/events/${eventId}/checkin-lists`, { name: 'Main entrance', ...body });
+const getList = (c: Client, eventId: string, listId: string) => c.expect(200, 'GET', `/events/${eventId}/checkin-lists/${listId}`);
+const scan = (c: Client, eventId: string, body: Record<string, unknown>) => c.send('POST', `/events/${eventId}/checkin`, body);
+const counts = async (c: Client, eventId: string, listId: string) => (await getList(c, eventId, listId)).counts;
+
+async function receiver(t: TestContext) {
+  const got: Json[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      got.push(JSON.parse(body));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
+}
+
+for (const engine of ENGINES) {
+  describe(`check-in lists (${engine})`, () => {
+    test('CRUD, paging, validation errors, delete refused once scanned, tenant isolation', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, generals } = await door(c, 1);
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id], validFrom: iso(Date.now() - HOUR), scanExits: true });
+      assert.match(list.id, /^cl_[0-9a-z]{26}$/);
+      assert.deepEqual(
+        { ...list, id: undefined, createdAt: undefined, updatedAt: undefined, validFrom: undefined },
+        { object: 'checkin_list', id: undefined, eventId: event.id, name: 'Main entrance', ticketTypeIds: [general.id], validFrom: undefined, validUntil: null, allowMultipleEntries: false, scanExits: true, counts: { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 }, createdAt: undefined, updatedAt: undefined },
+      );
+      assert.deepEqual(await getList(c, event.id, list.id), list);
+
+      const more = [];
+      for (let i = 0; i < 3; i++) more.push(await newList(c, event.id, { name: `Side ${i}` }));
+      const first = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists?limit=2`);
+      assert.equal(first.hasMore, true);
+      const second = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists?limit=2&cursor=${first.nextCursor}`);
+      assert.deepEqual([...first.data, ...second.data].map((l: Json) => l.id), [list.id, ...more.map((l) => l.id)]);
+
+      const patched = await c.expect(200, 'PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { name: 'North', allowMultipleEntries: true, ticketTypeIds: [] });
+      assert.deepEqual([patched.name, patched.allowMultipleEntries, patched.ticketTypeIds, patched.scanExits], ['North', true, [], true]);
+
+      const bad: Array<[string, string, unknown, string]> = [
+        ['POST', `/events/${event.id}/checkin-lists`, {}, '/name'],
+        ['POST', `/events/${event.id}/checkin-lists`, { name: 'x', colour: 'red' }, ''],
+        ['POST', `/events/${event.id}/checkin-lists`, { name: 'x', ticketTypeIds: ['tt_nope'] }, '/ticketTypeIds/0'],
+        ['POST', `/events/${event.id}/checkin-lists`, { name: 'x', validFrom: iso(Date.now()), validUntil: iso(Date.now() - HOUR) }, '/validUntil'],
+        ['POST', `/events/${event.id}/checkin-lists`, { name: 'x', allowMultipleEntries: 'yes' }, '/allowMultipleEntries'],
+        ['PATCH', `/events/${event.id}/checkin-lists/${list.id}`, {}, ''],
+        ['PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { validUntil: iso(Date.now() - 2 * HOUR) }, '/validUntil'],
+      ];
+      for (const [method, path, json, where] of bad) {
+        const body = await problem(await c.send(method, path, json), 400, 'invalid_request');
+        if (where) assert.ok(body.errors.some((e: Json) => e.path === where), `${JSON.stringify(json)}: ${JSON.stringify(body.errors)}`);
+      }
+
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[0].id });
+      const inUse = await problem(await c.send('DELETE', `/events/${event.id}/checkin-lists/${list.id}`), 409, 'list_in_use');
+      assert.equal(inUse.scans, 1);
+      await c.expect(204, 'DELETE', `/events/${event.id}/checkin-lists/${more[0].id}`);
+      await problem(await c.send('GET', `/events/${event.id}/checkin-lists/${more[0].id}`), 404, 'not_found');
+
+      // Another account sees none of it, and cannot scan through it.
+      const other = client(api, (await api.account()).key);
+      await problem(await other.send('GET', `/events/${event.id}/checkin-lists/${list.id}`), 404, 'not_found');
+      await problem(await other.send('GET', `/events/${event.id}/checkin-lists`), 404, 'not_found');
+      await problem(await other.send('PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { name: 'mine' }), 404, 'not_found');
+      await problem(await other.send('DELETE', `/events/${event.id}/checkin-lists/${list.id}`), 404, 'not_found');
+      await problem(await other.send('GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts`), 404, 'not_found');
+      const theirs = await door(other, 1);
+      const theirList = await newList(other, theirs.event.id);
+      await problem(await scan(other, theirs.event.id, { listId: list.id, ticketId: generals[0].id }), 404, 'not_found');
+      await problem(await scan(c, event.id, { listId: theirList.id, ticketId: generals[0].id }), 404, 'not_found');
+      const synced = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [{ scanId: 's-x', ticketId: generals[0].id, listId: theirList.id, scannedAt: iso(Date.now()), localResult: 'admitted' }],
+      });
+      assert.deepEqual(synced.results, [{ scanId: 's-x', outcome: 'refused', reason: 'not_found' }]);
+      assert.deepEqual((await counts(other, theirs.event.id, theirList.id)).entries, 0);
+    });
+
+    test('entry, exit and inside; every refusal code; multiple entries; scanId repeats answer the same', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, generals, vips } = await door(c, 3);
+      const now = Date.now();
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id], scanExits: true, validFrom: iso(now - HOUR), validUntil: iso(now + 10 * 60_000) });
+      const on = (body: Record<string, unknown>) => scan(c, event.id, { listId: list.id, ...body });
+      const [a, b, cancelled] = generals;
+      await c.expect(200, 'POST', `/tickets/${cancelled.id}/cancel`);
+
+      const admitted = await (await on({ code: a.code, scanId: 'scan-1', gate: 'North' })).json();
+      assert.deepEqual([admitted.listId, admitted.direction, admitted.scanId, admitted.ticketId, admitted.gate, admitted.attendee.name], [list.id, 'entry', 'scan-1', a.id, 'North', 'Ada Lovelace']);
+      assert.match(admitted.id, /^chk_/);
+      // The same scanId again: the first answer, no second entry.
+      const again = await on({ code: a.code, scanId: 'scan-1', gate: 'North' });
+      assert.equal(again.status, 201);
+      assert.equal((await again.json()).id, admitted.id);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 1, entries: 1, exits: 0, admittedTickets: 1, conflicts: 0 });
+
+      const inside = await problem(await on({ ticketId: a.id }), 409, 'already_inside');
+      assert.equal(inside.ticketId, a.id);
+      await problem(await on({ ticketId: b.id, direction: 'exit' }), 409, 'not_inside');
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: a.id, direction: 'exit' });
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 0, entries: 1, exits: 1, admittedTickets: 1, conflicts: 0 });
+      await problem(await on({ ticketId: a.id }), 409, 'already_checked_in');
+      await problem(await on({ ticketId: a.id, direction: 'exit' }), 409, 'not_inside');
+      await problem(await on({ ticketId: vips[0].id }), 409, 'wrong_list');
+      await problem(await on({ ticketId: cancelled.id }), 409, 'ticket_cancelled');
+      await problem(await on({ ticketId: b.id, checkedInAt: iso(now - 2 * HOUR) }), 409, 'not_yet_valid');
+      await problem(await on({ code: 'no-such-code' }), 404, 'not_found');
+      const repeated = await problem(await on({ code: 'no-such-code', scanId: 'scan-404' }), 404, 'not_found');
+      assert.equal(repeated.scanId, 'scan-404');
+      await problem(await on({ code: 'no-such-code', scanId: 'scan-404' }), 404, 'not_found');
+      await problem(await on({ ticketId: b.id, listId: 'cl_nope' }), 404, 'not_found');
+      for (const body of [{ ticketId: b.id, direction: 'exit', listId: undefined }, { ticketId: b.id, scanId: 'x', listId: undefined }, { ticketId: b.id, direction: 'sideways' }, { ticketId: b.id, scanId: '' }]) {
+        await problem(await scan(c, event.id, { listId: list.id, ...body }), 400, 'invalid_request');
+      }
+      // The list-less path is today's: its own already_checked_in, unaffected by the list.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { ticketId: a.id });
+      await problem(await scan(c, event.id, { ticketId: a.id }), 409, 'already_checked_in');
+
+      await c.expect(200, 'PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { validUntil: iso(now - 60_000) });
+      await problem(await on({ ticketId: b.id }), 409, 'list_expired');
+
+      // Exits on a list that does not scan them are a 400.
+      const noExits = await newList(c, event.id, { name: 'No exits' });
+      await problem(await scan(c, event.id, { listId: noExits.id, ticketId: b.id, direction: 'exit' }), 400, 'invalid_request');
+
+      // Multiple entries: every entry counts, the ticket once; with exits, entry while inside is refused.
+      const multi = await newList(c, event.id, { name: 'Lounge', allowMultipleEntries: true, scanExits: true });
+      const m = (body: Record<string, unknown>) => c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: multi.id, ...body });
+      await m({ ticketId: b.id });
+      await problem(await scan(c, event.id, { listId: multi.id, ticketId: b.id }), 409, 'already_inside');
+      await m({ ticketId: b.id, direction: 'exit' });
+      await m({ ticketId: b.id });
+      await m({ ticketId: vips[0].id });
+      assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 1, admittedTickets: 2, conflicts: 0 });
+      const plain = await newList(c, event.id, { name: 'Garden', allowMultipleEntries: true });
+      for (let i = 0; i < 3; i++) await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: plain.id, ticketId: vips[1].id });
+      assert.deepEqual(await counts(c, event.id, plain.id), { inside: 1, entries: 3, exits: 0, admittedTickets: 1, conflicts: 0 });
+
+      // Undo on a list: the last entry; the ticket may enter again; a second undo is not_checked_in.
+      const before = await c.expect(200, 'GET', `/events/${event.id}/analytics`);
+      assert.deepEqual(before.checkinLists.find((l: Json) => l.id === multi.id), { id: multi.id, name: 'Lounge', counts: { inside: 2, entries: 3, exits: 1, admittedTickets: 2, conflicts: 0 } });
+      const undone = await c.expect(200, 'DELETE', `/events/${event.id}/checkin/${vips[0].id}?listId=${multi.id}`);
+      assert.equal(undone.id, vips[0].id);
+      assert.deepEqual(await counts(c, event.id, multi.id), { inside: 1, entries: 2, exits: 1, admittedTickets: 1, conflicts: 0 });
+      await problem(await c.send('DELETE', `/events/${event.id}/checkin/${vips[0].id}?listId=${multi.id}`), 409, 'not_checked_in');
+      await problem(await c.send('DELETE', `/events/${event.id}/checkin/${vips[0].id}?listId=cl_nope`), 404, 'not_found');
+      await m({ ticketId: vips[0].id });
+      assert.equal((await counts(c, event.id, multi.id)).inside, 2);
+    });
+
+    test('concurrent entries of one ticket on a list that admits once: exactly one admitted', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 2);
+      const list = await newList(c, event.id);
+      for (const ticket of generals) {
+        const answers = await Promise.all(Array.from({ length: 12 }, () => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
+        const statuses = answers.map((r) => r.status).sort();
+        assert.deepEqual(statuses, [201, ...Array(11).fill(409)], String(statuses));
+        for (const r of answers) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+      }
+      // Concurrent repeats of one scanId: one effect.
+      const vipList = await newList(c, event.id, { name: 'Any', allowMultipleEntries: true });
+      const same = await Promise.all(Array.from({ length: 8 }, () => scan(c, event.id, { listId: vipList.id, ticketId: generals[0].id, scanId: 'only-once' })));
+      const ids = new Set(await Promise.all(same.map(async (r) => (assert.equal(r.status, 201), (await r.json()).id))));
+      assert.equal(ids.size, 1);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
+      assert.equal((await counts(c, event.id, vipList.id)).entries, 1);
+    });
+
+    test('sync: idempotent by scanId; the conflict rule keeps the earliest admission in both arrival orders', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = client(api, key);
+      const scanner = client(api, await api.key(accountId, 'business', { scopes: ['checkin'] }));
+      const { event, generals, vips } = await door(c, 4);
+      const list = await newList(c, event.id);
+      const t0 = Date.now() - 30 * 60_000;
+      const entry = (scanId: string, ticket: Json, at: number, localResult = 'admitted') => ({ scanId, code: ticket.code, listId: list.id, scannedAt: iso(at), localResult });
+      const sync = (deviceId: string, scans: Json[]) => scanner.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId, scans });
+
+      const batch = [entry('a1', generals[0], t0), entry('a2', generals[1], t0 + 1000), entry('a3', vips[0], t0 + 2000, 'refused'), { ...entry('a4', generals[0], t0 + 3000), code: undefined, ticketId: 'tkt_00000000000000000000000000' }];
+      const first = await sync('door-a', batch);
+      assert.deepEqual(first.results.map((r: Json) => [r.scanId, r.outcome, r.reason]), [['a1', 'admitted', undefined], ['a2', 'admitted', undefined], ['a3', 'refused', undefined], ['a4', 'refused', 'not_found']]);
+      assert.deepEqual([first.results[0].ticketId, first.results[0].attendee, first.results[0].ticketTypeName], [generals[0].id, { name: 'Ada Lovelace' }, 'General']);
+      assert.deepEqual(first.list.counts, { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
+      // The same batch again: duplicates, counted once, with the first outcomes.
+      const second = await sync('door-a', batch);
+      assert.deepEqual(second.results.map((r: Json) => [r.scanId, r.outcome, r.recordedOutcome]), [['a1', 'duplicate', 'admitted'], ['a2', 'duplicate', 'admitted'], ['a3', 'duplicate', 'refused'], ['a4', 'duplicate', 'refused']]);
+      assert.equal(second.results[0].checkinId, first.results[0].checkinId);
+      assert.deepEqual(second.list.counts, first.list.counts);
+
+      // Door B admitted generals[0] later than door A: B's scan is the conflict.
+      const later = await sync('door-b', [entry('b1', generals[0], t0 + 60_000)]);
+      assert.deepEqual(later.results[0].outcome, 'conflict');
+      assert.deepEqual(later.results[0].conflict, { keptScanId: 'a1', keptScannedAt: iso(t0), keptDeviceId: 'door-a' });
+      assert.deepEqual(later.list.counts, { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 1 });
+
+      // Door B admitted generals[1] EARLIER than door A did, but arrives later: B's is kept, A's becomes the conflict.
+      const earlier = await sync('door-b', [entry('b2', generals[1], t0 - 60_000)]);
+      assert.equal(earlier.results[0].outcome, 'admitted');
+      assert.deepEqual(earlier.results[0].displaced, { scanId: 'a2', scannedAt: iso(t0 + 1000), deviceId: 'door-a' });
+      assert.deepEqual(earlier.list.counts, { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 2 });
+      // Door A's resent batch now tells it that a2 became a conflict.
+      const told = await sync('door-a', [batch[1]]);
+      assert.deepEqual([told.results[0].outcome, told.results[0].recordedOutcome, told.results[0].conflict], ['duplicate', 'conflict', { keptScanId: 'b2', keptScannedAt: iso(t0 - 60_000), keptDeviceId: 'door-b' }]);
+
+      // Both orders inside one batch too: the earliest wins whichever comes first.
+      const mixed = await sync('door-c', [entry('c1', generals[2], t0 + 5000), entry('c2', generals[2], t0 + 4000), entry('c3', generals[3], t0 + 4000), entry('c4', generals[3], t0 + 5000)]);
+      // c1 was admitted, then displaced by c2 in the same batch: its result is what is recorded now.
+      assert.deepEqual(mixed.results.map((r: Json) => r.outcome), ['conflict', 'admitted', 'admitted', 'conflict']);
+      assert.deepEqual([mixed.results[0].conflict.keptScanId, mixed.results[1].displaced.scanId, mixed.results[3].conflict.keptScanId], ['c2', 'c1', 'c3']);
+      assert.deepEqual(mixed.list.counts, { inside: 4, entries: 4, exits: 0, admittedTickets: 4, conflicts: 4 });
+
+      const conflicts = await scanner.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts?limit=3`);
+      assert.equal(conflicts.hasMore, true);
+      const rest = await scanner.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts?limit=3&cursor=${conflicts.nextCursor}`);
+      const all = [...conflicts.data, ...rest.data];
+      assert.deepEqual(all.map((x: Json) => x.scanId).sort(), ['a2', 'b1', 'c1', 'c4']);
+      assert.deepEqual(all.slice(0, 2).map((x: Json) => x.scanId).sort(), ['c1', 'c4'], 'newest first: c1 and c4 became conflicts last');
+      const a2 = all.find((x: Json) => x.scanId === 'a2');
+      assert.deepEqual([a2.ticketId, a2.deviceId, a2.kept], [generals[1].id, 'door-a', { keptScanId: 'b2', keptScannedAt: iso(t0 - 60_000), keptDeviceId: 'door-b' }]);
+
+      // Validation: too many scans, a scan without a ticket, a future time, a missing deviceId.
+      const bad = [
+        { deviceId: 'd', scans: Array.from({ length: 1001 }, (_, i) => entry(`x${i}`, generals[0], t0)) },
+        { deviceId: 'd', scans: [{ ...entry('y', generals[0], t0), code: undefined }] },
+        { deviceId: 'd', scans: [entry('y', generals[0], Date.now() + 2 * HOUR)] },
+        { scans: [entry('y', generals[0], t0)] },
+        { deviceId: 'd', scans: [] },
+      ];
+      for (const json of bad) await problem(await scanner.send('POST', `/events/${event.id}/checkin/sync`, json), 400, 'invalid_request');
+      const reader = client(api, await api.key(accountId, 'business', { scopes: ['events:read'] }));
+      await problem(await reader.send('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'd', scans: [entry('z', generals[0], t0)] }), 403, 'insufficient_scope');
+    });
+
+    test('sync: exits and who is inside, the server refusing what a door admitted, an online admission displaced by an earlier offline one', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, generals, vips } = await door(c, 3);
+      const t0 = Date.now() - 20 * 60_000;
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id], scanExits: true, validFrom: iso(t0 - 60_000) });
+      const noExits = await newList(c, event.id, { name: 'No exits' });
+      await c.expect(200, 'POST', `/tickets/${generals[2].id}/cancel`);
+      const s = (scanId: string, ticket: Json, at: number, extra: Record<string, unknown> = {}) => ({ scanId, ticketId: ticket.id, listId: list.id, scannedAt: iso(at), localResult: 'admitted', ...extra });
+      const answer = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [
+          s('e1', generals[0], t0),
+          s('x1', generals[0], t0 + 1000, { direction: 'exit' }),
+          s('x2', generals[0], t0 + 2000, { direction: 'exit' }),
+          s('e2', generals[2], t0 + 3000),
+          s('e3', vips[0], t0 + 4000),
+          s('e4', generals[1], t0 - 120_000),
+          s('x3', generals[1], t0 + 5000, { direction: 'exit', listId: noExits.id }),
+        ],
+      });
+      assert.deepEqual(answer.results.map((r: Json) => [r.scanId, r.outcome, r.reason]), [
+        ['e1', 'admitted', undefined],
+        ['x1', 'admitted', undefined],
+        ['x2', 'refused', 'not_inside'],
+        ['e2', 'refused', 'ticket_cancelled'],
+        ['e3', 'refused', 'wrong_list'],
+        ['e4', 'refused', 'not_yet_valid'],
+        ['x3', 'refused', 'invalid_request'],
+      ]);
+      assert.equal(answer.list, null, 'two lists named');
+      assert.deepEqual(answer.lists.find((l: Json) => l.id === list.id).counts, { inside: 0, entries: 1, exits: 1, admittedTickets: 1, conflicts: 0 });
+
+      // An online admission, then an earlier offline one of the same ticket: the offline one is kept.
+      const online = await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' });
+      const late = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-2', scans: [s('o1', generals[1], t0)] });
+      assert.deepEqual([late.results[0].outcome, late.results[0].displaced.scanId, late.results[0].displaced.deviceId], ['admitted', 'online-1', null]);
+      assert.deepEqual(late.list.counts, { inside: 1, entries: 2, exits: 1, admittedTickets: 2, conflicts: 1 });
+      const conflicts = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts`);
+      assert.deepEqual(conflicts.data.map((x: Json) => [x.id, x.scanId, x.kept.keptScanId, x.kept.keptDeviceId]), [[online.id, 'online-1', 'o1', 'door-2']]);
+      // The online scan sent again now answers that it no longer admits.
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' }), 409, 'already_checked_in');
+    });
+
+    test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
+      const { key } = await api.account();
+      const c = client(api, key);
+      const hook = await receiver(t);
+      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['checkin.completed', 'checkin.undone'] });
+      const { event, generals } = await door(c, 1);
+      const list = await newList(c, event.id, { scanExits: true });
+      const entered = await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[0].id, scanId: 'w1' });
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[0].id, direction: 'exit' });
+      await c.expect(200, 'DELETE', `/events/${event.id}/checkin/${generals[0].id}?listId=${list.id}`);
+      await until(() => hook.got.length >= 3, 10_000, 'three deliveries');
+      const got = hook.got.sort((x, y) => (x.id < y.id ? -1 : 1));
+      assert.deepEqual(got.map((m) => [m.event, m.data.listId, m.data.direction]), [
+        ['checkin.completed', list.id, 'entry'],
+        ['checkin.completed', list.id, 'exit'],
+        ['checkin.undone', list.id, 'entry'],
+      ]);
+      assert.deepEqual(got[0].data, entered);
+    });
+  });
+}
