@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { newId } from '../src/ids.js';
+import { type CheckinList, decide } from '../web/scanner/src/rules.js';
 import {
   CODE_LENGTH,
   decodeCode,
@@ -11,6 +12,7 @@ import {
   toBase64url,
   typeIdBytes,
   typeIdFromBytes,
+  type Verdict,
   Verifier,
   verifyRevocations,
 } from '../web/scanner/src/verify.js';
@@ -176,5 +178,62 @@ describe('the scanner verifies signed codes without the server', () => {
     assert.equal(await verifyRevocations({ ...list, kid: other.kid }, [active.listed, other.listed], eventId), false, 'signed by another key');
     const empty = signRevocations(active, eventId, []);
     assert.equal(await verifyRevocations(empty, [active.listed], eventId), true, 'an empty list');
+  });
+});
+
+describe("the door's own decision when the server cannot be asked", () => {
+  const eventId = newId('event');
+  const typeA = newId('ticketType');
+  const typeB = newId('ticketType');
+  const ok = (ticketTypeId = typeA): Verdict => ({ ok: true, ticket: { kid: 'abcd0123', serial: 'AAAAAAAAAAA', ticketId: newId('ticket'), eventId, ticketTypeId, validFrom: 0, validUntil: 0 } });
+  const list = (extra: Partial<CheckinList> = {}): CheckinList => ({
+    object: 'checkin_list',
+    id: 'cl_01kb0000000000000000000001',
+    eventId,
+    name: 'Main door',
+    ticketTypeIds: [],
+    validFrom: null,
+    validUntil: null,
+    allowMultipleEntries: false,
+    scanExits: false,
+    counts: { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 },
+    createdAt: '2030-05-01T00:00:00.000Z',
+    updatedAt: '2030-05-01T00:00:00.000Z',
+    ...extra,
+  });
+  const at = new Date('2030-05-01T19:00:00Z');
+  const entry = { direction: 'entry', scannedAt: '2030-05-01T18:30:00.000Z' } as const;
+  const exit = { direction: 'exit', scannedAt: '2030-05-01T18:40:00.000Z' } as const;
+
+  test("the verifier's refusal stands; a first entry is admitted, a second refused unless the list allows it", () => {
+    assert.deepEqual(decide({ ok: false, reason: 'ticket_revoked' }, list(), [], 'entry', at), { result: 'refused', reason: 'ticket_revoked' });
+    assert.deepEqual(decide(ok(), list(), [], 'entry', at), { result: 'admitted' });
+    assert.deepEqual(decide(ok(), list(), [entry], 'entry', at), { result: 'refused', reason: 'already_inside' });
+    assert.deepEqual(decide(ok(), list({ allowMultipleEntries: true }), [entry, entry], 'entry', at), { result: 'admitted' });
+    // Without a list: today's single check-in, no exits.
+    assert.deepEqual(decide(ok(), null, [], 'entry', at), { result: 'admitted' });
+    assert.deepEqual(decide(ok(), null, [entry], 'entry', at), { result: 'refused', reason: 'already_checked_in' });
+    assert.deepEqual(decide(ok(), null, [], 'exit', at), { result: 'refused', reason: 'exits_not_scanned' });
+  });
+
+  test("the list's ticket types and hours", () => {
+    assert.deepEqual(decide(ok(typeB), list({ ticketTypeIds: [typeA] }), [], 'entry', at), { result: 'refused', reason: 'wrong_list' });
+    assert.deepEqual(decide(ok(typeA), list({ ticketTypeIds: [typeA] }), [], 'entry', at), { result: 'admitted' });
+    assert.deepEqual(decide(ok(), list({ validFrom: '2030-05-01T19:00:01Z' }), [], 'entry', at), { result: 'refused', reason: 'not_yet_valid' });
+    assert.deepEqual(decide(ok(), list({ validUntil: '2030-05-01T18:59:59Z' }), [], 'entry', at), { result: 'refused', reason: 'list_expired' });
+    assert.deepEqual(decide(ok(), list({ validFrom: '2030-05-01T19:00:00Z', validUntil: '2030-05-01T19:00:00Z' }), [], 'entry', at), { result: 'admitted' });
+  });
+
+  test('exits: only on a list that scans them; in, out and in again; an exit after an exit refused', () => {
+    assert.deepEqual(decide(ok(), list(), [entry], 'exit', at), { result: 'refused', reason: 'exits_not_scanned' });
+    const exits = list({ scanExits: true, allowMultipleEntries: true });
+    assert.deepEqual(decide(ok(), exits, [entry], 'exit', at), { result: 'admitted' });
+    assert.deepEqual(decide(ok(), exits, [entry], 'entry', at), { result: 'refused', reason: 'already_inside' });
+    assert.deepEqual(decide(ok(), exits, [entry, exit], 'entry', at), { result: 'admitted' });
+    assert.deepEqual(decide(ok(), exits, [entry, exit], 'exit', at), { result: 'refused', reason: 'not_inside' });
+    // An entry at another door is unknown here: the exit is let through and the server settles it.
+    assert.deepEqual(decide(ok(), exits, [], 'exit', at), { result: 'admitted' });
+    // One entry only: back in after going out is refused.
+    assert.deepEqual(decide(ok(), list({ scanExits: true }), [entry, exit], 'entry', at), { result: 'refused', reason: 'already_inside' });
   });
 });

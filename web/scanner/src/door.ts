@@ -5,12 +5,13 @@
  */
 import { type CheckinList, decide, type Direction } from './rules.js';
 import type { ConflictInfo, OfflineData, Outcome, Pairing, ScanRecord, Store, StoredOffline } from './store.js';
-import { decodeCode, isSignedCode, Verifier, verifyRevocations } from './verify.js';
+import { isSignedCode, type Verdict, Verifier, verifyRevocations } from './verify.js';
 
 /** The contract's cap on one sync request. */
 export const SYNC_BATCH = 1000;
 const REFRESH_EVERY_MS = 60_000;
 const MAX_BACKOFF_MS = 60_000;
+const CHECKIN_TIMEOUT_MS = 4000;
 
 export interface ScanResult {
   scan: ScanRecord;
@@ -113,7 +114,7 @@ export class Door {
     this.changed();
   }
 
-  private async api(path: string, init: RequestInit = {}): Promise<Response> {
+  private async api(path: string, init: RequestInit = {}, timeoutMs = 30_000): Promise<Response> {
     const pairing = this.state.pairing;
     if (!pairing) throw new Error('not paired');
     const headers = new Headers(init.headers);
@@ -122,7 +123,7 @@ export class Door {
     if (init.body) headers.set('content-type', 'application/json');
     let res: Response;
     try {
-      res = await fetch(`/v1/events/${encodeURIComponent(pairing.eventId)}${path}`, { ...init, headers, cache: 'no-store' });
+      res = await fetch(`/v1/events/${encodeURIComponent(pairing.eventId)}${path}`, { ...init, headers, cache: 'no-store', signal: AbortSignal.timeout(timeoutMs) });
     } catch {
       throw new Unreachable('network');
     }
@@ -226,10 +227,12 @@ export class Door {
       ticketTypeName: null,
       conflict: null,
     };
-    const decoded = decodeCode(code);
-    if (decoded) {
-      scan.ticketId = decoded.ticket.ticketId;
-      scan.ticketTypeName = this.typeName(decoded.ticket.ticketTypeId);
+    // A code's fields are believed only once its signature is checked.
+    const verdict = this.verifier && isSignedCode(code) ? await this.verifier.verify(code, Math.floor(Date.now() / 1000)) : null;
+    const ticket = verdict?.ok ? verdict.ticket : verdict?.ticket;
+    if (ticket) {
+      scan.ticketId = ticket.ticketId;
+      scan.ticketTypeName = this.typeName(ticket.ticketTypeId);
     }
 
     if (navigator.onLine) {
@@ -243,7 +246,7 @@ export class Door {
         this.setOnline(false);
       }
     }
-    await this.decideAlone(scan);
+    await this.decideAlone(scan, verdict);
     await this.store.putScan(scan);
     await this.recount();
     this.scheduleSync(0);
@@ -253,7 +256,9 @@ export class Door {
   /** POST /checkin with the scan's id: the server's answer is final. */
   private async askServer(scan: ScanRecord): Promise<void> {
     const body = { code: scan.code, direction: scan.direction, scanId: scan.scanId, checkedInAt: scan.scannedAt, ...(scan.listId ? { listId: scan.listId } : {}) };
-    const res = await this.api('/checkin', { method: 'POST', body: JSON.stringify(body) });
+    // A door cannot wait: past CHECKIN_TIMEOUT_MS the device decides, and the queued scan (same
+    // scanId) is answered once by the server, whether or not this request reached it.
+    const res = await this.api('/checkin', { method: 'POST', body: JSON.stringify(body) }, CHECKIN_TIMEOUT_MS);
     if (res.status === 401 || res.status === 403) {
       const { code } = await this.problemOf(res);
       this.state.problem = `The scanner's key was refused (${code}): pair again from the dashboard.`;
@@ -279,15 +284,14 @@ export class Door {
   }
 
   /** No server: the verifier and this device's own history decide; the scan waits in the queue. */
-  private async decideAlone(scan: ScanRecord): Promise<void> {
+  private async decideAlone(scan: ScanRecord, verdict: Verdict | null): Promise<void> {
     scan.state = 'queued';
-    if (!this.verifier || !isSignedCode(scan.code)) {
+    if (!verdict) {
       scan.localResult = 'refused';
       // Older unsigned codes, and any code before the door data arrived, only the server can check.
       scan.localReason = this.verifier && scan.code.startsWith('M1') ? 'invalid_code' : 'needs_server';
       return;
     }
-    const verdict = await this.verifier.verify(scan.code, Math.floor(Date.now() / 1000));
     const earlier = verdict.ok ? await this.store.scansOf(scan.listId, verdict.ticket.ticketId) : [];
     const admitted = earlier
       // Whoever this door let through (even a later conflict) is in; the server's admissions too.

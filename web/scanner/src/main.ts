@@ -35,7 +35,7 @@ function render(door: Door) {
   $('unpaired').hidden = paired;
   $('paired').hidden = !paired;
   const data = state.offline?.data;
-  $('event-name').textContent = data?.event.name ?? (paired ? 'Loading the door data…' : 'Scanner');
+  $('event-name').textContent = data?.event.name ?? (!paired ? 'Scanner' : state.online ? 'Loading the door data…' : 'No door data on this device yet');
   $('list-name').textContent = state.list ? state.list.name : paired && !state.pairing?.listId ? 'Every ticket' : '';
   const network = $('network');
   network.textContent = state.online ? 'Online' : 'Offline';
@@ -114,17 +114,22 @@ async function main() {
 
   const camera = new Camera($<HTMLVideoElement>('video'), scan);
   const toggle = $<HTMLButtonElement>('camera-toggle');
+  const video = $<HTMLVideoElement>('video');
+  video.hidden = true;
   toggle.addEventListener('click', async () => {
     if (camera.running) {
       camera.stop();
+      video.hidden = true;
       toggle.textContent = 'Start camera';
       return;
     }
     try {
+      video.hidden = false;
       await camera.start();
       toggle.textContent = 'Stop camera';
       pageProblem = null;
     } catch (err) {
+      video.hidden = true;
       pageProblem = `The camera is not available: ${err instanceof Error ? err.message : String(err)}`;
     }
     render(door);
@@ -141,6 +146,7 @@ async function main() {
 
   $('unpair').addEventListener('click', async () => {
     camera.stop();
+    video.hidden = true;
     toggle.textContent = 'Start camera';
     await door.unpair();
   });
