@@ -9,6 +9,7 @@ import jsQRModule from 'jsqr';
 import { type Browser, type BrowserContext, chromium, type ConsoleMessage, type Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import sharp from 'sharp';
+import { createAccount } from '../src/accounts/accounts.service.js';
 import { SCANNER_DIR } from '../src/dashboard/scanner.routes.js';
 import { freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -44,9 +45,9 @@ async function accessible(page: Page, what: string) {
 }
 
 /** Script errors fail the test; a request the network refused (the point of going offline) does not. */
-function watchErrors(t: TestContext, page: Page) {
+function watchErrors(t: TestContext, page: Page, explained = /ERR_INTERNET_DISCONNECTED|status of 404|Failed to fetch/) {
   const errors: string[] = [];
-  const expected = (m: ConsoleMessage) => /ERR_INTERNET_DISCONNECTED|status of 404|Failed to fetch/.test(m.text());
+  const expected = (m: ConsoleMessage) => explained.test(m.text());
   page.on('console', (m) => m.type() === 'error' && !expected(m) && errors.push(m.text()));
   page.on('pageerror', (e) => errors.push(String(e)));
   onCleanup(t, () => assert.deepEqual(errors, [], 'no script or CSP errors'));
@@ -170,6 +171,62 @@ describe('the scanner page in Chromium', () => {
     await accessible(page, 'a refused scan, offline');
     await noSidewaysScroll(page);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'scanner-offline-refused.png') });
+  });
+
+  test("the dashboard's Scanner action makes an expiring checkin key and a pairing link with its QR code, which pairs the page", async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const password = 'correct horse battery staple';
+    const email = `door${Date.now()}@example.com`;
+    const account = await createAccount(api.database.db, { email, plan: 'business', password });
+    const key = await api.key(account.id, 'business');
+    const { event } = await eventWithTickets(api, key, 1);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
+    onCleanup(t, () => context.close());
+    const page = await context.newPage();
+    // The dashboard asks for its session before signing in (401), and for check-in lists a server may not have (404).
+    watchErrors(t, page, /status of 40[14]/);
+    await page.goto(`${api.url}/dashboard/`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: 'Harbour concert' }).click();
+    await page.getByRole('button', { name: 'Scanner…' }).click();
+    await page.getByLabel('The link works for').selectOption({ label: '3 days' });
+    await accessible(page, 'the scanner pairing form');
+    await page.getByRole('button', { name: 'Create pairing link' }).click();
+    const link = await page.getByLabel('Pairing link').inputValue();
+    const match = new RegExp(`^${api.url.replace(/[.]/g, '\\.')}/scanner#event=${event.id}&key=(mtg_\\w{40})$`).exec(link);
+    assert.ok(match, link);
+    await accessible(page, 'a pairing link');
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-scanner-pairing.png') });
+
+    // The key may check tickets in and nothing else, and it expires in three days.
+    const keys = (await (await api.fetch('/v1/keys', { key })).json()).data as Array<{ name: string; scopes: string[]; expiresAt: string; prefix: string }>;
+    const made = keys.find((k) => match[1]!.startsWith(k.prefix))!;
+    assert.deepEqual(made.scopes, ['checkin']);
+    assert.equal(made.name, 'Scanner: Harbour concert (every ticket)');
+    assert.ok(Math.abs(Date.parse(made.expiresAt) - Date.now() - 72 * 3_600_000) < 60_000);
+    await problem(await api.fetch(`/v1/events/${event.id}`, { key: match[1]! }), 403, 'insufficient_scope');
+
+    // The QR code on the page is the same link.
+    const shot = await page.getByRole('img', { name: "QR code of the scanner's pairing link" }).screenshot();
+    const { data, info } = await sharp(shot).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    assert.equal(jsQR(new Uint8ClampedArray(data), info.width, info.height)?.data, link);
+    await page.getByRole('button', { name: 'Copy link' }).click();
+    assert.equal(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText()), link);
+
+    // The door's phone opens it: paired with the event, the key kept and out of the address bar.
+    const phone = await browser.newContext({ viewport: PHONE });
+    onCleanup(t, () => phone.close());
+    const door = await phone.newPage();
+    watchErrors(t, door);
+    await door.goto(link);
+    await door.getByRole('button', { name: 'Start camera' }).waitFor();
+    assert.equal(new URL(door.url()).hash, '');
+    const pairing = await readStore(door, 'settings', 'pairing');
+    assert.deepEqual({ eventId: pairing.eventId, key: pairing.key }, { eventId: event.id, key: match[1] });
   });
 
   test('at the door: camera scans online, then offline (a revoked ticket refused), then the queue is uploaded and counted once', async (t) => {
