@@ -4,7 +4,7 @@
  * offline data fresh. The page (main.ts) only shows what this reports.
  */
 import { type CheckinList, decide, type Direction } from './rules.js';
-import type { ConflictInfo, OfflineData, Outcome, Pairing, ScanRecord, Store, StoredOffline } from './store.js';
+import type { ConflictInfo, InsideCount, OfflineData, Outcome, Pairing, ScanRecord, Store, StoredOffline } from './store.js';
 import { isSignedCode, type Verdict, Verifier, verifyRevocations } from './verify.js';
 
 /** The contract's cap on one sync request. */
@@ -182,9 +182,20 @@ export class Door {
     this.state.list = data.checkinLists?.find((l) => l.id === pairing.listId) ?? null;
     if (pairing.listId && !this.state.list) this.state.problem = `The check-in list ${pairing.listId} is not in this event's door data.`;
     else if (fresh) this.state.problem = null;
-    if (this.state.list && (fresh || this.insideBase === null)) this.insideBase = this.state.list.counts.inside;
+    if (this.state.list && fresh) await this.setInside(this.state.list.counts.inside);
+    else if (this.state.list && this.insideBase === null) {
+      // The count kept after the last online admissions, when it is newer than this copy of the data.
+      const kept = await this.store.get<InsideCount>('inside');
+      this.insideBase = kept && kept.listId === this.state.list.id && kept.at > stored.fetchedAt ? kept.value : this.state.list.counts.inside;
+    }
     if (fresh) await this.store.set('offline', stored);
     await this.recount();
+  }
+
+  private async setInside(value: number): Promise<void> {
+    this.insideBase = value;
+    const listId = this.state.pairing?.listId;
+    if (listId) await this.store.set('inside', { listId, value, at: new Date().toISOString() } satisfies InsideCount);
   }
 
   /** The queue length and the inside count: the server's last count and this device's scans it has not seen yet. */
@@ -273,7 +284,7 @@ export class Door {
       scan.ticketId = checkin.ticketId;
       scan.attendeeName = checkin.attendee?.name ?? null;
       scan.ticketTypeName = this.typeName(checkin.ticket?.ticketTypeId) ?? scan.ticketTypeName;
-      if (this.insideBase !== null && scan.listId) this.insideBase += scan.direction === 'entry' ? 1 : -1;
+      if (this.insideBase !== null && scan.listId) await this.setInside(this.insideBase + (scan.direction === 'entry' ? 1 : -1));
       return;
     }
     const problem = (await res.json().catch(() => ({}))) as { code?: string; ticketId?: string };
@@ -304,6 +315,8 @@ export class Door {
 
   private scheduleSync(delayMs: number) {
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    // Without a network the browser's `online` event starts the upload.
+    if (!navigator.onLine) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       void this.sync();
@@ -319,7 +332,7 @@ export class Door {
   }
 
   private async upload(): Promise<void> {
-    if (!this.state.pairing) return;
+    if (!this.state.pairing || !navigator.onLine) return;
     const deviceId = await this.store.deviceId();
     for (;;) {
       const batch = await this.store.queued(SYNC_BATCH);
@@ -368,7 +381,7 @@ export class Door {
       }
       if (answer.list && answer.list.id === this.state.pairing.listId) {
         this.state.list = answer.list;
-        this.insideBase = answer.list.counts.inside;
+        await this.setInside(answer.list.counts.inside);
       }
       await this.recount();
       if (answered < batch.length) {

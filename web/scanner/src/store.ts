@@ -58,6 +58,15 @@ export interface ScanRecord {
   conflict: ConflictInfo | null;
 }
 
+/** The list's inside count as the server last gave it, and this device's online admissions since. */
+export interface InsideCount {
+  listId: string;
+  value: number;
+  at: string;
+}
+
+type Setting = 'pairing' | 'offline' | 'deviceId' | 'inside';
+
 interface ScannerDb extends DBSchema {
   settings: { key: string; value: unknown };
   scans: { key: string; value: ScanRecord; indexes: { byState: string; byTicket: [string, string] } };
@@ -78,11 +87,11 @@ export class Store {
     return new Store(db);
   }
 
-  async get<T>(name: 'pairing' | 'offline' | 'deviceId'): Promise<T | undefined> {
+  async get<T>(name: Setting): Promise<T | undefined> {
     return (await this.db.get('settings', name)) as T | undefined;
   }
 
-  async set(name: 'pairing' | 'offline' | 'deviceId', value: unknown): Promise<void> {
+  async set(name: Setting, value: unknown): Promise<void> {
     await this.db.put('settings', value, name);
   }
 
@@ -93,6 +102,7 @@ export class Store {
     const previous = (await settings.get('pairing')) as Pairing | undefined;
     if (previous && previous.eventId !== pairing.eventId) {
       await settings.delete('offline');
+      await settings.delete('inside');
       let cursor = await tx.objectStore('scans').index('byState').openCursor('done');
       while (cursor) {
         await cursor.delete();
@@ -107,6 +117,7 @@ export class Store {
     const tx = this.db.transaction('settings', 'readwrite');
     await tx.store.delete('pairing');
     await tx.store.delete('offline');
+    await tx.store.delete('inside');
     await tx.done;
   }
 
