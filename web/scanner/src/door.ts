@@ -67,7 +67,7 @@ export class Door {
     this.state.pairing = (await this.store.get<Pairing>('pairing')) ?? null;
     const stored = (await this.store.get<StoredOffline>('offline')) ?? null;
     if (stored) await this.useOffline(stored, false);
-    await this.recount();
+    await this.recount(true);
     addEventListener('online', () => {
       this.state.online = true;
       this.backoffMs = 1000;
@@ -102,14 +102,14 @@ export class Door {
     this.state.list = null;
     this.insideBase = null;
     if (stored) await this.useOffline(stored, false);
-    await this.recount();
+    await this.recount(true);
     await this.refresh();
     void this.sync();
   }
 
   async unpair(): Promise<void> {
     await this.store.forget();
-    Object.assign(this.state, { pairing: null, offline: null, list: null, inside: null, problem: null });
+    Object.assign(this.state, { pairing: null, offline: null, list: null, inside: null, problem: null, conflicts: [] });
     this.verifier = null;
     this.changed();
   }
@@ -199,7 +199,7 @@ export class Door {
   }
 
   /** The queue length and the inside count: the server's last count and this device's scans it has not seen yet. */
-  private async recount(): Promise<void> {
+  private async recount(withConflicts = false): Promise<void> {
     this.state.queued = await this.store.queuedCount();
     if (this.insideBase !== null) {
       let delta = 0;
@@ -208,7 +208,8 @@ export class Door {
       }
       this.state.inside = Math.max(0, this.insideBase + delta);
     }
-    this.state.conflicts = await this.store.conflicts(20);
+    // Conflicts come only from the server's answers to an upload: read again after one, not after every scan.
+    if (withConflicts) this.state.conflicts = await this.store.conflicts(20);
     this.changed();
   }
 
@@ -383,7 +384,7 @@ export class Door {
         this.state.list = answer.list;
         await this.setInside(answer.list.counts.inside);
       }
-      await this.recount();
+      await this.recount(true);
       if (answered < batch.length) {
         // Scans the server did not answer stay queued; asking again at once would loop.
         this.state.problem = `The server answered ${answered} of ${batch.length} uploaded scans; the rest stay queued.`;
