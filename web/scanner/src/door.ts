@@ -109,8 +109,9 @@ export class Door {
 
   async unpair(): Promise<void> {
     await this.store.forget();
-    Object.assign(this.state, { pairing: null, offline: null, list: null, inside: null, problem: null, conflicts: [] });
+    Object.assign(this.state, { pairing: null, offline: null, list: null, inside: null, problem: null, conflicts: [], queued: 0 });
     this.verifier = null;
+    this.insideBase = null;
     this.changed();
   }
 
@@ -200,10 +201,11 @@ export class Door {
 
   /** The queue length and the inside count: the server's last count and this device's scans it has not seen yet. */
   private async recount(withConflicts = false): Promise<void> {
-    this.state.queued = await this.store.queuedCount();
+    const queued = this.state.pairing ? await this.store.queued(this.state.pairing.eventId, Number.MAX_SAFE_INTEGER) : [];
+    this.state.queued = queued.length;
     if (this.insideBase !== null) {
       let delta = 0;
-      for (const scan of await this.store.queued(Number.MAX_SAFE_INTEGER)) {
+      for (const scan of queued) {
         if (scan.localResult === 'admitted' && scan.listId === this.state.pairing?.listId) delta += scan.direction === 'entry' ? 1 : -1;
       }
       this.state.inside = Math.max(0, this.insideBase + delta);
@@ -225,6 +227,7 @@ export class Door {
     const scannedAt = new Date().toISOString();
     const scan: ScanRecord = {
       scanId: crypto.randomUUID(),
+      eventId: pairing.eventId,
       code,
       listId: pairing.listId,
       direction,
@@ -333,10 +336,12 @@ export class Door {
   }
 
   private async upload(): Promise<void> {
-    if (!this.state.pairing || !navigator.onLine) return;
+    const pairing = this.state.pairing;
+    if (!pairing || !navigator.onLine) return;
     const deviceId = await this.store.deviceId();
-    for (;;) {
-      const batch = await this.store.queued(SYNC_BATCH);
+    // Stops when the device is unpaired or paired again meanwhile: the next pairing uploads its own.
+    while (this.state.pairing === pairing) {
+      const batch = await this.store.queued(pairing.eventId, SYNC_BATCH);
       if (batch.length === 0) return;
       let res: Response;
       try {
@@ -380,7 +385,7 @@ export class Door {
         scan.conflict = result.conflict ?? null;
         await this.store.putScan(scan);
       }
-      if (answer.list && answer.list.id === this.state.pairing.listId) {
+      if (answer.list && answer.list.id === pairing.listId) {
         this.state.list = answer.list;
         await this.setInside(answer.list.counts.inside);
       }

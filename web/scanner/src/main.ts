@@ -144,7 +144,16 @@ async function main() {
     input.focus();
   });
 
-  $('unpair').addEventListener('click', async () => {
+  const unpair = $<HTMLButtonElement>('unpair');
+  unpair.addEventListener('click', async () => {
+    // Queued scans are uploaded only with this pairing's key: unpairing first asks once more.
+    if (door.state.queued > 0 && !unpair.dataset.confirm) {
+      unpair.dataset.confirm = '1';
+      unpair.textContent = `Unpair anyway (${door.state.queued} scans not uploaded yet)`;
+      return;
+    }
+    delete unpair.dataset.confirm;
+    unpair.textContent = 'Unpair this device';
     camera.stop();
     video.hidden = true;
     toggle.textContent = 'Start camera';

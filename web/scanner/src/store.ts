@@ -41,6 +41,8 @@ export interface ConflictInfo {
 /** One scan: the queue entry of the contract, and what the server said of it once it knows. */
 export interface ScanRecord {
   scanId: string;
+  /** The event the device was paired with: only its scans are uploaded with its key. */
+  eventId: string;
   code: string;
   listId: string | null;
   direction: Direction;
@@ -138,14 +140,13 @@ export class Store {
     return this.db.get('scans', scanId);
   }
 
-  /** The earliest queued scans first, as the sync wants them. */
-  async queued(limit: number): Promise<ScanRecord[]> {
+  /** The event's queued scans, earliest first, as the sync wants them. */
+  async queued(eventId: string, limit: number): Promise<ScanRecord[]> {
     const all = await this.db.getAllFromIndex('scans', 'byState', 'queued');
-    return all.sort((a, b) => a.scannedAt.localeCompare(b.scannedAt)).slice(0, limit);
-  }
-
-  async queuedCount(): Promise<number> {
-    return this.db.countFromIndex('scans', 'byState', 'queued');
+    return all
+      .filter((s) => s.eventId === eventId)
+      .sort((a, b) => a.scannedAt.localeCompare(b.scannedAt))
+      .slice(0, limit);
   }
 
   /** Every scan of `ticketId` on this list, oldest first. */
