@@ -14,6 +14,7 @@ import { sampleRoutes } from './blend/samples.routes.js';
 import { createResultStore, type ResultStore } from './blend/storage.js';
 import type { Config } from './config.js';
 import { dashboardRoutes } from './dashboard/dashboard.routes.js';
+import { scannerRoutes } from './dashboard/scanner.routes.js';
 import { sessionPrincipal } from './dashboard/sessions.service.js';
 import { type DatabaseHandle, type Db, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
@@ -119,6 +120,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(resultRoutes(app.resultStore));
   await app.register(sampleRoutes);
   await app.register(dashboardRoutes);
+  await app.register(scannerRoutes);
   await app.register(versioned, { prefix: '/v1', listed: true });
   await app.register(versioned, { prefix: '/api/v1', listed: false });
 

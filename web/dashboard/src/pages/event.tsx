@@ -4,6 +4,7 @@ import { Chart } from '../chart.js';
 import { link } from '../router.js';
 import { ErrorNote, useAllPages, useApi } from '../use-api.js';
 import type { EventItem } from './events.js';
+import { ScannerPairing } from './scanner-pairing.js';
 
 interface TicketType {
   id: string;
@@ -123,6 +124,7 @@ export function EventPage({ eventId }: { eventId: string }) {
           Export attendees (CSV)
         </a>
       </p>
+      {event.data && <ScannerPairing eventId={eventId} eventName={event.data.name} />}
       {totals.data && (
         <p>
           Gross {money(totals.data.grossRevenue, totals.data.currency)} · net {money(totals.data.netRevenue, totals.data.currency)}

@@ -1,0 +1,351 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { AxeBuilder } from '@axe-core/playwright';
+import jsQRModule from 'jsqr';
+import { type Browser, type BrowserContext, chromium, type ConsoleMessage, type Page } from 'playwright-core';
+import QRCode from 'qrcode';
+import sharp from 'sharp';
+import { createAccount } from '../src/accounts/accounts.service.js';
+import { SCANNER_DIR } from '../src/dashboard/scanner.routes.js';
+import { freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+
+// jsqr is CommonJS with a `default` export: under NodeNext the default import is its module object.
+const jsQR = jsQRModule.default;
+const SCREENSHOTS = path.resolve(import.meta.dirname, '../test-output/screenshots');
+const DOC_IMAGE = path.resolve(import.meta.dirname, '../docs/img/scanner.png');
+const PHONE = { width: 390, height: 844 };
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
+
+/** The scanner's IndexedDB, read from inside the page. */
+function readStore(page: Page, store: 'settings' | 'scans', key?: string): Promise<any> {
+  return page.evaluate(
+    ({ store, key }) =>
+      new Promise((resolve, reject) => {
+        const g = globalThis as any;
+        const open = g.indexedDB.open('montage-scanner');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const request = open.result.transaction(store).objectStore(store)[key === undefined ? 'getAll' : 'get'](key);
+          request.onsuccess = () => resolve(request.result);
+          request.onerror = () => reject(request.error);
+        };
+      }),
+    { store, key },
+  );
+}
+
+async function accessible(page: Page, what: string) {
+  const { violations } = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
+  const found = violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  assert.deepEqual(found, [], `axe violations on ${what}`);
+}
+
+/** Script errors fail the test; a request the network refused (the point of going offline) does not. */
+function watchErrors(t: TestContext, page: Page, explained = /ERR_INTERNET_DISCONNECTED|status of 404|Failed to fetch/) {
+  const errors: string[] = [];
+  const expected = (m: ConsoleMessage) => explained.test(m.text());
+  page.on('console', (m) => m.type() === 'error' && !expected(m) && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  onCleanup(t, () => assert.deepEqual(errors, [], 'no script or CSP errors'));
+}
+
+const noSidewaysScroll = async (page: Page) => {
+  const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
+  assert.ok(width <= PHONE.width, `no sideways scrolling on a phone (${width} px)`);
+};
+
+/** An event on sale with one ticket type, and an order of `count` tickets. */
+async function eventWithTickets(api: TestApp, key: string, count: number) {
+  const event = await (
+    await api.fetch('/v1/events', { method: 'POST', key, json: { name: 'Harbour concert', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR' } })
+  ).json();
+  const type = await (await api.fetch(`/v1/events/${event.id}/tickets`, { method: 'POST', key, json: { name: 'Standing', price: 2500, quantity: 20 } })).json();
+  assert.equal((await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key })).status, 200);
+  const names = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Edsger Dijkstra', 'Barbara Liskov'].slice(0, count);
+  const res = await api.fetch(`/v1/events/${event.id}/orders`, {
+    method: 'POST',
+    key,
+    json: { buyer: { name: names[0], email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: count, attendees: names.map((name, i) => ({ name, email: `holder${i}@example.com` })) }] },
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  const order = await res.json();
+  return { event, type, tickets: order.tickets as Array<{ id: string; attendee: { name: string } }> };
+}
+
+/** A door key as the dashboard makes it: scope checkin, expiring. */
+async function doorKey(api: TestApp, key: string) {
+  const res = await api.fetch('/v1/keys', { method: 'POST', key, json: { name: 'Door scanner', scopes: ['checkin'], expiresAt: new Date(Date.now() + 86_400_000).toISOString() } });
+  assert.equal(res.status, 201, await res.clone().text());
+  return (await res.json()).key as string;
+}
+
+describe('the scanner page in Chromium', () => {
+  let browser: Browser;
+  before(async () => {
+    // The page is tested as npm run build makes it.
+    if (!fs.existsSync(path.join(SCANNER_DIR, 'index.html'))) throw new Error('scanner not built: run npm run build');
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  });
+  after(() => browser?.close());
+
+  test('served at /scanner with its headers; pairs from the fragment, forgets the fragment, opens offline from its service worker', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const { key } = await api.account();
+    const { event } = await eventWithTickets(api, key, 1);
+    const door = await doorKey(api, key);
+
+    for (const url of ['/scanner', '/scanner/']) {
+      const res = await api.fetch(url);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+      assert.equal(res.headers.get('cache-control'), 'no-cache');
+      assert.match(res.headers.get('content-security-policy') ?? '', /script-src 'self';.*worker-src 'self'/);
+      assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+    }
+    const sw = await api.fetch('/scanner/sw.js');
+    assert.equal(sw.status, 200);
+    assert.equal(sw.headers.get('service-worker-allowed'), '/scanner');
+    assert.equal(sw.headers.get('cache-control'), 'no-cache');
+    const manifest = await (await api.fetch('/scanner/manifest.webmanifest')).json();
+    assert.equal(manifest.start_url, '/scanner/');
+    assert.equal(manifest.display, 'standalone');
+    await problem(await api.fetch('/scanner/missing.js'), 404, 'not_found');
+
+    const context = await browser.newContext({ viewport: PHONE });
+    onCleanup(t, () => context.close());
+    const page = await context.newPage();
+    watchErrors(t, page);
+
+    // Unpaired: the page says how to pair.
+    await page.goto(`${api.url}/scanner`);
+    await page.getByRole('heading', { name: 'This scanner is not paired' }).waitFor();
+    await accessible(page, 'the unpaired scanner');
+    await noSidewaysScroll(page);
+
+    await page.goto(`${api.url}/scanner#event=${event.id}&key=${door}`);
+    await page.getByRole('button', { name: 'Start camera' }).waitFor();
+    assert.equal(new URL(page.url()).hash, '', 'the key leaves the address bar');
+    const pairing = await readStore(page, 'settings', 'pairing');
+    assert.deepEqual({ eventId: pairing.eventId, listId: pairing.listId, key: pairing.key }, { eventId: event.id, listId: null, key: door });
+    assert.ok(!(await page.content()).includes(door), 'the key is not shown');
+
+    const offlineData = await api.fetch(`/v1/events/${event.id}/checkin/offline`, { key: door });
+    if (offlineData.status === 404) {
+      // The door data endpoint is not on this server yet: the page says why it has no door data.
+      await page.getByRole('alert').filter({ hasText: 'Could not download the door data' }).waitFor();
+    } else {
+      await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
+    }
+    const bad = await browser.newPage();
+    onCleanup(t, () => bad.close());
+    await bad.goto(`${api.url}/scanner#event=not-an-event&key=x`);
+    await bad.getByRole('alert').filter({ hasText: 'The pairing link is incomplete' }).waitFor();
+    assert.equal(new URL(bad.url()).hash, '');
+
+    // The service worker keeps the page: without a network it opens, and says it is offline.
+    await page.evaluate(() => (globalThis as any).navigator.serviceWorker.ready.then(() => undefined));
+    await until(() => page.evaluate(() => Boolean((globalThis as any).navigator.serviceWorker.controller)) || page.reload().then(() => false), 10_000, 'the service worker in control');
+    await context.setOffline(true);
+    await page.reload();
+    await page.getByText('Offline', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Start camera' }).waitFor();
+
+    // A typed older code cannot be checked without the server: refused, and queued for it.
+    await page.getByLabel('Ticket code').fill('h0HFNKsRHaUT6fWW9eYOuL');
+    await page.getByRole('button', { name: 'Check' }).click();
+    await page.getByRole('status').filter({ hasText: 'Refused' }).waitFor();
+    assert.match(await page.getByRole('status').innerText(), /Needs the network to check this code/);
+    await page.getByText('1 queued').waitFor();
+    const [queued] = await readStore(page, 'scans');
+    assert.match(queued.scanId, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(
+      { code: queued.code, listId: queued.listId, direction: queued.direction, localResult: queued.localResult, state: queued.state },
+      { code: 'h0HFNKsRHaUT6fWW9eYOuL', listId: null, direction: 'entry', localResult: 'refused', state: 'queued' },
+    );
+    assert.ok(Math.abs(Date.parse(queued.scannedAt) - Date.now()) < 60_000);
+    await accessible(page, 'a refused scan, offline');
+    await noSidewaysScroll(page);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'scanner-offline-refused.png') });
+  });
+
+  test("the dashboard's Scanner action makes an expiring checkin key and a pairing link with its QR code, which pairs the page", async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const password = 'correct horse battery staple';
+    const email = `door${Date.now()}@example.com`;
+    const account = await createAccount(api.database.db, { email, plan: 'business', password });
+    const key = await api.key(account.id, 'business');
+    const { event } = await eventWithTickets(api, key, 1);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
+    onCleanup(t, () => context.close());
+    const page = await context.newPage();
+    // The dashboard asks for its session before signing in (401), and for check-in lists a server may not have (404).
+    watchErrors(t, page, /status of 40[14]/);
+    await page.goto(`${api.url}/dashboard/`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: 'Harbour concert' }).click();
+    await page.getByRole('button', { name: 'Scanner…' }).click();
+    await page.getByLabel('The link works for').selectOption({ label: '3 days' });
+    await accessible(page, 'the scanner pairing form');
+    await page.getByRole('button', { name: 'Create pairing link' }).click();
+    const link = await page.getByLabel('Pairing link').inputValue();
+    const match = new RegExp(`^${api.url.replace(/[.]/g, '\\.')}/scanner#event=${event.id}&key=(mtg_\\w{40})$`).exec(link);
+    assert.ok(match, link);
+    await accessible(page, 'a pairing link');
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-scanner-pairing.png') });
+
+    // The key may check tickets in and nothing else, and it expires in three days.
+    const keys = (await (await api.fetch('/v1/keys', { key })).json()).data as Array<{ name: string; scopes: string[]; expiresAt: string; prefix: string }>;
+    const made = keys.find((k) => match[1]!.startsWith(k.prefix))!;
+    assert.deepEqual(made.scopes, ['checkin']);
+    assert.equal(made.name, 'Scanner: Harbour concert (every ticket)');
+    assert.ok(Math.abs(Date.parse(made.expiresAt) - Date.now() - 72 * 3_600_000) < 60_000);
+    await problem(await api.fetch(`/v1/events/${event.id}`, { key: match[1]! }), 403, 'insufficient_scope');
+
+    // The QR code on the page is the same link.
+    const shot = await page.getByRole('img', { name: "QR code of the scanner's pairing link" }).screenshot();
+    const { data, info } = await sharp(shot).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    assert.equal(jsQR(new Uint8ClampedArray(data), info.width, info.height)?.data, link);
+    await page.getByRole('button', { name: 'Copy link' }).click();
+    assert.equal(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText()), link);
+
+    // The door's phone opens it: paired with the event, the key kept and out of the address bar.
+    const phone = await browser.newContext({ viewport: PHONE });
+    onCleanup(t, () => phone.close());
+    const door = await phone.newPage();
+    watchErrors(t, door);
+    await door.goto(link);
+    await door.getByRole('button', { name: 'Start camera' }).waitFor();
+    assert.equal(new URL(door.url()).hash, '');
+    const pairing = await readStore(door, 'settings', 'pairing');
+    assert.deepEqual({ eventId: pairing.eventId, key: pairing.key }, { eventId: event.id, key: match[1] });
+  });
+
+  test('at the door: camera scans online, then offline (a revoked ticket refused), then the queue is uploaded and counted once', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const { key } = await api.account();
+    const { event, tickets } = await eventWithTickets(api, key, 4);
+    const door = await doorKey(api, key);
+    const probe = await api.fetch(`/v1/events/${event.id}/checkin/offline`, { key: door });
+    if (probe.status === 404) {
+      t.skip('GET /checkin/offline is not on this server yet (signed codes and check-in lists come with the door kit)');
+      return;
+    }
+    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
+    assert.equal(list.object, 'checkin_list', JSON.stringify(list));
+
+    // Each ticket's code, read back from its QR image as a phone camera would.
+    const codes: string[] = [];
+    for (const ticket of tickets) {
+      const png = await api.fetch(`/v1/tickets/${ticket.id}/qr.png`, { key });
+      assert.equal(png.status, 200);
+      const { data, info } = await sharp(Buffer.from(await png.arrayBuffer())).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+      const qr = jsQR(new Uint8ClampedArray(data), info.width, info.height);
+      assert.ok(qr?.data.startsWith('M1'), 'a signed code');
+      codes.push(qr!.data);
+    }
+    // The fourth ticket is cancelled before the door downloads its data: its serial is revoked.
+    assert.equal((await api.fetch(`/v1/tickets/${tickets[3]!.id}/cancel`, { method: 'POST', key })).status, 200);
+
+    // A camera video per code: the QR image from `qrcode`, as Chromium's fake camera plays it.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-scanner-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    const video = async (code: string, name: string) => {
+      const png = path.join(dir, `${name}.png`);
+      await QRCode.toFile(png, code, { width: 420, margin: 4, errorCorrectionLevel: 'M' });
+      const y4m = path.join(dir, `${name}.y4m`);
+      execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-loop', '1', '-i', png, '-vf', 'scale=640:480:force_original_aspect_ratio=decrease,pad=640:480:(ow-iw)/2:(oh-ih)/2:white', '-t', '1', '-r', '10', '-pix_fmt', 'yuv420p', y4m]);
+      return y4m;
+    };
+
+    // One phone: its profile (IndexedDB, the service worker) outlives each camera video.
+    const profile = path.join(dir, 'profile');
+    let context: BrowserContext | null = null;
+    const phone = async (y4m: string, offline: boolean) => {
+      await context?.close();
+      context = await chromium.launchPersistentContext(profile, {
+        executablePath: '/usr/bin/chromium',
+        args: [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${y4m}`],
+        viewport: PHONE,
+        permissions: ['camera'],
+        offline,
+      });
+      const page = context.pages()[0] ?? (await context.newPage());
+      watchErrors(t, page);
+      return page;
+    };
+    onCleanup(t, () => context?.close());
+    const result = (page: Page) => page.getByRole('status');
+    const scanWithCamera = async (page: Page, verdict: string, whileRunning?: () => Promise<void>) => {
+      await page.getByRole('button', { name: 'Start camera' }).click();
+      await result(page).filter({ hasText: verdict }).waitFor({ timeout: 20_000 });
+      await whileRunning?.();
+      await page.getByRole('button', { name: 'Stop camera' }).click();
+    };
+
+    // Online: paired by the link, the first ticket goes to the server, which names its holder.
+    let page = await phone(await video(codes[0]!, 'first'), false);
+    await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${door}`);
+    await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
+    await page.getByText('Main door').waitFor();
+    await scanWithCamera(page, 'Admit', async () => {
+      assert.match(await result(page).innerText(), /Checked by the server[\s\S]*Ada Lovelace[\s\S]*Standing/);
+      await until(async () => (await page.getByTestId('inside').innerText()) === '1', 5000, 'inside 1');
+      await accessible(page, 'an admitted ticket');
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'scanner-admitted.png') });
+      fs.mkdirSync(path.dirname(DOC_IMAGE), { recursive: true });
+      await page.screenshot({ path: DOC_IMAGE });
+    });
+    await until(() => page.evaluate(() => Boolean((globalThis as any).navigator.serviceWorker.controller)) || page.reload().then(() => false), 10_000, 'the service worker in control');
+
+    // Offline from the start: the page opens from its service worker and decides alone.
+    page = await phone(await video(codes[1]!, 'second'), true);
+    await page.goto(`${api.url}/scanner`);
+    await page.getByText('Offline', { exact: true }).waitFor();
+    await scanWithCamera(page, 'Admit');
+    assert.match(await result(page).innerText(), /Checked on this device, queued for upload[\s\S]*Standing/);
+    await page.getByText('1 queued').waitFor();
+    assert.equal(await page.getByTestId('inside').innerText(), '2');
+
+    page = await phone(await video(codes[3]!, 'revoked'), true);
+    await page.goto(`${api.url}/scanner`);
+    await scanWithCamera(page, 'Refused');
+    assert.match(await result(page).innerText(), /Ticket revoked/);
+    // Typed: a third ticket admitted, the second again refused by this device's own memory.
+    for (const [code, verdict, reason] of [
+      [codes[2]!, 'Admit', /queued for upload/],
+      [codes[1]!, 'Refused', /Already inside/],
+    ] as const) {
+      await page.getByLabel('Ticket code').fill(code);
+      await page.getByRole('button', { name: 'Check' }).click();
+      await result(page).filter({ hasText: verdict }).filter({ hasText: reason }).waitFor();
+    }
+    await page.getByText('4 queued').waitFor();
+    assert.equal(await page.getByTestId('inside').innerText(), '3');
+
+    // Back online: the queue goes up through /checkin/sync, and the server counts each ticket once.
+    await context!.setOffline(false);
+    await page.getByText('0 queued').waitFor({ timeout: 20_000 });
+    await page.getByText('Online', { exact: true }).waitFor();
+    const scans = (await readStore(page, 'scans')) as Array<{ code: string; outcome: string; reason: string | null; state: string }>;
+    assert.equal(scans.length, 5);
+    assert.ok(scans.every((s) => s.state === 'done'));
+    const outcomes = scans.map((s) => `${codes.indexOf(s.code)}:${s.outcome}`).sort();
+    assert.deepEqual(outcomes, ['0:admitted', '1:admitted', '1:refused', '2:admitted', '3:refused']);
+    assert.match(scans.find((s) => s.code === codes[3])!.reason!, /^ticket_(revoked|cancelled)$/);
+    const counted = await (await api.fetch(`/v1/events/${event.id}/checkin-lists/${list.id}`, { key })).json();
+    assert.equal(counted.counts.inside, 3, JSON.stringify(counted));
+    assert.equal(counted.counts.entries, 3);
+    assert.equal(counted.counts.admittedTickets, 3);
+    assert.equal(counted.counts.conflicts, 0);
+    assert.equal(await page.getByTestId('inside').innerText(), '3');
+  });
+});

@@ -1,0 +1,164 @@
+/** The scanner page: pairing from the URL fragment, the camera and the typed code, and what the door decided. */
+import { Camera } from './camera.js';
+import { Door } from './door.js';
+import { type Direction, refusalText } from './rules.js';
+import { type Pairing, type ScanRecord, Store } from './store.js';
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+const EVENT_ID = /^evt_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+const LIST_ID = /^cl_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+
+/** #event=evt_…&list=cl_…&key=… (the fragment never reaches a server or its logs); null when absent. */
+function pairingFromFragment(): Pairing | 'invalid' | null {
+  if (!location.hash || location.hash === '#') return null;
+  const params = new URLSearchParams(location.hash.slice(1));
+  const eventId = params.get('event') ?? '';
+  const listId = params.get('list') || null;
+  const key = params.get('key') ?? '';
+  if (!EVENT_ID.test(eventId) || (listId !== null && !LIST_ID.test(listId)) || key.length < 8 || key.length > 200) return 'invalid';
+  return { eventId, listId, key, pairedAt: new Date().toISOString() };
+}
+
+/** The address bar loses the fragment, so the key is neither bookmarked, shared nor left in history. */
+const clearFragment = () => history.replaceState(null, '', location.pathname + location.search);
+
+function direction(): Direction {
+  return ($<HTMLInputElement>('direction').querySelector<HTMLInputElement>('input:checked')?.value as Direction) ?? 'entry';
+}
+
+let pageProblem: string | null = null;
+
+function render(door: Door) {
+  const { state } = door;
+  const paired = state.pairing !== null;
+  $('unpaired').hidden = paired;
+  $('paired').hidden = !paired;
+  const data = state.offline?.data;
+  $('event-name').textContent = data?.event.name ?? (!paired ? 'Scanner' : state.online ? 'Loading the door data…' : 'No door data on this device yet');
+  $('list-name').textContent = state.list ? state.list.name : paired && !state.pairing?.listId ? 'Every ticket' : '';
+  const network = $('network');
+  network.textContent = state.online ? 'Online' : 'Offline';
+  network.className = `pill ${state.online ? 'pill-online' : 'pill-offline'}`;
+  $('queued').textContent = `${state.queued} queued`;
+  $('queued').className = `pill ${state.queued > 0 ? 'pill-queued' : ''}`;
+  $('inside').textContent = state.inside === null ? '—' : String(state.inside);
+  $('direction').hidden = !state.list?.scanExits;
+  const problem = pageProblem ?? state.problem;
+  $('problem').hidden = !problem;
+  $('problem').textContent = problem ?? '';
+
+  const box = $('conflicts-box');
+  box.hidden = state.conflicts.length === 0;
+  $('conflicts').replaceChildren(
+    ...state.conflicts.map((scan) => {
+      const li = document.createElement('li');
+      const kept = scan.conflict ? ` Kept: the scan at ${new Date(scan.conflict.keptScannedAt).toLocaleTimeString()} on ${scan.conflict.keptDeviceId}.` : '';
+      li.textContent = `${scan.attendeeName ?? scan.ticketId ?? 'A ticket'} (${scan.ticketTypeName ?? 'ticket'}), scanned here at ${new Date(scan.scannedAt).toLocaleTimeString()}.${kept}`;
+      return li;
+    }),
+  );
+}
+
+function show(scan: ScanRecord, byServer: boolean) {
+  const admitted = (scan.outcome ?? scan.localResult) === 'admitted';
+  const result = $('result');
+  result.className = `result ${admitted ? 'admitted' : 'refused'}`;
+  $('verdict').textContent = admitted ? (scan.direction === 'exit' ? 'Exit' : 'Admit') : 'Refused';
+  const reason = admitted ? (byServer ? 'Checked by the server' : 'Checked on this device, queued for upload') : refusalText(scan.reason ?? scan.localReason ?? undefined);
+  $('reason').textContent = reason;
+  $('attendee').textContent = scan.attendeeName ?? '';
+  $('ticket-type').textContent = scan.ticketTypeName ?? '';
+  navigator.vibrate?.(admitted ? 80 : [80, 60, 80]);
+}
+
+async function main() {
+  if ('serviceWorker' in navigator) {
+    navigator.serviceWorker.register('/scanner/sw.js', { scope: '/scanner' }).catch((err: unknown) => {
+      console.warn('the scanner works online only: its service worker was not installed', err);
+    });
+  }
+  const store = await Store.open();
+  const door = new Door(store, () => render(door));
+
+  const fromLink = pairingFromFragment();
+  if (fromLink) clearFragment();
+  if (fromLink === 'invalid') pageProblem = 'The pairing link is incomplete: open it again from the dashboard.';
+  else if (fromLink) await store.pair(fromLink);
+  await door.start();
+  render(door);
+
+  addEventListener('hashchange', () => {
+    const next = pairingFromFragment();
+    if (!next) return;
+    clearFragment();
+    if (next === 'invalid') {
+      pageProblem = 'The pairing link is incomplete: open it again from the dashboard.';
+      render(door);
+      return;
+    }
+    pageProblem = null;
+    void door.pair(next);
+  });
+
+  const scan = async (code: string) => {
+    if (!code.trim()) return;
+    try {
+      const { scan: done, byServer } = await door.scan(code, direction());
+      show(done, byServer);
+    } catch (err) {
+      pageProblem = `The scan failed: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    render(door);
+  };
+
+  const camera = new Camera($<HTMLVideoElement>('video'), scan);
+  const toggle = $<HTMLButtonElement>('camera-toggle');
+  const video = $<HTMLVideoElement>('video');
+  video.hidden = true;
+  toggle.addEventListener('click', async () => {
+    if (camera.running) {
+      camera.stop();
+      video.hidden = true;
+      toggle.textContent = 'Start camera';
+      return;
+    }
+    try {
+      video.hidden = false;
+      await camera.start();
+      toggle.textContent = 'Stop camera';
+      pageProblem = null;
+    } catch (err) {
+      video.hidden = true;
+      pageProblem = `The camera is not available: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    render(door);
+  });
+
+  $<HTMLFormElement>('typed').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const input = $<HTMLInputElement>('code');
+    const code = input.value;
+    input.value = '';
+    await scan(code);
+    input.focus();
+  });
+
+  const unpair = $<HTMLButtonElement>('unpair');
+  unpair.addEventListener('click', async () => {
+    // Queued scans are uploaded only with this pairing's key: unpairing first asks once more.
+    if (door.state.queued > 0 && !unpair.dataset.confirm) {
+      unpair.dataset.confirm = '1';
+      unpair.textContent = `Unpair anyway (${door.state.queued} scans not uploaded yet)`;
+      return;
+    }
+    delete unpair.dataset.confirm;
+    unpair.textContent = 'Unpair this device';
+    camera.stop();
+    video.hidden = true;
+    toggle.textContent = 'Start camera';
+    await door.unpair();
+  });
+}
+
+void main();
