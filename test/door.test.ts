@@ -493,6 +493,77 @@ for (const engine of ENGINES) {
       await problem(await c.get('/tickets/nope/qr.png'), 404, 'not_found');
     });
 
+    test('through a check-in list and its sync, a signed code is verified as on the event-wide check-in: replaced, retired, out of its window, tampered or foreign codes are refused with the same codes', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c);
+      const [cancelled, transferred, ofRetired, fine, windowed, synced] = await buy(c, event.id, types[0].id, 6);
+      const list = await c.expect(201, 'POST', `/events/${event.id}/checkin-lists`, { name: 'Main door' });
+      const [first] = await keysOf(c, event.id);
+      await c.expect(200, 'POST', `/tickets/${cancelled.id}/cancel`);
+      const newCode = (await c.expect(200, 'POST', `/tickets/${transferred.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } })).code;
+      await c.expect(201, 'POST', `/events/${event.id}/signing-keys/rotate`);
+      await c.expect(200, 'POST', `/events/${event.id}/signing-keys/${first.kid}/retire`);
+      // Every ticket was reissued by the retirement: their first codes are a retired key's.
+      const current = async (ticket: Json) => (await c.expect(200, 'GET', `/tickets/${ticket.id}`)).code as string;
+      // A code of a valid key, signed with a window that has not begun, and one whose window has ended.
+      const row = await c.api.database.db.selectFrom('signingKeys').select(['kid', 'privateKey']).where('eventId', '=', event.id).where('status', '=', 'active').executeTakeFirstOrThrow();
+      const now = Math.floor(Date.now() / 1000);
+      const claims = { ...parseCode(await current(windowed))!.claims, serial: Buffer.alloc(8, 7).toString('base64url') };
+      const early = signCode({ ...claims, validFrom: now + 3600, validUntil: 0 }, privateKeyObject(row.privateKey));
+      const late = signCode({ ...claims, validFrom: 0, validUntil: now - 3600 }, privateKeyObject(row.privateKey));
+      const tamperedBytes = Buffer.from((await current(fine)).slice(2), 'base64url');
+      tamperedBytes[20]! ^= 0x40;
+      const tampered = `M1${tamperedBytes.toString('base64url')}`;
+      const other = await publishedEvent(c);
+      const [foreign] = await buy(c, other.event.id, other.types[0].id);
+
+      const refusals: Array<[string, string, number]> = [
+        [cancelled.code, 'ticket_cancelled', 409],
+        [transferred.code, 'key_retired', 409],
+        [ofRetired.code, 'key_retired', 409],
+        [early, 'code_not_yet_valid', 409],
+        [late, 'code_expired', 409],
+        [tampered, 'not_found', 404],
+        [foreign.code, 'not_found', 404],
+      ];
+      for (const [code, why, status] of refusals) {
+        const refused = await problem(await c.post(`/events/${event.id}/checkin`, { code, listId: list.id }), status, why);
+        assert.equal(refused.listId, list.id);
+        // The event-wide check-in answers the same.
+        await problem(await c.post(`/events/${event.id}/checkin`, { code }), status, why);
+      }
+      // A transferred ticket's replaced code, under the active key: ticket_revoked on both paths.
+      const beforeTransfer = await current(transferred);
+      await c.expect(200, 'POST', `/tickets/${transferred.id}/transfer`, { attendee: { name: 'Barbara Liskov', email: 'barbara@example.com' } });
+      await problem(await c.post(`/events/${event.id}/checkin`, { code: beforeTransfer, listId: list.id }), 409, 'ticket_revoked');
+      await problem(await c.post(`/events/${event.id}/checkin`, { code: beforeTransfer }), 409, 'ticket_revoked');
+      assert.notEqual(newCode, beforeTransfer, 'the retirement reissued the transferred code too');
+      assert.equal((await c.expect(201, 'POST', `/events/${event.id}/checkin`, { code: await current(fine), listId: list.id })).ticketId, fine.id);
+
+      // The sync: every one of them refused, even when the door admitted it offline; the valid code admitted.
+      const scannedAt = iso(Date.now() - 60_000);
+      const codes = [...refusals.map(([code]) => code), beforeTransfer, await current(synced)];
+      const answer = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: codes.map((code, i) => ({ scanId: `s${i}`, code, listId: list.id, scannedAt, localResult: 'admitted' })),
+      });
+      assert.deepEqual(
+        answer.results.map((r: Json) => [r.scanId, r.outcome, r.reason ?? null]),
+        [...refusals.map(([, why], i) => [`s${i}`, 'refused', why]), [`s${refusals.length}`, 'refused', 'ticket_revoked'], [`s${refusals.length + 1}`, 'admitted', null]],
+      );
+      assert.equal(answer.results.at(-1).ticketId, synced.id);
+      // A code window is judged at the scan's time: a door offline when the window was open admits it.
+      const opened = signCode({ ...claims, validFrom: now - 7200, validUntil: now - 1800 }, privateKeyObject(row.privateKey));
+      const inWindow = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [{ scanId: 'w1', code: opened, listId: list.id, scannedAt: iso((now - 3600) * 1000), localResult: 'admitted' }],
+      });
+      // It verifies, but it is not the ticket's code (the server never issued it): unknown.
+      assert.deepEqual([inWindow.results[0].outcome, inWindow.results[0].reason], ['refused', 'not_found']);
+      const counts = (await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts;
+      assert.deepEqual([counts.inside, counts.entries, counts.admittedTickets, counts.conflicts], [2, 2, 2, 0]);
+    });
+
     test('no answer of this file ever carried a private key', async () => {
       const rows = await api().database.db.selectFrom('signingKeys').select(['privateKey', 'kid']).execute();
       assert.ok(rows.length > 5, 'keys were made');

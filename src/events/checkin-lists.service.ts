@@ -7,6 +7,7 @@ import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import * as repo from './checkin-lists.repository.js';
 import type { CreateCheckinListBody, SyncBody, UpdateCheckinListBody } from './checkin-lists.schemas.js';
+import { checkScanCodes, whyCodesUnknown } from './door.service.js';
 import { requireEvent } from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
@@ -157,7 +158,14 @@ interface ScanInput {
   gate: string | null;
 }
 
-export type RefusalCode = 'not_found' | 'ticket_cancelled' | 'wrong_list' | 'not_yet_valid' | 'list_expired' | 'already_inside' | 'already_checked_in' | 'not_inside' | 'invalid_request';
+export type RefusalCode =
+  | 'not_found'
+  | 'ticket_cancelled'
+  | 'ticket_revoked'
+  | 'key_retired'
+  | 'code_not_yet_valid'
+  | 'code_expired'
+  | 'wrong_list' | 'not_yet_valid' | 'list_expired' | 'already_inside' | 'already_checked_in' | 'not_inside' | 'invalid_request';
 
 /** What the engine decided for one scan: its row (as recorded, or as first recorded for a duplicate). */
 interface Decided {
@@ -178,6 +186,8 @@ interface Kept {
 /**
  * Records scans through lists of one event, in the caller's transaction, and decides each:
  *   - a scan id already recorded on its list is a duplicate: nothing changes, its first result stands;
+ *   - a signed code must verify at the scan's time, as on the list-less check-in (not_found,
+ *     code_not_yet_valid, code_expired), and be its ticket's code now (key_retired, ticket_revoked);
  *   - the ticket must be the event's (not_found), not cancelled (ticket_cancelled), of a type the
  *     list admits (wrong_list), scanned within the list's window (not_yet_valid, list_expired);
  *   - an exit needs a list that scans exits (invalid_request) and the ticket inside (not_inside);
@@ -210,6 +220,22 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
   const tickets = await repo.findTickets(tx, eventId, [...ticketIds], [...codes]);
   const byId = new Map(tickets.map((t) => [t.id, t]));
   const byCode = new Map(tickets.map((t) => [t.code, t]));
+  // Signed codes are verified first, as on the list-less check-in (door.service.ts): a code that
+  // fails is refused before its ticket counts; one that verifies but is no ticket's code now was
+  // replaced (its key retired, or its serial revoked by a transfer or reissue).
+  const codeChecks = await checkScanCodes(tx, eventId, known.map((s) => ({ code: s.key.code, at: s.scannedAt })));
+  const codeRefusals = new Map<ScanInput, RefusalCode>();
+  const unknownCodes: string[] = [];
+  known.forEach((s, i) => {
+    const refusal = codeChecks[i];
+    if (refusal) codeRefusals.set(s, refusal);
+    else if (s.key.code !== undefined && !byCode.has(s.key.code)) unknownCodes.push(s.key.code);
+  });
+  const replaced = await whyCodesUnknown(tx, eventId, unknownCodes);
+  for (const s of known) {
+    const why = s.key.code === undefined || codeRefusals.has(s) ? undefined : replaced.get(s.key.code);
+    if (why) codeRefusals.set(s, why);
+  }
   const states = new Map(
     (foundIds.length === 0 ? [] : await repo.findListTickets(tx, foundIds, tickets.map((t) => t.id))).map((s) => [`${s.listId} ${s.ticketId}`, s]),
   );
@@ -231,7 +257,8 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       decided.push({ input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true });
       continue;
     }
-    const ticket = input.key.ticketId !== undefined ? byId.get(input.key.ticketId) : byCode.get(input.key.code!);
+    const codeRefusal = codeRefusals.get(input);
+    const ticket = codeRefusal === 'not_found' ? undefined : input.key.ticketId !== undefined ? byId.get(input.key.ticketId) : byCode.get(input.key.code!);
     const stateKey = ticket ? `${list.id} ${ticket.id}` : '';
     const state: repo.ListTicketRow = (ticket && states.get(stateKey)) || {
       listId: list.id,
@@ -266,7 +293,7 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       createdAt: now,
     };
     const result: Decided = { input, row, ticket, duplicate: false };
-    const reason = ruleRefusal(list, ticket, input);
+    const reason = codeRefusal ?? ruleRefusal(list, ticket, input);
     const single = list.allowMultipleEntries === 0;
     const doorAdmitted = input.localResult === 'admitted';
     if (reason) {
@@ -375,6 +402,10 @@ function admission(row: ScanRow, ticket: TicketRow) {
 const REFUSAL_DETAIL: Record<RefusalCode, string> = {
   not_found: 'No such ticket for this event.',
   ticket_cancelled: 'The ticket is cancelled.',
+  ticket_revoked: 'This code was replaced (a transfer or a reissue); only the ticket\'s new code admits it.',
+  key_retired: 'The key that signed this code is retired; the ticket has a new code.',
+  code_not_yet_valid: 'The code is not valid yet at the time of the scan.',
+  code_expired: 'The code was no longer valid at the time of the scan.',
   wrong_list: "The ticket's type is not admitted by this check-in list.",
   not_yet_valid: 'The check-in list does not admit anyone yet at the time of the scan.',
   list_expired: 'The check-in list no longer admitted anyone at the time of the scan.',

@@ -110,3 +110,18 @@ export async function replaceCodes(scope: TenantScope, codes: Array<{ id: string
 export function ticketTypeNames(scope: TenantScope, eventId: string): Promise<Array<{ id: string; name: string }>> {
   return scope.selectFrom('ticketTypes').select(['id', 'name']).where('eventId', '=', eventId).orderBy('id').execute();
 }
+
+/** The status of the event's keys named by `kids` (a batch of scans asks once). */
+export function keyStatuses(scope: TenantScope, eventId: string, kids: string[]): Promise<Array<{ kid: string; status: string }>> {
+  if (kids.length === 0) return Promise.resolve([]);
+  return scope.selectFrom('signingKeys').select(['kid', 'status']).where('eventId', '=', eventId).where('kid', 'in', kids).execute();
+}
+
+/** Why each of `serials` was revoked, for those that were (a batch of scans asks once). */
+export async function revocationsOf(scope: TenantScope, eventId: string, serials: string[]): Promise<Array<{ serial: string; reason: string }>> {
+  const found: Array<{ serial: string; reason: string }> = [];
+  for (let i = 0; i < serials.length; i += 500) {
+    found.push(...(await scope.selectFrom('ticketRevocations').select(['serial', 'reason']).where('eventId', '=', eventId).where('serial', 'in', serials.slice(i, i + 500)).execute()));
+  }
+  return found;
+}

@@ -195,6 +195,57 @@ export async function checkInByCode<T>(scope: TenantScope, eventId: string, code
   }
 }
 
+/** Why a scan's signed code is refused before its ticket is looked up (the list-less check-in's answers). */
+export type CodeScanRefusal = 'not_found' | 'code_not_yet_valid' | 'code_expired';
+
+/**
+ * The check-in lists' side of checkInByCode, for a batch of scans (an online scan through a list,
+ * or a synced queue): each signed code is verified as the list-less check-in verifies it, its
+ * window against the scan's own time (`at`: a door that was offline scanned then, not now). A
+ * forged code, one of another event or of an unknown key is `not_found`; a code outside its window
+ * `code_not_yet_valid` or `code_expired`; a code that verifies, or a code of another shape (looked
+ * up among the tickets as before), null. Keys come from the same cache as checkInByCode's.
+ */
+export async function checkScanCodes(scope: TenantScope, eventId: string, scans: Array<{ code: string | undefined; at: number }>): Promise<Array<CodeScanRefusal | null>> {
+  const refusals: Array<CodeScanRefusal | null> = [];
+  for (const { code, at } of scans) {
+    const parsed = code === undefined ? undefined : parseCode(code);
+    if (!parsed) {
+      refusals.push(null);
+      continue;
+    }
+    const key = await verifyingKey(scope, eventId, parsed.claims.kid);
+    const result = verifyCode(code!, { eventId, keys: key ? [key] : [], nowSeconds: Math.floor(at / 1000), revoked: () => false });
+    refusals.push(result.ok ? null : result.reason === 'not_yet_valid' ? 'code_not_yet_valid' : result.reason === 'expired' ? 'code_expired' : 'not_found');
+  }
+  return refusals;
+}
+
+/**
+ * Why signed codes that verified are no ticket's code now, in two queries for the batch: the key
+ * that signed the code is retired (`key_retired`), or its serial was revoked by a transfer or a
+ * reissue (`ticket_revoked`). A code with neither is left out (an unknown code: not_found).
+ */
+export async function whyCodesUnknown(scope: TenantScope, eventId: string, codes: string[]): Promise<Map<string, 'key_retired' | 'ticket_revoked'>> {
+  const claims = codes.flatMap((code) => {
+    const parsed = parseCode(code);
+    return parsed ? [{ code, ...parsed.claims }] : [];
+  });
+  const why = new Map<string, 'key_retired' | 'ticket_revoked'>();
+  if (claims.length === 0) return why;
+  const [statuses, revoked] = await Promise.all([
+    repo.keyStatuses(scope, eventId, [...new Set(claims.map((c) => c.kid))]),
+    repo.revocationsOf(scope, eventId, [...new Set(claims.map((c) => c.serial))]),
+  ]);
+  const retired = new Set(statuses.filter((k) => k.status === 'retired').map((k) => k.kid));
+  const revokedSerials = new Set(revoked.map((r) => r.serial));
+  for (const c of claims) {
+    if (retired.has(c.kid)) why.set(c.code, 'key_retired');
+    else if (revokedSerials.has(c.serial)) why.set(c.code, 'ticket_revoked');
+  }
+  return why;
+}
+
 /**
  * What a scanner downloads to check this event's tickets offline: the event, its keys that still
  * verify, the signed revocation list, its ticket types. One query per part; the serials are
