@@ -146,7 +146,7 @@ class Client {
     const res = await this.api.fetch(`/v1${path}`, { method, key: this.key, json, headers });
     const body = Buffer.from(await res.arrayBuffer());
     answered.push(body.toString('latin1'), [...res.headers].join('\n'));
-    return new Response(res.status === 304 ? null : body, { status: res.status, headers: res.headers }) as ApiResponse;
+    return new Response(res.status === 304 || res.status === 204 ? null : body, { status: res.status, headers: res.headers }) as ApiResponse;
   }
 
   get = (path: string) => this.send('GET', path);
@@ -380,7 +380,8 @@ for (const engine of ENGINES) {
       const initial = await first.json();
       assert.deepEqual(initial.revocations.serials, []);
       assertRevocationsSigned(initial);
-      assert.deepEqual(Object.keys(initial).sort(), ['event', 'eventId', 'generatedAt', 'keys', 'object', 'revocations', 'ticketTypes']);
+      assert.deepEqual(Object.keys(initial).sort(), ['checkinLists', 'event', 'eventId', 'generatedAt', 'keys', 'object', 'revocations', 'ticketTypes']);
+      assert.deepEqual(initial.checkinLists, []);
       assert.equal(initial.object, 'checkin_offline_data');
       assert.deepEqual(initial.event, { id: event.id, name: event.name, timezone: 'Europe/Berlin', startsAt: event.startsAt, endsAt: event.endsAt, venue: event.venue });
       assert.deepEqual(initial.ticketTypes, types.map((t) => ({ id: t.id, name: t.name })));
@@ -562,6 +563,45 @@ for (const engine of ENGINES) {
       assert.deepEqual([inWindow.results[0].outcome, inWindow.results[0].reason], ['refused', 'not_found']);
       const counts = (await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts;
       assert.deepEqual([counts.inside, counts.entries, counts.admittedTickets, counts.conflicts], [2, 2, 2, 0]);
+    });
+
+    test('the offline data carries the check-in lists; its ETag changes when a list is made, changed or deleted, not when a scan moves the counts', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c, [
+        { name: 'General', price: 0, quantity: 100 },
+        { name: 'VIP', price: 0, quantity: 10 },
+      ]);
+      const [ticket] = await buy(c, event.id, types[0].id);
+      const door = await c.withScopes(['checkin']);
+      const fetchData = async (etag?: string) => {
+        const res = await door.send('GET', `/events/${event.id}/checkin/offline`, undefined, etag ? { 'if-none-match': etag } : {});
+        return { status: res.status, etag: res.headers.get('etag')!, body: res.status === 200 ? await res.json() : null };
+      };
+      const empty = await fetchData();
+      const main = await c.expect(201, 'POST', `/events/${event.id}/checkin-lists`, { name: 'Main door', scanExits: true });
+      const vip = await c.expect(201, 'POST', `/events/${event.id}/checkin-lists`, { name: 'VIP lounge', ticketTypeIds: [types[1].id] });
+      const made = await fetchData(empty.etag);
+      assert.equal(made.status, 200, 'a new list changes the tag');
+      assert.notEqual(made.etag, empty.etag);
+      assert.deepEqual(made.body.checkinLists, [main, vip], 'the lists as the list API shows them, oldest first');
+
+      // A scan moves the counts but not the tag: the door keeps its copy; a 200 shows the new counts.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { code: ticket.code, listId: main.id });
+      assert.equal((await fetchData(made.etag)).status, 304);
+      const counted = await fetchData();
+      assert.equal(counted.etag, made.etag);
+      assert.deepEqual(counted.body.checkinLists[0].counts, { inside: 1, entries: 1, exits: 0, admittedTickets: 1, conflicts: 0 });
+
+      // A change of a list's settings is a new tag; so is a deleted list.
+      const renamed = await c.expect(200, 'PATCH', `/events/${event.id}/checkin-lists/${vip.id}`, { allowMultipleEntries: true });
+      const changed = await fetchData(made.etag);
+      assert.equal(changed.status, 200);
+      assert.deepEqual(changed.body.checkinLists[1], renamed);
+      await c.expect(204, 'DELETE', `/events/${event.id}/checkin-lists/${vip.id}`);
+      const deleted = await fetchData(changed.etag);
+      assert.equal(deleted.status, 200);
+      assert.deepEqual(deleted.body.checkinLists.map((l: Json) => l.id), [main.id]);
+      assertRevocationsSigned(deleted.body);
     });
 
     test('no answer of this file ever carried a private key', async () => {

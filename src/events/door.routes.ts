@@ -81,8 +81,8 @@ export const doorRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'getCheckinOfflineData',
         tags: ['check-in'],
-        summary: "What a door scanner needs to check tickets offline: the event, its public keys, the signed revocation list, its ticket types",
-        description: 'Send the `ETag` back as `If-None-Match`: 304 while nothing a scanner needs has changed.',
+        summary: "What a door scanner needs to check tickets offline: the event, its public keys, the signed revocation list, its ticket types, its check-in lists",
+        description: "Send the `ETag` back as `If-None-Match`: 304 while nothing a scanner needs has changed. The tag covers the check-in lists' settings but not their counts, which change with every scan.",
         params: EventParams,
         response: {
           200: { ...ref(schemas.CheckinOfflineDataSchema), headers: { ETag: { type: 'string', maxLength: 40, description: 'Send back as If-None-Match.' } } },

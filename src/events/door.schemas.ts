@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { pageSchema } from '../http/paging.js';
+import { CheckinListSchema } from './checkin-lists.schemas.js';
 import { Nullable, NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
 
 const Kid = Type.String({ pattern: '^[0-9a-f]{8}$', maxLength: 8, description: 'Key id: 4 bytes as 8 lowercase hex characters, as in the codes it signs.', examples: ['9f2c04ab'] });
@@ -55,6 +56,10 @@ export const CheckinOfflineDataSchema = Type.Object(
       { description: 'The revocation list, signed by the active key.' },
     ),
     ticketTypes: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { maxItems: 100_000 }),
+    checkinLists: Type.Array(CheckinListSchema, {
+      maxItems: 1000,
+      description: "The event's check-in lists, oldest first, with their counts as of generatedAt. The ETag covers each list's settings, not its counts: a 304 may carry older counts (a door's own count follows its sync answers).",
+    }),
   },
   { $id: 'CheckinOfflineData', description: 'What a door scanner needs to check this event\'s signed ticket codes offline.' },
 );

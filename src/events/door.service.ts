@@ -4,6 +4,8 @@ import { AppError } from '../errors.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
+import { listsOfEvent } from './checkin-lists.repository.js';
+import { type PresentedList, presentList } from './checkin-lists.service.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
 import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
@@ -248,16 +250,18 @@ export async function whyCodesUnknown(scope: TenantScope, eventId: string, codes
 
 /**
  * What a scanner downloads to check this event's tickets offline: the event, its keys that still
- * verify, the signed revocation list, its ticket types. One query per part; the serials are
- * sorted by code unit (base64url is ASCII), so the list signs the same every time. `etag`
- * covers everything but the times of the answer: the same tag means the same keys, list and names.
+ * verify, the signed revocation list, its ticket types, its check-in lists. One query per part;
+ * the serials are sorted by code unit (base64url is ASCII), so the list signs the same every time.
+ * `etag` covers everything but the times of the answer and the lists' counts: the same tag means
+ * the same keys, revocations, names and list settings.
  */
 export async function offlineData(scope: TenantScope, eventId: string): Promise<{ etag: string; body(): OfflineData }> {
-  const [event, keys, serials, ticketTypes] = await Promise.all([
+  const [event, keys, serials, ticketTypes, lists] = await Promise.all([
     requireEvent(scope, eventId),
     repo.verifyingKeys(scope, eventId),
     repo.revokedSerials(scope, eventId),
     repo.ticketTypeNames(scope, eventId),
+    listsOfEvent(scope, eventId),
   ]);
   serials.sort();
   const active = keys.find((k) => k.status === 'active');
@@ -278,7 +282,12 @@ export async function offlineData(scope: TenantScope, eventId: string): Promise<
     venue: event.venue === null ? null : (JSON.parse(event.venue) as { name: string; address?: string; city?: string; country?: string }),
   };
   const presentedKeys = keys.map((k) => ({ kid: k.kid, algorithm: 'Ed25519' as const, publicKey: k.publicKey, status: k.status as 'active' | 'retiring' }));
-  const etag = `"${createHash('sha256').update(JSON.stringify([presentedEvent, presentedKeys, serials, ticketTypes])).digest('base64url').slice(0, 27)}"`;
+  const checkinLists = lists.map(presentList);
+  // A list's settings are in the tag, its counts (and the updatedAt they move) are not: a busy
+  // door's scans change counts every second, and the scanners' minute refresh must not download
+  // the whole revocation list again for them. Counts reach a door through its sync answers.
+  const listSettings = checkinLists.map(({ counts: _counts, updatedAt: _updatedAt, ...settings }) => settings);
+  const etag = `"${createHash('sha256').update(JSON.stringify([presentedEvent, presentedKeys, serials, ticketTypes, listSettings])).digest('base64url').slice(0, 27)}"`;
   const signer = active;
   return {
     etag,
@@ -294,6 +303,7 @@ export async function offlineData(scope: TenantScope, eventId: string): Promise<
         keys: presentedKeys,
         revocations: { eventId, issuedAt, serials, kid: signer.kid, signature },
         ticketTypes,
+        checkinLists,
       };
     },
   };
@@ -307,4 +317,5 @@ export interface OfflineData {
   keys: Array<{ kid: string; algorithm: 'Ed25519'; publicKey: string; status: 'active' | 'retiring' }>;
   revocations: { eventId: string; issuedAt: string; serials: string[]; kid: string; signature: string };
   ticketTypes: Array<{ id: string; name: string }>;
+  checkinLists: PresentedList[];
 }
