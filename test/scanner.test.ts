@@ -134,13 +134,7 @@ describe('the scanner page in Chromium', () => {
     assert.deepEqual({ eventId: pairing.eventId, listId: pairing.listId, key: pairing.key }, { eventId: event.id, listId: null, key: door });
     assert.ok(!(await page.content()).includes(door), 'the key is not shown');
 
-    const offlineData = await api.fetch(`/v1/events/${event.id}/checkin/offline`, { key: door });
-    if (offlineData.status === 404) {
-      // The door data endpoint is not on this server yet: the page says why it has no door data.
-      await page.getByRole('alert').filter({ hasText: 'Could not download the door data' }).waitFor();
-    } else {
-      await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
-    }
+    await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
     const bad = await browser.newPage();
     onCleanup(t, () => bad.close());
     await bad.goto(`${api.url}/scanner#event=not-an-event&key=x`);
@@ -234,11 +228,6 @@ describe('the scanner page in Chromium', () => {
     const { key } = await api.account();
     const { event, tickets } = await eventWithTickets(api, key, 4);
     const door = await doorKey(api, key);
-    const probe = await api.fetch(`/v1/events/${event.id}/checkin/offline`, { key: door });
-    if (probe.status === 404) {
-      t.skip('GET /checkin/offline is not on this server yet (signed codes and check-in lists come with the door kit)');
-      return;
-    }
     const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
     assert.equal(list.object, 'checkin_list', JSON.stringify(list));
 
@@ -305,6 +294,9 @@ describe('the scanner page in Chromium', () => {
       await page.screenshot({ path: DOC_IMAGE });
     });
     await until(() => page.evaluate(() => Boolean((globalThis as any).navigator.serviceWorker.controller)) || page.reload().then(() => false), 10_000, 'the service worker in control');
+    // The network is cut: the page sees it at once.
+    await context!.setOffline(true);
+    await page.getByText('Offline', { exact: true }).waitFor();
 
     // Offline from the start: the page opens from its service worker and decides alone.
     page = await phone(await video(codes[1]!, 'second'), true);
@@ -347,5 +339,82 @@ describe('the scanner page in Chromium', () => {
     assert.equal(counted.counts.admittedTickets, 3);
     assert.equal(counted.counts.conflicts, 0);
     assert.equal(await page.getByTestId('inside').innerText(), '3');
+  });
+  test('two doors offline admit the same ticket: the server keeps the earliest scan, the other is a conflict, and both pages show it', async (t) => {
+    const api = await startApp(t, await freshStorage(t, 'sqlite'));
+    const { key } = await api.account();
+    const { event, tickets } = await eventWithTickets(api, key, 1);
+    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
+    const png = await api.fetch(`/v1/tickets/${tickets[0]!.id}/qr.png`, { key });
+    const { data, info } = await sharp(Buffer.from(await png.arrayBuffer())).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    const code = jsQR(new Uint8ClampedArray(data), info.width, info.height)!.data;
+
+    // Two phones, each paired by its own link to the same list; their clocks are the page's own,
+    // so the later one can be moved on to its minute refresh.
+    const open = async (name: string) => {
+      const context = await browser.newContext({ viewport: PHONE });
+      onCleanup(t, () => context.close());
+      await context.clock.install();
+      const page = await context.newPage();
+      watchErrors(t, page);
+      await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${await doorKey(api, key)}`);
+      await page.getByText('Main door').waitFor();
+      await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
+      return { name, context, page };
+    };
+    const north = await open('north');
+    const south = await open('south');
+
+    // Both doors cut off; the north door admits the ticket first, the south door a moment later.
+    for (const door of [north, south]) {
+      await door.context.setOffline(true);
+      await door.page.getByText('Offline', { exact: true }).waitFor();
+    }
+    for (const door of [north, south]) {
+      await door.page.getByLabel('Ticket code').fill(code);
+      await door.page.getByRole('button', { name: 'Check' }).click();
+      await door.page.getByRole('status').filter({ hasText: 'Admit' }).filter({ hasText: 'queued for upload' }).waitFor();
+      await door.page.getByText('1 queued').waitFor();
+      await door.page.waitForTimeout(20);
+    }
+    const [northScan] = await readStore(north.page, 'scans');
+    const [southScan] = await readStore(south.page, 'scans');
+    assert.ok(northScan.scannedAt < southScan.scannedAt, 'north scanned first');
+
+    // The south door is back first: its later admission reaches the server first and is admitted.
+    await south.context.setOffline(false);
+    await south.page.getByText('0 queued').waitFor({ timeout: 20_000 });
+    assert.equal((await readStore(south.page, 'scans', southScan.scanId)).outcome, 'admitted');
+    // Then the north door: its earlier admission is kept, and the south one becomes the conflict.
+    await north.context.setOffline(false);
+    await north.page.getByText('0 queued').waitFor({ timeout: 20_000 });
+    assert.equal((await readStore(north.page, 'scans', northScan.scanId)).outcome, 'admitted');
+
+    const counted = await (await api.fetch(`/v1/events/${event.id}/checkin-lists/${list.id}`, { key })).json();
+    assert.deepEqual(counted.counts, { inside: 1, entries: 1, exits: 0, admittedTickets: 1, conflicts: 1 });
+    const conflicts = (await (await api.fetch(`/v1/events/${event.id}/checkin-lists/${list.id}/conflicts`, { key })).json()).data;
+    const northDevice = await readStore(north.page, 'settings', 'deviceId');
+    const southDevice = await readStore(south.page, 'settings', 'deviceId');
+    assert.deepEqual(
+      conflicts.map((c: any) => [c.scanId, c.deviceId, c.kept.keptScanId, c.kept.keptDeviceId]),
+      [[southScan.scanId, southDevice, northScan.scanId, northDevice]],
+    );
+
+    // The north page read the conflicts after its upload: its admission was kept over the south door's.
+    const shown = (page: Page) => page.getByRole('region', { name: 'Conflicts' }).getByRole('listitem');
+    await shown(north.page).filter({ hasText: 'Ada Lovelace' }).filter({ hasText: 'kept' }).waitFor();
+    assert.equal(await shown(north.page).count(), 1);
+    // The south page learns it on its minute refresh: its admission is marked a conflict.
+    await south.page.clock.fastForward('01:05');
+    await shown(south.page).filter({ hasText: 'Ada Lovelace' }).filter({ hasText: 'a conflict' }).waitFor({ timeout: 20_000 });
+    assert.equal(await shown(south.page).count(), 1);
+    const marked = await readStore(south.page, 'scans', southScan.scanId);
+    assert.deepEqual([marked.outcome, marked.conflict.keptScanId, marked.conflict.keptDeviceId], ['conflict', northScan.scanId, northDevice]);
+    for (const door of [north, south]) {
+      assert.equal(await door.page.getByTestId('inside').innerText(), '1');
+      await accessible(door.page, `the ${door.name} door's conflicts`);
+      await noSidewaysScroll(door.page);
+      await door.page.screenshot({ path: path.join(SCREENSHOTS, `scanner-conflict-${door.name}.png`), fullPage: true });
+    }
   });
 });

@@ -4,7 +4,7 @@
  * offline data fresh. The page (main.ts) only shows what this reports.
  */
 import { type CheckinList, decide, type Direction } from './rules.js';
-import type { ConflictInfo, InsideCount, OfflineData, Outcome, Pairing, ScanRecord, Store, StoredOffline } from './store.js';
+import type { ConflictInfo, ConflictView, InsideCount, KnownConflicts, OfflineData, Outcome, Pairing, ScanRecord, ServerConflict, Store, StoredOffline } from './store.js';
 import { isSignedCode, type Verdict, Verifier, verifyRevocations } from './verify.js';
 
 /** The contract's cap on one sync request. */
@@ -12,6 +12,9 @@ export const SYNC_BATCH = 1000;
 const REFRESH_EVERY_MS = 60_000;
 const MAX_BACKOFF_MS = 60_000;
 const CHECKIN_TIMEOUT_MS = 4000;
+/** How many of the list's latest conflicts the door reads (one page, newest first) and shows. */
+const CONFLICTS_SHOWN = 20;
+const CONFLICTS_READ = 100;
 
 export interface ScanResult {
   scan: ScanRecord;
@@ -28,7 +31,8 @@ export interface DoorState {
   inside: number | null;
   /** A problem worth showing (the key refused, door data that failed its check, …). */
   problem: string | null;
-  conflicts: ScanRecord[];
+  /** Conflicts touching this device's scans, newest first: its own later admissions, and its admissions kept over another door's. */
+  conflicts: ConflictView[];
 }
 
 /** An answer that is not the server's judgement (no network, a gateway, an overloaded server): the door decides alone. */
@@ -210,8 +214,8 @@ export class Door {
       }
       this.state.inside = Math.max(0, this.insideBase + delta);
     }
-    // Conflicts come only from the server's answers to an upload: read again after one, not after every scan.
-    if (withConflicts) this.state.conflicts = await this.store.conflicts(20);
+    // Conflicts come only from the server (an upload's answers, its conflicts list): read again after those, not after every scan.
+    if (withConflicts) this.state.conflicts = await this.conflictViews();
     this.changed();
   }
 
@@ -327,12 +331,89 @@ export class Door {
     }, delayMs);
   }
 
-  /** Uploads the queue in batches of SYNC_BATCH; on no answer, tries again later, waiting longer each time. */
+  /**
+   * Uploads the queue in batches of SYNC_BATCH; on no answer, tries again later, waiting longer
+   * each time. Then reads the list's conflicts: another door's later upload may have made one of
+   * this door's admissions a conflict, or kept it over theirs (this runs on the minute refresh too).
+   */
   sync(): Promise<void> {
-    this.syncing ??= this.upload().finally(() => {
-      this.syncing = null;
-    });
+    this.syncing ??= this.upload()
+      .then(() => this.readConflicts())
+      .finally(() => {
+        this.syncing = null;
+      });
     return this.syncing;
+  }
+
+  /**
+   * GET /checkin-lists/:listId/conflicts (newest first): keeps those that touch this device, by
+   * its device id (synced scans) or its scan ids (online scans carry none), and marks this
+   * device's scans that the server turned into conflicts.
+   */
+  private async readConflicts(): Promise<void> {
+    const pairing = this.state.pairing;
+    if (!pairing?.listId || !navigator.onLine) return;
+    let res: Response;
+    try {
+      res = await this.api(`/checkin-lists/${encodeURIComponent(pairing.listId)}/conflicts?limit=${CONFLICTS_READ}`);
+    } catch (err) {
+      if (err instanceof Unreachable) return this.setOnline(false);
+      throw err;
+    }
+    if (!res.ok) {
+      const { code, detail } = await this.problemOf(res);
+      this.state.problem = `Could not read the door's conflicts (${code}): ${detail}`;
+      this.changed();
+      return;
+    }
+    const page = (await res.json()) as { data: ServerConflict[] };
+    if (this.state.pairing !== pairing) return;
+    const deviceId = await this.store.deviceId();
+    const touching: ServerConflict[] = [];
+    for (const conflict of page.data) {
+      const mine = await this.store.scan(conflict.scanId);
+      const keptHere = conflict.kept.keptDeviceId === deviceId || (await this.store.scan(conflict.kept.keptScanId)) !== undefined;
+      if (!mine && conflict.deviceId !== deviceId && !keptHere) continue;
+      touching.push(conflict);
+      if (mine && mine.outcome !== 'conflict') {
+        // Admitted when uploaded, displaced since by another door's earlier scan.
+        mine.outcome = 'conflict';
+        mine.reason = 'conflict';
+        mine.conflict = conflict.kept;
+        await this.store.putScan(mine);
+      }
+    }
+    await this.store.set('conflicts', { listId: pairing.listId, conflicts: touching } satisfies KnownConflicts);
+    await this.recount(true);
+  }
+
+  /** The conflicts to show: those last read from the server, and this device's scans its sync answers called conflicts. */
+  private async conflictViews(): Promise<ConflictView[]> {
+    const listId = this.state.pairing?.listId;
+    const known = await this.store.get<KnownConflicts>('conflicts');
+    const views: ConflictView[] = [];
+    const seen = new Set<string>();
+    for (const conflict of known && known.listId === listId ? known.conflicts : []) {
+      const mine = await this.store.scan(conflict.scanId);
+      const kept = mine ? undefined : await this.store.scan(conflict.kept.keptScanId);
+      const local = mine ?? kept;
+      seen.add(conflict.scanId);
+      views.push({
+        scanId: conflict.scanId,
+        ticketId: conflict.ticketId,
+        scannedAt: conflict.scannedAt,
+        deviceId: conflict.deviceId,
+        kept: conflict.kept,
+        side: mine ? 'conflict' : 'kept',
+        attendeeName: local?.attendeeName ?? null,
+        ticketTypeName: local?.ticketTypeName ?? null,
+      });
+    }
+    for (const scan of await this.store.conflicts(CONFLICTS_SHOWN)) {
+      if (seen.has(scan.scanId) || (listId && scan.listId !== listId)) continue;
+      views.push({ scanId: scan.scanId, ticketId: scan.ticketId, scannedAt: scan.scannedAt, deviceId: null, kept: scan.conflict, side: 'conflict', attendeeName: scan.attendeeName, ticketTypeName: scan.ticketTypeName });
+    }
+    return views.sort((a, b) => b.scannedAt.localeCompare(a.scannedAt)).slice(0, CONFLICTS_SHOWN);
   }
 
   private async upload(): Promise<void> {

@@ -50,11 +50,17 @@ function render(door: Door) {
 
   const box = $('conflicts-box');
   box.hidden = state.conflicts.length === 0;
+  const time = (at: string) => new Date(at).toLocaleTimeString();
+  const device = (id: string | null) => (id ? `door ${id.replace(/^door-/, '').slice(0, 8)}` : 'an online scan');
   $('conflicts').replaceChildren(
-    ...state.conflicts.map((scan) => {
+    ...state.conflicts.map((conflict) => {
       const li = document.createElement('li');
-      const kept = scan.conflict ? ` Kept: the scan at ${new Date(scan.conflict.keptScannedAt).toLocaleTimeString()} on ${scan.conflict.keptDeviceId}.` : '';
-      li.textContent = `${scan.attendeeName ?? scan.ticketId ?? 'A ticket'} (${scan.ticketTypeName ?? 'ticket'}), scanned here at ${new Date(scan.scannedAt).toLocaleTimeString()}.${kept}`;
+      li.dataset.side = conflict.side;
+      const who = `${conflict.attendeeName ?? conflict.ticketId ?? 'A ticket'} (${conflict.ticketTypeName ?? 'ticket'})`;
+      li.textContent =
+        conflict.side === 'conflict'
+          ? `${who}, admitted here at ${time(conflict.scannedAt)}: a conflict.${conflict.kept ? ` Kept: the scan at ${time(conflict.kept.keptScannedAt)} on ${device(conflict.kept.keptDeviceId)}.` : ''}`
+          : `${who}, admitted here${conflict.kept ? ` at ${time(conflict.kept.keptScannedAt)}` : ''}: kept. Also admitted at ${time(conflict.scannedAt)} by ${device(conflict.deviceId)}: a conflict.`;
       return li;
     }),
   );

@@ -66,6 +66,7 @@ export const REFUSALS: Record<string, string> = {
   key_retired: 'Code signed with a retired key',
   wrong_event: 'Ticket for another event',
   not_yet_valid: 'Not valid yet',
+  code_not_yet_valid: 'Code not valid yet',
   code_expired: 'Code no longer valid',
   ticket_revoked: 'Ticket revoked (cancelled or replaced)',
   ticket_cancelled: 'Ticket cancelled',

@@ -35,7 +35,41 @@ export type Outcome = 'admitted' | 'refused' | 'conflict' | 'duplicate';
 export interface ConflictInfo {
   keptScanId: string;
   keptScannedAt: string;
-  keptDeviceId: string;
+  /** Null for an admission made online, through POST /checkin (no device id). */
+  keptDeviceId: string | null;
+}
+
+/** GET /v1/events/:id/checkin-lists/:listId/conflicts: one scan that became a conflict. */
+export interface ServerConflict {
+  object: 'checkin_conflict';
+  id: string;
+  listId: string;
+  scanId: string;
+  ticketId: string;
+  scannedAt: string;
+  deviceId: string | null;
+  kept: ConflictInfo;
+  conflictedAt: string;
+}
+
+/** The list's conflicts that touch this device's scans, as last read from the server. */
+export interface KnownConflicts {
+  listId: string;
+  conflicts: ServerConflict[];
+}
+
+/** A conflict as the page shows it. */
+export interface ConflictView {
+  /** The scan that became the conflict (the later admission), and the admission kept instead. */
+  scanId: string;
+  ticketId: string | null;
+  scannedAt: string;
+  deviceId: string | null;
+  kept: ConflictInfo | null;
+  /** conflict: this device's admission was the later one; kept: this device's was kept over another door's. */
+  side: 'conflict' | 'kept';
+  attendeeName: string | null;
+  ticketTypeName: string | null;
 }
 
 /** One scan: the queue entry of the contract, and what the server said of it once it knows. */
@@ -67,7 +101,7 @@ export interface InsideCount {
   at: string;
 }
 
-type Setting = 'pairing' | 'offline' | 'deviceId' | 'inside';
+type Setting = 'pairing' | 'offline' | 'deviceId' | 'inside' | 'conflicts';
 
 interface ScannerDb extends DBSchema {
   settings: { key: string; value: unknown };
@@ -105,6 +139,7 @@ export class Store {
     if (previous && previous.eventId !== pairing.eventId) {
       await settings.delete('offline');
       await settings.delete('inside');
+      await settings.delete('conflicts');
       let cursor = await tx.objectStore('scans').index('byState').openCursor('done');
       while (cursor) {
         await cursor.delete();
@@ -120,6 +155,7 @@ export class Store {
     await tx.store.delete('pairing');
     await tx.store.delete('offline');
     await tx.store.delete('inside');
+    await tx.store.delete('conflicts');
     await tx.done;
   }
 
