@@ -10,7 +10,9 @@
 //   node bench/door-offline.mjs                       # both engines
 //   BENCH_ENGINES=sqlite node bench/door-offline.mjs  # one
 //
-// It prints its figures and writes nothing (docs/benchmarks.md is left as it is).
+// Run on its own it prints its figures and writes nothing; `npm run bench -- door` (bench/door.mjs)
+// runs it with the other door benchmarks and writes their section of docs/benchmarks.md.
+import { pathToFileURL } from 'node:url';
 import {
   build,
   checkedJson,
@@ -33,7 +35,7 @@ import {
 const log = (line) => process.stdout.write(`${line}\n`);
 const ms = (value) => value.toFixed(1);
 
-function settings() {
+export function offlineSettings() {
   const engines = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim()).filter(Boolean);
   for (const e of engines) if (e !== 'sqlite' && e !== 'postgres') throw new Error(`BENCH_ENGINES: unknown engine "${e}" (sqlite, postgres)`);
   const tickets = seconds('BENCH_DOOR_TICKETS', 100_000, 100);
@@ -65,7 +67,12 @@ async function ready(data) {
   return serials.size;
 }
 
-async function engineRun(s, engine) {
+/**
+ * One engine: seeds the event, then times the offline data. Resolves to the figures (ms):
+ * { engine, tickets, revocations, runs, bytes, download, parse, total, notModified } (arrays of
+ * the timed runs) and the printed `line`.
+ */
+export async function offlineRun(s, engine) {
   log(`\n[${engine}]`);
   const storage = { montageDir: makeTempDir(`montage-bench-door-${engine}-`).dir };
   if (engine === 'postgres') Object.assign(storage, await freshPostgres(postgresAdminUrl()));
@@ -135,18 +142,20 @@ async function engineRun(s, engine) {
     `download ${ms(median(download))} ms (${ms(percentile(download, 95))}), parse ${ms(median(parse))} ms, download+parse+ready ${ms(median(total))} ms (${ms(percentile(total, 95))}); ` +
     `304 ${ms(median(notModified))} ms`;
   log(line);
-  return line;
+  return { engine, tickets: s.tickets, revocations: s.revocations, runs: s.runs, bytes, download, parse, total, notModified, line };
 }
 
-const s = settings();
-let code = 0;
-try {
-  await build();
-  for (const engine of s.engines) await engineRun(s, engine);
-} catch (err) {
-  console.error(`\nBenchmark failed: ${err.stack ?? err}`);
-  code = 1;
-} finally {
-  await cleanupAll();
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const s = offlineSettings();
+  let code = 0;
+  try {
+    await build();
+    for (const engine of s.engines) await offlineRun(s, engine);
+  } catch (err) {
+    console.error(`\nBenchmark failed: ${err.stack ?? err}`);
+    code = 1;
+  } finally {
+    await cleanupAll();
+  }
+  process.exit(code);
 }
-process.exit(code);

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs the benchmarks: `npm run bench` runs them all, `npm run bench -- http` only those named.
 // Each benchmark module exports `name`, `description` and `run()`, which resolves to
-// { text, markdown, pass, writeDoc }: `text` is printed, `markdown` replaces the module's own
-// section of docs/benchmarks.md. See bench/README.md for the environment variables.
+// { text, markdown, pass, writeDoc, section? }: `text` is printed, `markdown` replaces the module's own
+// section of docs/benchmarks.md (or, with `section`, the section of that name: a partial run's). See bench/README.md for the environment variables.
 import path from 'node:path';
 import { cleanupAll, DOC_FILE, ROOT, writeDocSection } from './lib.mjs';
 
@@ -11,7 +11,7 @@ const BENCHMARKS = {
   http: () => import('./http.mjs'),
   events: () => import('./events.mjs'),
   webhooks: () => import('./webhooks.mjs'),
-  'door-sync': () => import('./door-sync.mjs'),
+  door: () => import('./door.mjs'),
   blend: () => import('./blend.mjs'),
   soak: () => import('./soak.mjs'),
 };
@@ -37,8 +37,9 @@ async function main(args) {
     await cleanupAll();
     console.log(`\n${result.text}\n`);
     if (result.writeDoc && process.env.BENCH_NO_DOCS !== '1') {
-      writeDocSection(module.name, result.markdown);
-      console.log(`Wrote the "${module.name}" section of ${path.relative(ROOT, DOC_FILE)}`);
+      const section = result.section ?? module.name;
+      writeDocSection(section, result.markdown);
+      console.log(`Wrote the "${section}" section of ${path.relative(ROOT, DOC_FILE)}`);
     } else {
       console.log(`(${path.relative(ROOT, DOC_FILE)} left as it was)`);
     }
