@@ -125,6 +125,28 @@ describe('the scanner verifies signed codes without the server', () => {
     assert.equal(decodeCode('h0HFNKsRHaUT6fWW9eYOuL'), null);
   });
 
+  test('only the canonical spelling of a code verifies: the spare bits of its last character must be zero', async () => {
+    const key = keyPair();
+    const { code } = signCode(key, ticket());
+    const verifier = await Verifier.create(eventId, [key.listed], []);
+    const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = B64.indexOf(code.at(-1)!);
+    assert.equal(last & 0b1111, 0, 'the issued spelling has zero spare bits');
+    let admitted = 0;
+    for (let spare = 0; spare < 16; spare++) {
+      const spelling = code.slice(0, -1) + B64[last | spare];
+      // Every spelling decodes to the same bytes ...
+      assert.deepEqual(Buffer.from(spelling.slice(2), 'base64url'), Buffer.from(code.slice(2), 'base64url'));
+      // ... but only the issued one is a code.
+      const verdict = await verifier.verify(spelling, NOW);
+      if (spare === 0) assert.equal(verdict.ok, true);
+      else assert.deepEqual(verdict, { ok: false, reason: 'invalid_code' }, `spare bits ${spare}`);
+      if (spare > 0) assert.equal(decodeCode(spelling), null);
+      if (verdict.ok) admitted += 1;
+    }
+    assert.equal(admitted, 1);
+  });
+
   test("another event's code is refused even when signed by a key of this event", async () => {
     const key = keyPair();
     const verifier = await Verifier.create(eventId, [key.listed], []);
