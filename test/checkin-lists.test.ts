@@ -327,6 +327,23 @@ for (const engine of ENGINES) {
       await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' }), 409, 'already_checked_in');
     });
 
+    test('an online refusal is recorded: its scanId answers the same refusal after the list changes', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, vips } = await door(c, 1);
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id] });
+      const refused = await problem(await scan(c, event.id, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-1' }), 409, 'wrong_list');
+      assert.equal(refused.scanId, 'vip-1');
+      // The list now admits every type; the same scan id still answers its first result, with no effect.
+      await c.expect(200, 'PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { ticketTypeIds: [] });
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-1' }), 409, 'wrong_list');
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 });
+      // The refused scan is on the list's record, so the list is in use.
+      assert.equal((await problem(await c.send('DELETE', `/events/${event.id}/checkin-lists/${list.id}`), 409, 'list_in_use')).scans, 1);
+      // A new scan id is decided afresh.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-2' });
+    });
+
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();

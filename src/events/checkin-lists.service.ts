@@ -415,17 +415,21 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
     deviceId: null,
     gate: input.gate ?? null,
   };
-  return scope.transaction(async (tx) => {
+  // A refusal is recorded too (so that its scanId answers the same later): it is returned from
+  // the transaction, which commits, and thrown after.
+  const decision = await scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
     const { decided } = await recordScans(tx, eventId, [scan], keyId, now);
     const [d] = decided;
     if (!d || 'listMissing' in d) throw notFound('check-in list', scan.listId);
     const row = d.row!;
     if (row.outcome === 'admitted' && d.ticket) return admission(row, d.ticket);
-    if (row.outcome === 'refused') throw refusalError(row, d.ticket?.id);
+    if (row.outcome === 'refused') return refusalError(row, d.ticket?.id);
     // Undone, or (a synced scan's id sent again online) a conflict: the scan no longer admits.
-    throw new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
+    return new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
   });
+  if (decision instanceof AppError) throw decision;
+  return decision;
 }
 
 export type ListAdmission = ReturnType<typeof admission>;
