@@ -344,6 +344,36 @@ for (const engine of ENGINES) {
       await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-2' });
     });
 
+    test('a ticket admitted through a list is not cancelled or transferred until its entry is undone', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 2);
+      const list = await newList(c, event.id, { scanExits: true });
+      const [online, offline] = generals;
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: online.id });
+      await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [{ scanId: 's1', ticketId: offline.id, listId: list.id, scannedAt: iso(Date.now() - 60_000), localResult: 'admitted' }] });
+      for (const ticket of [online, offline]) {
+        const cancel = await problem(await c.send('POST', `/tickets/${ticket.id}/cancel`), 409, 'ticket_checked_in');
+        assert.match(cancel.detail, /check-in list/);
+        assert.equal(cancel.checkedInAt, null);
+        await problem(await c.send('POST', `/tickets/${ticket.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }), 409, 'ticket_checked_in');
+        const now = await c.expect(200, 'GET', `/tickets/${ticket.id}`);
+        assert.deepEqual([now.status, now.code, now.attendee.name], ['valid', ticket.code, 'Ada Lovelace']);
+      }
+      // After an exit the ticket was still admitted: the same.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: online.id, direction: 'exit' });
+      await problem(await c.send('POST', `/tickets/${online.id}/cancel`), 409, 'ticket_checked_in');
+      // Once its entry is undone, it may be transferred and cancelled.
+      await c.expect(200, 'DELETE', `/events/${event.id}/checkin/${online.id}?listId=${list.id}`);
+      await c.expect(200, 'POST', `/tickets/${online.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      assert.equal((await c.expect(200, 'POST', `/tickets/${online.id}/cancel`)).status, 'cancelled');
+      // A ticket only refused on a list (another list's admission does not count for it either) is free.
+      const other = await door(c, 1);
+      const vipOnly = await newList(c, other.event.id, { ticketTypeIds: [other.vip.id] });
+      await problem(await scan(c, other.event.id, { listId: vipOnly.id, ticketId: other.generals[0].id }), 409, 'wrong_list');
+      assert.equal((await c.expect(200, 'POST', `/tickets/${other.generals[0].id}/cancel`)).status, 'cancelled');
+    });
+
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
