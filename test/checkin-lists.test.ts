@@ -270,13 +270,13 @@ for (const engine of ENGINES) {
       const a2 = all.find((x: Json) => x.scanId === 'a2');
       assert.deepEqual([a2.ticketId, a2.deviceId, a2.kept], [generals[1].id, 'door-a', { keptScanId: 'b2', keptScannedAt: iso(t0 - 60_000), keptDeviceId: 'door-b' }]);
 
-      // Validation: too many scans, a scan without a ticket, a future time, a missing deviceId.
+      // A malformed envelope is a 400: too many scans, no scans, scans not a list, a missing deviceId, a scan without its scanId.
       const bad = [
         { deviceId: 'd', scans: Array.from({ length: 1001 }, (_, i) => entry(`x${i}`, generals[0], t0)) },
-        { deviceId: 'd', scans: [{ ...entry('y', generals[0], t0), code: undefined }] },
-        { deviceId: 'd', scans: [entry('y', generals[0], Date.now() + 2 * HOUR)] },
         { scans: [entry('y', generals[0], t0)] },
         { deviceId: 'd', scans: [] },
+        { deviceId: 'd', scans: 'y' },
+        { deviceId: 'd', scans: [{ ...entry('y', generals[0], t0), scanId: undefined }] },
       ];
       for (const json of bad) await problem(await scanner.send('POST', `/events/${event.id}/checkin/sync`, json), 400, 'invalid_request');
       const reader = client(api, await api.key(accountId, 'business', { scopes: ['events:read'] }));
@@ -372,6 +372,51 @@ for (const engine of ENGINES) {
       const vipOnly = await newList(c, other.event.id, { ticketTypeIds: [other.vip.id] });
       await problem(await scan(c, other.event.id, { listId: vipOnly.id, ticketId: other.generals[0].id }), 409, 'wrong_list');
       assert.equal((await c.expect(200, 'POST', `/tickets/${other.generals[0].id}/cancel`)).status, 'cancelled');
+    });
+
+    test('sync: a malformed scan is refused invalid_scan by itself; the rest of the batch is recorded', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 3);
+      const list = await newList(c, event.id);
+      const t0 = Date.now() - 10 * 60_000;
+      const s = (scanId: string, extra: Record<string, unknown>) => ({ scanId, code: generals[0].code, listId: list.id, scannedAt: iso(t0), localResult: 'refused', ...extra });
+      const batch = [
+        s('long', { code: 'x'.repeat(3000) }),
+        s('ok-1', { code: generals[1].code, localResult: 'admitted' }),
+        s('unparsable', { scannedAt: 'yesterday-ish' }),
+        s('ahead', { scannedAt: iso(Date.now() + 2 * HOUR) }),
+        s('no-list', { listId: undefined }),
+        s('both', { ticketId: generals[0].id }),
+        s('neither', { code: undefined }),
+        s('sideways', { direction: 'sideways' }),
+        s('maybe', { localResult: 'maybe' }),
+        s('unknown-list', { listId: 'cl_nope' }),
+        s('ok-2', { code: generals[2].code, localResult: 'admitted', scannedAt: iso(t0 + 1000) }),
+      ];
+      const answer = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: batch });
+      assert.deepEqual(answer.results.map((r: Json) => [r.scanId, r.outcome, r.reason, r.detail]), [
+        ['long', 'refused', 'invalid_scan', "/scans/0/code must be 1 to 256 characters: it is no ticket's code"],
+        ['ok-1', 'admitted', undefined, undefined],
+        ['unparsable', 'refused', 'invalid_scan', '/scans/2/scannedAt is not a time'],
+        ['ahead', 'refused', 'invalid_scan', '/scans/3/scannedAt is in the future'],
+        ['no-list', 'refused', 'invalid_scan', '/scans/4/listId is required: a synced scan goes through a check-in list'],
+        ['both', 'refused', 'invalid_scan', '/scans/5/ticketId send exactly one of ticketId and code'],
+        ['neither', 'refused', 'invalid_scan', '/scans/6/code send exactly one of ticketId and code'],
+        ['sideways', 'refused', 'invalid_scan', '/scans/7/direction must be entry or exit'],
+        ['maybe', 'refused', 'invalid_scan', '/scans/8/localResult must be admitted or refused'],
+        ['unknown-list', 'refused', 'not_found', undefined],
+        ['ok-2', 'admitted', undefined, undefined],
+      ]);
+      assert.deepEqual(answer.list.counts, { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
+      // Sent again (a scanner that lost the answer): the good ones are duplicates, the bad ones the same refusal, nothing counted twice.
+      const again = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: batch });
+      assert.deepEqual(again.results.map((r: Json) => r.outcome), ['refused', 'duplicate', ...Array(8).fill('refused'), 'duplicate']);
+      assert.deepEqual(again.list.counts, answer.list.counts);
+      // A batch of bad scans only: every one answered, nothing recorded.
+      const only = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [batch[0], batch[2]] });
+      assert.deepEqual([only.results.map((r: Json) => r.reason), only.lists, only.list], [['invalid_scan', 'invalid_scan'], [], null]);
+      assert.equal((await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts.entries, 2);
     });
 
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {

@@ -452,33 +452,51 @@ function syncResult(d: Decided, typeNames: Map<string, string>) {
   };
 }
 
+type SyncScan = Static<typeof SyncBody>['scans'][number];
+
+/** What is wrong with a synced scan by itself (its field's JSON pointer and the rule), or its input to the engine. */
+function checkedScan(s: SyncScan, i: number, deviceId: string, now: number): ScanInput | { scanId: string; detail: string } {
+  const bad = (field: string, message: string) => ({ scanId: s.scanId, detail: `/scans/${i}/${field} ${message}` });
+  if ((s.ticketId === undefined) === (s.code === undefined)) return bad(s.ticketId === undefined ? 'code' : 'ticketId', 'send exactly one of ticketId and code');
+  if (s.code !== undefined && (s.code.length < 1 || s.code.length > 256)) return bad('code', "must be 1 to 256 characters: it is no ticket's code");
+  if (s.ticketId !== undefined && (s.ticketId.length < 1 || s.ticketId.length > 64)) return bad('ticketId', 'must be 1 to 64 characters');
+  if (s.listId === undefined) return bad('listId', 'is required: a synced scan goes through a check-in list');
+  if (s.listId.length < 1 || s.listId.length > 64) return bad('listId', 'must be 1 to 64 characters');
+  if (s.direction !== undefined && s.direction !== 'entry' && s.direction !== 'exit') return bad('direction', 'must be entry or exit');
+  if (s.localResult !== 'admitted' && s.localResult !== 'refused') return bad('localResult', 'must be admitted or refused');
+  if (s.gate !== undefined && (s.gate.length < 1 || s.gate.length > 100)) return bad('gate', 'must be 1 to 100 characters');
+  const scannedAt = Date.parse(s.scannedAt);
+  if (Number.isNaN(scannedAt)) return bad('scannedAt', 'is not a time');
+  if (scannedAt > now + CLOCK_SKEW_MS) return bad('scannedAt', 'is in the future');
+  return {
+    scanId: s.scanId,
+    key: s.ticketId !== undefined ? { ticketId: s.ticketId } : { code: s.code! },
+    listId: s.listId,
+    direction: s.direction ?? 'entry',
+    scannedAt,
+    localResult: s.localResult,
+    deviceId,
+    gate: s.gate ?? null,
+  };
+}
+
 /**
  * POST /events/:id/checkin/sync: a scanner's queue of offline scans, all in one transaction
  * (recordScans). Each scan's result says what the server recorded; a list that does not exist
- * refuses its scans (not_found) without recording them.
+ * refuses its scans (not_found) without recording them, and so does a scan that is malformed by
+ * itself (invalid_scan, with a detail): the rest of the batch is recorded all the same.
  */
 export async function sync(scope: TenantScope, eventId: string, body: Static<typeof SyncBody>, keyId: string | null) {
   const now = Date.now();
-  const scans: ScanInput[] = body.scans.map((s, i) => {
-    if ((s.ticketId === undefined) === (s.code === undefined)) throw invalid(`/scans/${i}/${s.ticketId === undefined ? 'ticketId' : 'code'}`, 'send exactly one of ticketId and code');
-    const scannedAt = parseTime(s.scannedAt, `/scans/${i}/scannedAt`);
-    if (scannedAt > now + CLOCK_SKEW_MS) throw invalid(`/scans/${i}/scannedAt`, 'is in the future');
-    return {
-      scanId: s.scanId,
-      key: s.ticketId !== undefined ? { ticketId: s.ticketId } : { code: s.code! },
-      listId: s.listId,
-      direction: s.direction ?? 'entry',
-      scannedAt,
-      localResult: s.localResult,
-      deviceId: body.deviceId,
-      gate: s.gate ?? null,
-    };
-  });
+  const checked = body.scans.map((s, i) => checkedScan(s, i, body.deviceId, now));
+  const scans = checked.filter((c): c is ScanInput => 'key' in c);
   return scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
-    const { decided, lists } = await recordScans(tx, eventId, scans, keyId, now);
+    const { decided, lists } = scans.length > 0 ? await recordScans(tx, eventId, scans, keyId, now) : { decided: [], lists: new Map<string, ListRow>() };
     const typeNames = new Map((await repo.ticketTypeNames(tx, eventId)).map((t) => [t.id, t.name]));
-    const results = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
+    const answers = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
+    let next = 0;
+    const results = checked.map((c) => ('key' in c ? answers[next++]! : { scanId: c.scanId, outcome: 'refused' as const, reason: 'invalid_scan', detail: c.detail }));
     const presented = [...lists.values()].map(presentList);
     return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
   });
