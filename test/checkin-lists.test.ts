@@ -256,9 +256,9 @@ for (const engine of ENGINES) {
 
       // Both orders inside one batch too: the earliest wins whichever comes first.
       const mixed = await sync('door-c', [entry('c1', generals[2], t0 + 5000), entry('c2', generals[2], t0 + 4000), entry('c3', generals[3], t0 + 4000), entry('c4', generals[3], t0 + 5000)]);
-      // c1 was admitted, then displaced by c2 in the same batch: its result is what is recorded now.
+      // A batch is decided in the order its scans were made: c2 before c1, so c1 is the conflict (nothing displaced); answers in the order sent.
       assert.deepEqual(mixed.results.map((r: Json) => r.outcome), ['conflict', 'admitted', 'admitted', 'conflict']);
-      assert.deepEqual([mixed.results[0].conflict.keptScanId, mixed.results[1].displaced.scanId, mixed.results[3].conflict.keptScanId], ['c2', 'c1', 'c3']);
+      assert.deepEqual([mixed.results[0].conflict.keptScanId, mixed.results[1].displaced, mixed.results[3].conflict.keptScanId], ['c2', undefined, 'c3']);
       assert.deepEqual(mixed.list.counts, { inside: 4, entries: 4, exits: 0, admittedTickets: 4, conflicts: 4 });
 
       const conflicts = await scanner.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts?limit=3`);
@@ -419,6 +419,70 @@ for (const engine of ENGINES) {
       assert.equal((await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts.entries, 2);
     });
 
+    test('sync: who is inside does not depend on the order exits and entries arrive in', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 4);
+      const list = await newList(c, event.id, { scanExits: true });
+      const t0 = Date.now() - 60 * 60_000;
+      const s = (scanId: string, ticket: Json, at: number, direction = 'entry') => ({ scanId, ticketId: ticket.id, listId: list.id, direction, scannedAt: iso(at), localResult: 'admitted' });
+      const sync = (deviceId: string, scans: Json[]) => c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId, scans });
+      const [early, late, batched, online] = generals;
+
+      // The exit at 10:30 arrives before the entry at 10:00: refused for now, taken up when the entry arrives.
+      const exitFirst = await sync('door-out', [s('x-late', late, t0 + 30 * 60_000, 'exit')]);
+      assert.deepEqual([exitFirst.results[0].outcome, exitFirst.results[0].reason], ['refused', 'not_inside']);
+      const entryAfter = await sync('door-in', [s('e-late', late, t0)]);
+      assert.equal(entryAfter.results[0].outcome, 'admitted');
+      assert.deepEqual(entryAfter.list.counts, { inside: 0, entries: 1, exits: 1, admittedTickets: 1, conflicts: 0 });
+      const resent = await sync('door-out', [s('x-late', late, t0 + 30 * 60_000, 'exit')]);
+      assert.deepEqual([resent.results[0].outcome, resent.results[0].recordedOutcome, resent.results[0].reason], ['duplicate', 'admitted', undefined]);
+
+      // The usual order gives the same.
+      await sync('door-in', [s('e-early', early, t0)]);
+      const inOrder = await sync('door-out', [s('x-early', early, t0 + 30 * 60_000, 'exit')]);
+      assert.equal(inOrder.results[0].outcome, 'admitted');
+      assert.deepEqual(inOrder.list.counts, { inside: 0, entries: 2, exits: 2, admittedTickets: 2, conflicts: 0 });
+
+      // Inside one batch, sent in the wrong order: decided in the order made, answered in the order sent.
+      const oneBatch = await sync('door-x', [s('x-b', batched, t0 + 30 * 60_000, 'exit'), s('e-b', batched, t0)]);
+      assert.deepEqual(oneBatch.results.map((r: Json) => [r.scanId, r.outcome]), [['x-b', 'admitted'], ['e-b', 'admitted']]);
+      assert.deepEqual(oneBatch.list.counts, { inside: 0, entries: 3, exits: 3, admittedTickets: 3, conflicts: 0 });
+
+      // An exit the door itself refused (online, or offline) let nobody out: an entry before it does not take it up.
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: online.id, direction: 'exit' }), 409, 'not_inside');
+      await sync('door-out', [{ ...s('x-refused', online, t0 + 20 * 60_000, 'exit'), localResult: 'refused' }]);
+      await sync('door-in', [s('e-online', online, t0)]);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 1, entries: 4, exits: 3, admittedTickets: 4, conflicts: 0 });
+      // An exit before the entry stays refused: it was made while the ticket was out.
+      const before = await sync('door-out', [s('x-before', early, t0 - 60_000, 'exit')]);
+      assert.deepEqual([before.results[0].outcome, before.results[0].reason], ['refused', 'not_inside']);
+    });
+
+    test('sync: after a chain of displacements every conflict names the admission kept last', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 1);
+      const list = await newList(c, event.id);
+      const t0 = Date.now() - 60 * 60_000;
+      const s = (scanId: string, at: number) => ({ scanId, ticketId: generals[0].id, listId: list.id, scannedAt: iso(at), localResult: 'admitted' });
+      const sync = (deviceId: string, scans: Json[]) => c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId, scans });
+      await sync('door-a', [s('a', t0 + 30_000)]);
+      const b = await sync('door-b', [s('b', t0 + 20_000)]);
+      assert.equal(b.results[0].displaced.scanId, 'a');
+      const cc = await sync('door-c', [s('c', t0 + 10_000)]);
+      assert.equal(cc.results[0].displaced.scanId, 'b');
+      const d = await sync('door-d', [s('d', t0)]);
+      assert.equal(d.results[0].displaced.scanId, 'c');
+      const kept = { keptScanId: 'd', keptScannedAt: iso(t0), keptDeviceId: 'door-d' };
+      const conflicts = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts`);
+      assert.deepEqual(conflicts.data.map((x: Json) => [x.scanId, x.kept]).sort(), [['a', kept], ['b', kept], ['c', kept]]);
+      // A door that resends its scan learns the admission kept now.
+      const told = await sync('door-a', [s('a', t0 + 30_000)]);
+      assert.deepEqual([told.results[0].recordedOutcome, told.results[0].conflict], ['conflict', kept]);
+      assert.deepEqual(d.list.counts, { inside: 1, entries: 1, exits: 0, admittedTickets: 1, conflicts: 3 });
+    });
+
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
@@ -438,6 +502,22 @@ for (const engine of ENGINES) {
         ['checkin.undone', list.id, 'entry'],
       ]);
       assert.deepEqual(got[0].data, entered);
+
+      // An admission displaced by an earlier one synced later is undone, naming the one kept; then the kept one is completed.
+      const once = await newList(c, event.id, { name: 'Once' });
+      const online = await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: once.id, ticketId: generals[0].id, scanId: 'on-1' });
+      const offlineAt = iso(Date.now() - 10 * 60_000);
+      const synced = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-9', scans: [{ scanId: 'off-1', ticketId: generals[0].id, listId: once.id, scannedAt: offlineAt, localResult: 'admitted' }] });
+      assert.equal(synced.results[0].displaced.scanId, 'on-1');
+      await until(() => hook.got.length >= 6, 10_000, 'six deliveries');
+      const more = hook.got.sort((x, y) => (x.id < y.id ? -1 : 1)).slice(3);
+      assert.deepEqual(more.map((m) => [m.event, m.data.listId, m.data.direction, m.data.scanId ?? m.data.reason]), [
+        ['checkin.completed', once.id, 'entry', 'on-1'],
+        ['checkin.undone', once.id, 'entry', 'displaced'],
+        ['checkin.completed', once.id, 'entry', 'off-1'],
+      ]);
+      assert.deepEqual([more[1].data.id, more[1].data.checkinId, more[1].data.displacedBy], [generals[0].id, online.id, { scanId: 'off-1', scannedAt: offlineAt, deviceId: 'door-9' }]);
+      assert.equal(more[2].data.id, synced.results[0].checkinId);
     });
   });
 }

@@ -169,6 +169,9 @@ interface Decided {
   displaced?: ScanRow;
 }
 
+/** A message of the batch, written at the end: a completed check-in only if its scan still admits then. */
+type PendingMessage = { event: 'checkin.completed'; row: ScanRow; ticket: TicketRow } | { event: 'checkin.undone'; data: unknown };
+
 interface Kept {
   scanId: string;
   scannedAt: number;
@@ -214,21 +217,34 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     (foundIds.length === 0 ? [] : await repo.findListTickets(tx, foundIds, tickets.map((t) => t.id))).map((s) => [`${s.listId} ${s.ticketId}`, s]),
   );
   const rowsById = new Map(existing.map((r) => [r.id, r]));
+  // Exits a door let through that were refused not_inside because their entry had not arrived yet:
+  // an entry admitted before one of them takes it up (lists that scan exits, when the batch enters).
+  const exitLists = [...lists.values()].filter((l) => l.scanExits === 1 && known.some((s) => s.listId === l.id && s.direction === 'entry')).map((l) => l.id);
+  const strandedExits = new Map<string, ScanRow[]>();
+  for (const exit of exitLists.length === 0 || tickets.length === 0 ? [] : await repo.strandedExits(tx, exitLists, tickets.map((t) => t.id))) {
+    const key = `${exit.listId} ${exit.ticketId}`;
+    strandedExits.set(key, [...(strandedExits.get(key) ?? []), rowsById.get(exit.id) ?? exit]);
+  }
 
   const inserts: ScanRow[] = [];
   const changedStates = new Map<string, repo.ListTicketRow>();
-  const displacedRows: Array<{ row: ScanRow; kept: Kept }> = [];
-  const decided: Array<Decided | { input: ScanInput; listMissing: true }> = [];
+  const displacedRows: Array<{ row: ScanRow; kept: Kept; listId: string; ticketId: string }> = [];
+  const admittedExits: ScanRow[] = [];
+  const pending: PendingMessage[] = [];
+  const decided: Array<Decided | { input: ScanInput; listMissing: true }> = new Array(scans.length);
 
-  for (const input of scans) {
+  // In the order the scans were made, whatever order they arrived in (ties: as sent).
+  const order = scans.map((_, i) => i).sort((a, b) => scans[a]!.scannedAt - scans[b]!.scannedAt || a - b);
+  for (const index of order) {
+    const input = scans[index]!;
     const list = lists.get(input.listId);
     if (!list) {
-      decided.push({ input, listMissing: true });
+      decided[index] = { input, listMissing: true };
       continue;
     }
     const first = recorded.get(`${list.id} ${input.scanId}`);
     if (first) {
-      decided.push({ input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true });
+      decided[index] = { input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true };
       continue;
     }
     const ticket = input.key.ticketId !== undefined ? byId.get(input.key.ticketId) : byCode.get(input.key.code!);
@@ -266,6 +282,7 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       createdAt: now,
     };
     const result: Decided = { input, row, ticket, duplicate: false };
+    let reapplied: ScanRow | undefined;
     const reason = ruleRefusal(list, ticket, input);
     const single = list.allowMultipleEntries === 0;
     const doorAdmitted = input.localResult === 'admitted';
@@ -288,7 +305,22 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
         if (input.scannedAt < kept.scannedAt) {
           // The row kept so far: read already, or written by this batch, or known by its state alone.
           const former = rowsById.get(state.keptRowId!) ?? ({ id: state.keptRowId!, scanId: kept.scanId, scannedAt: kept.scannedAt, deviceId: kept.deviceId } as ScanRow);
-          displacedRows.push({ row: former, kept: { scanId: input.scanId, scannedAt: input.scannedAt, deviceId: input.deviceId } });
+          const keptNow: Kept = { scanId: input.scanId, scannedAt: input.scannedAt, deviceId: input.deviceId };
+          displacedRows.push({ row: former, kept: keptNow, listId: list.id, ticketId: ticket!.id });
+          // The former admission is a conflict now, and so is every conflict that named it: they all name the new one.
+          Object.assign(former, { outcome: 'conflict', keptScanId: keptNow.scanId, keptScannedAt: keptNow.scannedAt, keptDeviceId: keptNow.deviceId, conflictedAt: now });
+          for (const other of rowsById.values()) {
+            if (other.listId === list.id && other.ticketId === ticket!.id && other.outcome === 'conflict' && other.keptScanId === former.scanId) {
+              Object.assign(other, { keptScanId: keptNow.scanId, keptScannedAt: keptNow.scannedAt, keptDeviceId: keptNow.deviceId });
+            }
+          }
+          // An admission recorded before this batch was announced: it is undone, naming the one kept instead.
+          if (!inserts.includes(former)) {
+            pending.push({
+              event: 'checkin.undone',
+              data: { ...presentTicket(ticket!), listId: list.id, direction: 'entry' as const, reason: 'displaced' as const, checkinId: former.id, displacedBy: { scanId: keptNow.scanId, scannedAt: iso(keptNow.scannedAt), deviceId: keptNow.deviceId } },
+            });
+          }
           result.displaced = former;
           row.outcome = 'admitted';
           Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
@@ -312,31 +344,44 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       state.entries += 1;
       list.entries += 1;
       if (state.keptRowId === null) Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
+      // An exit made after this entry, refused when it arrived first: it takes the ticket out again.
+      const stranded = ticket ? strandedExits.get(stateKey) : undefined;
+      const exit = stranded?.find((x) => x.outcome === 'refused' && x.scannedAt > input.scannedAt);
+      if (exit && state.inside === 1) {
+        Object.assign(exit, { outcome: 'admitted', reason: null });
+        admittedExits.push(exit);
+        reapplied = exit;
+        state.inside = 0;
+        list.inside -= 1;
+        list.exits += 1;
+      }
     }
     if (ticket && row.outcome !== 'refused') {
       states.set(stateKey, state);
       changedStates.set(stateKey, state);
     }
+    if (ticket && row.outcome === 'admitted') pending.push({ event: 'checkin.completed', row, ticket });
+    if (ticket && reapplied) pending.push({ event: 'checkin.completed', row: reapplied, ticket });
     list.scans += 1;
     inserts.push(row);
     rowsById.set(row.id, row);
     recorded.set(`${list.id} ${input.scanId}`, row);
-    decided.push(result);
+    decided[index] = result;
   }
 
   await repo.insertScans(tx, inserts);
   if (changedStates.size > 0) await repo.saveListTickets(tx, [...changedStates.values()]);
-  for (const { row, kept } of displacedRows) {
+  // In the order decided, so that a chain of displacements ends with every conflict naming the last one kept.
+  for (const { row, kept, listId, ticketId } of displacedRows) {
     await repo.markConflict(tx, row.id, kept, now);
-    Object.assign(row, { outcome: 'conflict', keptScanId: kept.scanId, keptScannedAt: kept.scannedAt, keptDeviceId: kept.deviceId, conflictedAt: now });
+    await repo.repointConflicts(tx, listId, ticketId, row.scanId, kept);
   }
+  if (admittedExits.length > 0) await repo.admitExits(tx, admittedExits.map((x) => x.id));
   for (const list of lists.values()) await repo.saveCounts(tx, list, now);
 
-  const messages: OutboxMessage[] = [];
-  for (const d of decided) {
-    if ('listMissing' in d || d.duplicate || d.row!.outcome !== 'admitted' || !d.ticket) continue;
-    messages.push({ event: 'checkin.completed', data: admission(d.row!, d.ticket) });
-  }
+  const messages: OutboxMessage[] = pending.flatMap((m): OutboxMessage[] =>
+    m.event === 'checkin.undone' ? [m] : m.row.outcome === 'admitted' ? [{ event: m.event, data: admission(m.row, m.ticket) }] : [],
+  );
   if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
   return { decided, lists };
 }
