@@ -114,7 +114,7 @@ export const SyncResult = Type.Object(
     outcome: StringEnum(['admitted', 'refused', 'conflict', 'duplicate']),
     recordedOutcome: Type.Optional(StringEnum(['admitted', 'refused', 'conflict', 'undone'], { description: 'For a duplicate: what the first sending of the scanId recorded, as it stands now.' })),
     reason: Type.Optional(Type.String({ description: 'The refusal code, for a refused scan: a rule of the list, or invalid_scan for a scan that is malformed itself (not recorded).' })),
-    detail: Type.Optional(Type.String({ description: 'For invalid_scan: what is wrong with the scan, naming its field as a JSON pointer into the request.' })),
+    detail: Type.Optional(Type.String({ maxLength: 1000, description: 'For invalid_scan: what is wrong with the scan, naming its field as a JSON pointer into the request.' })),
     checkinId: Type.Optional(Type.String()),
     ticketId: Type.Optional(Type.String()),
     attendee: Type.Optional(Type.Object({ name: Type.String() })),

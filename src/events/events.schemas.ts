@@ -280,10 +280,10 @@ export const CheckinUndoneSchema = Type.Object(
     reason: Type.Optional(
       StringEnum(['displaced'], { description: 'Absent for an undo asked for. `displaced`: the admission was displaced by an earlier one of the same ticket, synced later, on a list that admits once; it became a conflict.' }),
     ),
-    checkinId: Type.Optional(Type.String({ description: 'For a displaced admission: its check-in id (the `id` its checkin.completed carried).' })),
+    checkinId: Type.Optional(Type.String({ maxLength: 64, description: 'For a displaced admission: its check-in id (the `id` its checkin.completed carried).' })),
     displacedBy: Type.Optional(
       Type.Object(
-        { scanId: Type.String(), scannedAt: Timestamp, deviceId: Nullable(Type.String()) },
+        { scanId: Type.String({ maxLength: 64 }), scannedAt: Timestamp, deviceId: Nullable(Type.String({ maxLength: 64 })) },
         { description: 'For a displaced admission: the admission kept instead (the earliest by scannedAt).' },
       ),
     ),
