@@ -336,7 +336,8 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       row.reason = null;
     } else {
       row.outcome = 'admitted';
-      if (state.inside === 0) {
+      const cameIn = state.inside === 0;
+      if (cameIn) {
         state.inside = 1;
         list.inside += 1;
       }
@@ -344,10 +345,11 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       state.entries += 1;
       list.entries += 1;
       if (state.keptRowId === null) Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
-      // An exit made after this entry, refused when it arrived first: it takes the ticket out again.
-      const stranded = ticket ? strandedExits.get(stateKey) : undefined;
+      // An exit made after this entry, refused when it arrived first: it takes the ticket out again
+      // (only when this entry brought it in: a ticket inside already may have re-entered since).
+      const stranded = cameIn && ticket ? strandedExits.get(stateKey) : undefined;
       const exit = stranded?.find((x) => x.outcome === 'refused' && x.scannedAt > input.scannedAt);
-      if (exit && state.inside === 1) {
+      if (exit) {
         Object.assign(exit, { outcome: 'admitted', reason: null });
         admittedExits.push(exit);
         reapplied = exit;
