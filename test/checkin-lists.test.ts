@@ -457,6 +457,15 @@ for (const engine of ENGINES) {
       // An exit before the entry stays refused: it was made while the ticket was out.
       const before = await sync('door-out', [s('x-before', early, t0 - 60_000, 'exit')]);
       assert.deepEqual([before.results[0].outcome, before.results[0].reason], ['refused', 'not_inside']);
+
+      // Several entries: out at 10:30 (arrived first), in again at 10:45, then the entry of 10:00 arrives: still inside.
+      const lounge = await newList(c, event.id, { name: 'Lounge', scanExits: true, allowMultipleEntries: true });
+      const l = (scanId: string, at: number, direction = 'entry') => ({ ...s(scanId, early, at, direction), listId: lounge.id });
+      await sync('door-out', [l('l-out', t0 + 30 * 60_000, 'exit')]);
+      await sync('door-in', [l('l-again', t0 + 45 * 60_000)]);
+      const firstIn = await sync('door-in', [l('l-first', t0)]);
+      assert.equal(firstIn.results[0].outcome, 'admitted');
+      assert.deepEqual(firstIn.list.counts, { inside: 1, entries: 2, exits: 0, admittedTickets: 1, conflicts: 0 });
     });
 
     test('sync: after a chain of displacements every conflict names the admission kept last', async (t) => {
