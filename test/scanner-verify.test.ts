@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { newId } from '../src/ids.js';
-import { type CheckinList, decide } from '../web/scanner/src/rules.js';
+import { type CheckinList, decide, REFUSALS, refusalText } from '../web/scanner/src/rules.js';
 import {
   CODE_LENGTH,
   decodeCode,
@@ -257,5 +257,12 @@ describe("the door's own decision when the server cannot be asked", () => {
     assert.deepEqual(decide(ok(), exits, [], 'exit', at), { result: 'admitted' });
     // One entry only: back in after going out is refused.
     assert.deepEqual(decide(ok(), list({ scanExits: true }), [entry, exit], 'entry', at), { result: 'refused', reason: 'already_inside' });
+  });
+
+  test("every refusal the server's sync answers has words on the page", () => {
+    for (const code of ['invalid_scan', 'not_found', 'wrong_list', 'not_inside', 'already_inside', 'already_checked_in', 'ticket_cancelled', 'list_expired', 'not_yet_valid']) {
+      assert.ok(Object.hasOwn(REFUSALS, code), code);
+    }
+    assert.equal(refusalText('invalid_scan'), 'Not a scan the server could take');
   });
 });
