@@ -144,8 +144,8 @@ export const ERROR_CODES = {
   ticket_checked_in: {
     status: 409,
     title: 'Ticket checked in',
-    happened: 'The ticket is checked in, so it cannot be cancelled or transferred.',
-    next: 'Undo the check-in first (`DELETE /v1/events/:id/checkin/:ticketId`) if the change is really wanted, then try again.',
+    happened: 'The ticket is checked in, or was admitted through a check-in list, so it cannot be cancelled or transferred.',
+    next: 'Undo the check-in first (`DELETE /v1/events/:id/checkin/:ticketId`, with `?listId=` for each list that admitted it) if the change is really wanted, then try again.',
   },
   ticket_revoked: {
     status: 409,

@@ -256,9 +256,9 @@ for (const engine of ENGINES) {
 
       // Both orders inside one batch too: the earliest wins whichever comes first.
       const mixed = await sync('door-c', [entry('c1', generals[2], t0 + 5000), entry('c2', generals[2], t0 + 4000), entry('c3', generals[3], t0 + 4000), entry('c4', generals[3], t0 + 5000)]);
-      // c1 was admitted, then displaced by c2 in the same batch: its result is what is recorded now.
+      // A batch is decided in the order its scans were made: c2 before c1, so c1 is the conflict (nothing displaced); answers in the order sent.
       assert.deepEqual(mixed.results.map((r: Json) => r.outcome), ['conflict', 'admitted', 'admitted', 'conflict']);
-      assert.deepEqual([mixed.results[0].conflict.keptScanId, mixed.results[1].displaced.scanId, mixed.results[3].conflict.keptScanId], ['c2', 'c1', 'c3']);
+      assert.deepEqual([mixed.results[0].conflict.keptScanId, mixed.results[1].displaced, mixed.results[3].conflict.keptScanId], ['c2', undefined, 'c3']);
       assert.deepEqual(mixed.list.counts, { inside: 4, entries: 4, exits: 0, admittedTickets: 4, conflicts: 4 });
 
       const conflicts = await scanner.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts?limit=3`);
@@ -270,13 +270,13 @@ for (const engine of ENGINES) {
       const a2 = all.find((x: Json) => x.scanId === 'a2');
       assert.deepEqual([a2.ticketId, a2.deviceId, a2.kept], [generals[1].id, 'door-a', { keptScanId: 'b2', keptScannedAt: iso(t0 - 60_000), keptDeviceId: 'door-b' }]);
 
-      // Validation: too many scans, a scan without a ticket, a future time, a missing deviceId.
+      // A malformed envelope is a 400: too many scans, no scans, scans not a list, a missing deviceId, a scan without its scanId.
       const bad = [
         { deviceId: 'd', scans: Array.from({ length: 1001 }, (_, i) => entry(`x${i}`, generals[0], t0)) },
-        { deviceId: 'd', scans: [{ ...entry('y', generals[0], t0), code: undefined }] },
-        { deviceId: 'd', scans: [entry('y', generals[0], Date.now() + 2 * HOUR)] },
         { scans: [entry('y', generals[0], t0)] },
         { deviceId: 'd', scans: [] },
+        { deviceId: 'd', scans: 'y' },
+        { deviceId: 'd', scans: [{ ...entry('y', generals[0], t0), scanId: undefined }] },
       ];
       for (const json of bad) await problem(await scanner.send('POST', `/events/${event.id}/checkin/sync`, json), 400, 'invalid_request');
       const reader = client(api, await api.key(accountId, 'business', { scopes: ['events:read'] }));
@@ -327,6 +327,171 @@ for (const engine of ENGINES) {
       await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[1].id, scanId: 'online-1' }), 409, 'already_checked_in');
     });
 
+    test('an online refusal is recorded: its scanId answers the same refusal after the list changes', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, general, vips } = await door(c, 1);
+      const list = await newList(c, event.id, { ticketTypeIds: [general.id] });
+      const refused = await problem(await scan(c, event.id, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-1' }), 409, 'wrong_list');
+      assert.equal(refused.scanId, 'vip-1');
+      // The list now admits every type; the same scan id still answers its first result, with no effect.
+      await c.expect(200, 'PATCH', `/events/${event.id}/checkin-lists/${list.id}`, { ticketTypeIds: [] });
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-1' }), 409, 'wrong_list');
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 });
+      // The refused scan is on the list's record, so the list is in use.
+      assert.equal((await problem(await c.send('DELETE', `/events/${event.id}/checkin-lists/${list.id}`), 409, 'list_in_use')).scans, 1);
+      // A new scan id is decided afresh.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: vips[0].id, scanId: 'vip-2' });
+    });
+
+    test('a ticket admitted through a list is not cancelled or transferred until its entry is undone', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 2);
+      const list = await newList(c, event.id, { scanExits: true });
+      const [online, offline] = generals;
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: online.id });
+      await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [{ scanId: 's1', ticketId: offline.id, listId: list.id, scannedAt: iso(Date.now() - 60_000), localResult: 'admitted' }] });
+      for (const ticket of [online, offline]) {
+        const cancel = await problem(await c.send('POST', `/tickets/${ticket.id}/cancel`), 409, 'ticket_checked_in');
+        assert.match(cancel.detail, /check-in list/);
+        assert.equal(cancel.checkedInAt, null);
+        await problem(await c.send('POST', `/tickets/${ticket.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }), 409, 'ticket_checked_in');
+        const now = await c.expect(200, 'GET', `/tickets/${ticket.id}`);
+        assert.deepEqual([now.status, now.code, now.attendee.name], ['valid', ticket.code, 'Ada Lovelace']);
+      }
+      // After an exit the ticket was still admitted: the same.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: online.id, direction: 'exit' });
+      await problem(await c.send('POST', `/tickets/${online.id}/cancel`), 409, 'ticket_checked_in');
+      // Once its entry is undone, it may be transferred and cancelled.
+      await c.expect(200, 'DELETE', `/events/${event.id}/checkin/${online.id}?listId=${list.id}`);
+      await c.expect(200, 'POST', `/tickets/${online.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      assert.equal((await c.expect(200, 'POST', `/tickets/${online.id}/cancel`)).status, 'cancelled');
+      // A ticket only refused on a list (another list's admission does not count for it either) is free.
+      const other = await door(c, 1);
+      const vipOnly = await newList(c, other.event.id, { ticketTypeIds: [other.vip.id] });
+      await problem(await scan(c, other.event.id, { listId: vipOnly.id, ticketId: other.generals[0].id }), 409, 'wrong_list');
+      assert.equal((await c.expect(200, 'POST', `/tickets/${other.generals[0].id}/cancel`)).status, 'cancelled');
+    });
+
+    test('sync: a malformed scan is refused invalid_scan by itself; the rest of the batch is recorded', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 3);
+      const list = await newList(c, event.id);
+      const t0 = Date.now() - 10 * 60_000;
+      const s = (scanId: string, extra: Record<string, unknown>) => ({ scanId, code: generals[0].code, listId: list.id, scannedAt: iso(t0), localResult: 'refused', ...extra });
+      const batch = [
+        s('long', { code: 'x'.repeat(3000) }),
+        s('ok-1', { code: generals[1].code, localResult: 'admitted' }),
+        s('unparsable', { scannedAt: 'yesterday-ish' }),
+        s('ahead', { scannedAt: iso(Date.now() + 2 * HOUR) }),
+        s('no-list', { listId: undefined }),
+        s('both', { ticketId: generals[0].id }),
+        s('neither', { code: undefined }),
+        s('sideways', { direction: 'sideways' }),
+        s('maybe', { localResult: 'maybe' }),
+        s('unknown-list', { listId: 'cl_nope' }),
+        s('ok-2', { code: generals[2].code, localResult: 'admitted', scannedAt: iso(t0 + 1000) }),
+      ];
+      const answer = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: batch });
+      assert.deepEqual(answer.results.map((r: Json) => [r.scanId, r.outcome, r.reason, r.detail]), [
+        ['long', 'refused', 'invalid_scan', "/scans/0/code must be 1 to 256 characters: it is no ticket's code"],
+        ['ok-1', 'admitted', undefined, undefined],
+        ['unparsable', 'refused', 'invalid_scan', '/scans/2/scannedAt is not a time'],
+        ['ahead', 'refused', 'invalid_scan', '/scans/3/scannedAt is in the future'],
+        ['no-list', 'refused', 'invalid_scan', '/scans/4/listId is required: a synced scan goes through a check-in list'],
+        ['both', 'refused', 'invalid_scan', '/scans/5/ticketId send exactly one of ticketId and code'],
+        ['neither', 'refused', 'invalid_scan', '/scans/6/code send exactly one of ticketId and code'],
+        ['sideways', 'refused', 'invalid_scan', '/scans/7/direction must be entry or exit'],
+        ['maybe', 'refused', 'invalid_scan', '/scans/8/localResult must be admitted or refused'],
+        ['unknown-list', 'refused', 'not_found', undefined],
+        ['ok-2', 'admitted', undefined, undefined],
+      ]);
+      assert.deepEqual(answer.list.counts, { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
+      // Sent again (a scanner that lost the answer): the good ones are duplicates, the bad ones the same refusal, nothing counted twice.
+      const again = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: batch });
+      assert.deepEqual(again.results.map((r: Json) => r.outcome), ['refused', 'duplicate', ...Array(8).fill('refused'), 'duplicate']);
+      assert.deepEqual(again.list.counts, answer.list.counts);
+      // A batch of bad scans only: every one answered, nothing recorded.
+      const only = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [batch[0], batch[2]] });
+      assert.deepEqual([only.results.map((r: Json) => r.reason), only.lists, only.list], [['invalid_scan', 'invalid_scan'], [], null]);
+      assert.equal((await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts.entries, 2);
+    });
+
+    test('sync: who is inside does not depend on the order exits and entries arrive in', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 4);
+      const list = await newList(c, event.id, { scanExits: true });
+      const t0 = Date.now() - 60 * 60_000;
+      const s = (scanId: string, ticket: Json, at: number, direction = 'entry') => ({ scanId, ticketId: ticket.id, listId: list.id, direction, scannedAt: iso(at), localResult: 'admitted' });
+      const sync = (deviceId: string, scans: Json[]) => c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId, scans });
+      const [early, late, batched, online] = generals;
+
+      // The exit at 10:30 arrives before the entry at 10:00: refused for now, taken up when the entry arrives.
+      const exitFirst = await sync('door-out', [s('x-late', late, t0 + 30 * 60_000, 'exit')]);
+      assert.deepEqual([exitFirst.results[0].outcome, exitFirst.results[0].reason], ['refused', 'not_inside']);
+      const entryAfter = await sync('door-in', [s('e-late', late, t0)]);
+      assert.equal(entryAfter.results[0].outcome, 'admitted');
+      assert.deepEqual(entryAfter.list.counts, { inside: 0, entries: 1, exits: 1, admittedTickets: 1, conflicts: 0 });
+      const resent = await sync('door-out', [s('x-late', late, t0 + 30 * 60_000, 'exit')]);
+      assert.deepEqual([resent.results[0].outcome, resent.results[0].recordedOutcome, resent.results[0].reason], ['duplicate', 'admitted', undefined]);
+
+      // The usual order gives the same.
+      await sync('door-in', [s('e-early', early, t0)]);
+      const inOrder = await sync('door-out', [s('x-early', early, t0 + 30 * 60_000, 'exit')]);
+      assert.equal(inOrder.results[0].outcome, 'admitted');
+      assert.deepEqual(inOrder.list.counts, { inside: 0, entries: 2, exits: 2, admittedTickets: 2, conflicts: 0 });
+
+      // Inside one batch, sent in the wrong order: decided in the order made, answered in the order sent.
+      const oneBatch = await sync('door-x', [s('x-b', batched, t0 + 30 * 60_000, 'exit'), s('e-b', batched, t0)]);
+      assert.deepEqual(oneBatch.results.map((r: Json) => [r.scanId, r.outcome]), [['x-b', 'admitted'], ['e-b', 'admitted']]);
+      assert.deepEqual(oneBatch.list.counts, { inside: 0, entries: 3, exits: 3, admittedTickets: 3, conflicts: 0 });
+
+      // An exit the door itself refused (online, or offline) let nobody out: an entry before it does not take it up.
+      await problem(await scan(c, event.id, { listId: list.id, ticketId: online.id, direction: 'exit' }), 409, 'not_inside');
+      await sync('door-out', [{ ...s('x-refused', online, t0 + 20 * 60_000, 'exit'), localResult: 'refused' }]);
+      await sync('door-in', [s('e-online', online, t0)]);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 1, entries: 4, exits: 3, admittedTickets: 4, conflicts: 0 });
+      // An exit before the entry stays refused: it was made while the ticket was out.
+      const before = await sync('door-out', [s('x-before', early, t0 - 60_000, 'exit')]);
+      assert.deepEqual([before.results[0].outcome, before.results[0].reason], ['refused', 'not_inside']);
+
+      // Several entries: out at 10:30 (arrived first), in again at 10:45, then the entry of 10:00 arrives: still inside.
+      const lounge = await newList(c, event.id, { name: 'Lounge', scanExits: true, allowMultipleEntries: true });
+      const l = (scanId: string, at: number, direction = 'entry') => ({ ...s(scanId, early, at, direction), listId: lounge.id });
+      await sync('door-out', [l('l-out', t0 + 30 * 60_000, 'exit')]);
+      await sync('door-in', [l('l-again', t0 + 45 * 60_000)]);
+      const firstIn = await sync('door-in', [l('l-first', t0)]);
+      assert.equal(firstIn.results[0].outcome, 'admitted');
+      assert.deepEqual(firstIn.list.counts, { inside: 1, entries: 2, exits: 0, admittedTickets: 1, conflicts: 0 });
+    });
+
+    test('sync: after a chain of displacements every conflict names the admission kept last', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 1);
+      const list = await newList(c, event.id);
+      const t0 = Date.now() - 60 * 60_000;
+      const s = (scanId: string, at: number) => ({ scanId, ticketId: generals[0].id, listId: list.id, scannedAt: iso(at), localResult: 'admitted' });
+      const sync = (deviceId: string, scans: Json[]) => c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId, scans });
+      await sync('door-a', [s('a', t0 + 30_000)]);
+      const b = await sync('door-b', [s('b', t0 + 20_000)]);
+      assert.equal(b.results[0].displaced.scanId, 'a');
+      const cc = await sync('door-c', [s('c', t0 + 10_000)]);
+      assert.equal(cc.results[0].displaced.scanId, 'b');
+      const d = await sync('door-d', [s('d', t0)]);
+      assert.equal(d.results[0].displaced.scanId, 'c');
+      const kept = { keptScanId: 'd', keptScannedAt: iso(t0), keptDeviceId: 'door-d' };
+      const conflicts = await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}/conflicts`);
+      assert.deepEqual(conflicts.data.map((x: Json) => [x.scanId, x.kept]).sort(), [['a', kept], ['b', kept], ['c', kept]]);
+      // A door that resends its scan learns the admission kept now.
+      const told = await sync('door-a', [s('a', t0 + 30_000)]);
+      assert.deepEqual([told.results[0].recordedOutcome, told.results[0].conflict], ['conflict', kept]);
+      assert.deepEqual(d.list.counts, { inside: 1, entries: 1, exits: 0, admittedTickets: 1, conflicts: 3 });
+    });
+
     test('webhooks checkin.completed and checkin.undone name the list and direction', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
@@ -346,6 +511,22 @@ for (const engine of ENGINES) {
         ['checkin.undone', list.id, 'entry'],
       ]);
       assert.deepEqual(got[0].data, entered);
+
+      // An admission displaced by an earlier one synced later is undone, naming the one kept; then the kept one is completed.
+      const once = await newList(c, event.id, { name: 'Once' });
+      const online = await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: once.id, ticketId: generals[0].id, scanId: 'on-1' });
+      const offlineAt = iso(Date.now() - 10 * 60_000);
+      const synced = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-9', scans: [{ scanId: 'off-1', ticketId: generals[0].id, listId: once.id, scannedAt: offlineAt, localResult: 'admitted' }] });
+      assert.equal(synced.results[0].displaced.scanId, 'on-1');
+      await until(() => hook.got.length >= 6, 10_000, 'six deliveries');
+      const more = hook.got.sort((x, y) => (x.id < y.id ? -1 : 1)).slice(3);
+      assert.deepEqual(more.map((m) => [m.event, m.data.listId, m.data.direction, m.data.scanId ?? m.data.reason]), [
+        ['checkin.completed', once.id, 'entry', 'on-1'],
+        ['checkin.undone', once.id, 'entry', 'displaced'],
+        ['checkin.completed', once.id, 'entry', 'off-1'],
+      ]);
+      assert.deepEqual([more[1].data.id, more[1].data.checkinId, more[1].data.displacedBy], [generals[0].id, online.id, { scanId: 'off-1', scannedAt: offlineAt, deviceId: 'door-9' }]);
+      assert.equal(more[2].data.id, synced.results[0].checkinId);
     });
   });
 }

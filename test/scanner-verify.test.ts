@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { newId } from '../src/ids.js';
-import { type CheckinList, decide } from '../web/scanner/src/rules.js';
+import { type CheckinList, decide, REFUSALS, refusalText } from '../web/scanner/src/rules.js';
 import {
   CODE_LENGTH,
   decodeCode,
@@ -125,6 +125,28 @@ describe('the scanner verifies signed codes without the server', () => {
     assert.equal(decodeCode('h0HFNKsRHaUT6fWW9eYOuL'), null);
   });
 
+  test('only the canonical spelling of a code verifies: the spare bits of its last character must be zero', async () => {
+    const key = keyPair();
+    const { code } = signCode(key, ticket());
+    const verifier = await Verifier.create(eventId, [key.listed], []);
+    const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = B64.indexOf(code.at(-1)!);
+    assert.equal(last & 0b1111, 0, 'the issued spelling has zero spare bits');
+    let admitted = 0;
+    for (let spare = 0; spare < 16; spare++) {
+      const spelling = code.slice(0, -1) + B64[last | spare];
+      // Every spelling decodes to the same bytes ...
+      assert.deepEqual(Buffer.from(spelling.slice(2), 'base64url'), Buffer.from(code.slice(2), 'base64url'));
+      // ... but only the issued one is a code.
+      const verdict = await verifier.verify(spelling, NOW);
+      if (spare === 0) assert.equal(verdict.ok, true);
+      else assert.deepEqual(verdict, { ok: false, reason: 'invalid_code' }, `spare bits ${spare}`);
+      if (spare > 0) assert.equal(decodeCode(spelling), null);
+      if (verdict.ok) admitted += 1;
+    }
+    assert.equal(admitted, 1);
+  });
+
   test("another event's code is refused even when signed by a key of this event", async () => {
     const key = keyPair();
     const verifier = await Verifier.create(eventId, [key.listed], []);
@@ -235,5 +257,12 @@ describe("the door's own decision when the server cannot be asked", () => {
     assert.deepEqual(decide(ok(), exits, [], 'exit', at), { result: 'admitted' });
     // One entry only: back in after going out is refused.
     assert.deepEqual(decide(ok(), list({ scanExits: true }), [entry, exit], 'entry', at), { result: 'refused', reason: 'already_inside' });
+  });
+
+  test("every refusal the server's sync answers has words on the page", () => {
+    for (const code of ['invalid_scan', 'not_found', 'wrong_list', 'not_inside', 'already_inside', 'already_checked_in', 'ticket_cancelled', 'list_expired', 'not_yet_valid']) {
+      assert.ok(Object.hasOwn(REFUSALS, code), code);
+    }
+    assert.equal(refusalText('invalid_scan'), 'Not a scan the server could take');
   });
 });

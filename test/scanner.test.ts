@@ -127,11 +127,12 @@ describe('the scanner page in Chromium', () => {
     await accessible(page, 'the unpaired scanner');
     await noSidewaysScroll(page);
 
-    await page.goto(`${api.url}/scanner#event=${event.id}&key=${door}`);
+    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
+    await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${door}`);
     await page.getByRole('button', { name: 'Start camera' }).waitFor();
     assert.equal(new URL(page.url()).hash, '', 'the key leaves the address bar');
     const pairing = await readStore(page, 'settings', 'pairing');
-    assert.deepEqual({ eventId: pairing.eventId, listId: pairing.listId, key: pairing.key }, { eventId: event.id, listId: null, key: door });
+    assert.deepEqual({ eventId: pairing.eventId, listId: pairing.listId, key: pairing.key }, { eventId: event.id, listId: list.id, key: door });
     assert.ok(!(await page.content()).includes(door), 'the key is not shown');
 
     await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
@@ -159,7 +160,7 @@ describe('the scanner page in Chromium', () => {
     assert.match(queued.scanId, /^[0-9a-f-]{36}$/);
     assert.deepEqual(
       { code: queued.code, listId: queued.listId, direction: queued.direction, localResult: queued.localResult, state: queued.state },
-      { code: 'h0HFNKsRHaUT6fWW9eYOuL', listId: null, direction: 'entry', localResult: 'refused', state: 'queued' },
+      { code: 'h0HFNKsRHaUT6fWW9eYOuL', listId: list.id, direction: 'entry', localResult: 'refused', state: 'queued' },
     );
     assert.ok(Math.abs(Date.parse(queued.scannedAt) - Date.now()) < 60_000);
     await accessible(page, 'a refused scan, offline');
@@ -189,20 +190,20 @@ describe('the scanner page in Chromium', () => {
     await page.getByRole('button', { name: 'Scanner…' }).click();
     await page.getByLabel('The link works for').selectOption({ label: '3 days' });
     await accessible(page, 'the scanner pairing form');
-    await page.getByRole('button', { name: 'Create pairing link' }).click();
+    await page.getByRole('button', { name: 'Create list “Main entrance” and pairing link' }).click();
     const link = await page.getByLabel('Pairing link').inputValue();
-    const match = new RegExp(`^${api.url.replace(/[.]/g, '\\.')}/scanner#event=${event.id}&key=(mtg_\\w{40})$`).exec(link);
+    const match = new RegExp(`^${api.url.replace(/[.]/g, '\\.')}/scanner#event=${event.id}&list=(cl_\\w{26})&key=(mtg_\\w{40})$`).exec(link);
     assert.ok(match, link);
     await accessible(page, 'a pairing link');
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-scanner-pairing.png') });
 
     // The key may check tickets in and nothing else, and it expires in three days.
     const keys = (await (await api.fetch('/v1/keys', { key })).json()).data as Array<{ name: string; scopes: string[]; expiresAt: string; prefix: string }>;
-    const made = keys.find((k) => match[1]!.startsWith(k.prefix))!;
+    const made = keys.find((k) => match[2]!.startsWith(k.prefix))!;
     assert.deepEqual(made.scopes, ['checkin']);
-    assert.equal(made.name, 'Scanner: Harbour concert (every ticket)');
+    assert.equal(made.name, 'Scanner: Harbour concert (Main entrance)');
     assert.ok(Math.abs(Date.parse(made.expiresAt) - Date.now() - 72 * 3_600_000) < 60_000);
-    await problem(await api.fetch(`/v1/events/${event.id}`, { key: match[1]! }), 403, 'insufficient_scope');
+    await problem(await api.fetch(`/v1/events/${event.id}`, { key: match[2]! }), 403, 'insufficient_scope');
 
     // The QR code on the page is the same link.
     const shot = await page.getByRole('img', { name: "QR code of the scanner's pairing link" }).screenshot();
@@ -220,7 +221,7 @@ describe('the scanner page in Chromium', () => {
     await door.getByRole('button', { name: 'Start camera' }).waitFor();
     assert.equal(new URL(door.url()).hash, '');
     const pairing = await readStore(door, 'settings', 'pairing');
-    assert.deepEqual({ eventId: pairing.eventId, key: pairing.key }, { eventId: event.id, key: match[1] });
+    assert.deepEqual({ eventId: pairing.eventId, listId: pairing.listId, key: pairing.key }, { eventId: event.id, listId: match[1], key: match[2] });
   });
 
   test('at the door: camera scans online, then offline (a revoked ticket refused), then the queue is uploaded and counted once', async (t) => {

@@ -116,6 +116,43 @@ export async function markConflict(scope: TenantScope, rowId: string, kept: { sc
     .execute();
 }
 
+/** Conflicts of the ticket on the list that named `fromScanId` as kept: they name `kept` now (it displaced that one). */
+export async function repointConflicts(scope: TenantScope, listId: string, ticketId: string, fromScanId: string, kept: { scanId: string; scannedAt: number; deviceId: string | null }): Promise<void> {
+  await scope
+    .updateTable('checkinScans')
+    .set({ keptScanId: kept.scanId, keptScannedAt: kept.scannedAt, keptDeviceId: kept.deviceId })
+    .where('listId', '=', listId)
+    .where('ticketId', '=', ticketId)
+    .where('outcome', '=', 'conflict')
+    .where('keptScanId', '=', fromScanId)
+    .execute();
+}
+
+/** Exits of these tickets on these lists that a door let through and the server refused not_inside (their entry came later), by time. */
+export async function strandedExits(scope: TenantScope, listIds: string[], ticketIds: string[]): Promise<ScanRow[]> {
+  const found: ScanRow[] = [];
+  for (const part of chunks(ticketIds)) {
+    found.push(
+      ...(await scope
+        .selectFrom('checkinScans')
+        .selectAll()
+        .where('listId', 'in', listIds)
+        .where('ticketId', 'in', part)
+        .where('direction', '=', 'exit')
+        .where('outcome', '=', 'refused')
+        .where('reason', '=', 'not_inside')
+        .where('localResult', '=', 'admitted')
+        .execute()),
+    );
+  }
+  return found.sort((a, b) => a.scannedAt - b.scannedAt || (a.id < b.id ? -1 : 1));
+}
+
+/** Stranded exits (strandedExits) that an entry before them took up: admitted now. */
+export async function admitExits(scope: TenantScope, ids: string[]): Promise<void> {
+  for (const part of chunks(ids)) await scope.updateTable('checkinScans').set({ outcome: 'admitted', reason: null }).where('id', 'in', part).execute();
+}
+
 export async function setOutcome(scope: TenantScope, rowId: string, outcome: string): Promise<void> {
   await scope.updateTable('checkinScans').set({ outcome }).where('id', '=', rowId).execute();
 }

@@ -77,6 +77,14 @@ const ConflictInfo = Type.Object(
   { description: 'The admission kept instead of this scan (the earliest by scannedAt).' },
 );
 
+/**
+ * The limits a scan's fields must keep for the scan to be checked at all. Tighter rules (a code of
+ * at most 256 characters, a time that parses and is not ahead, a known direction, ...) are checked
+ * per scan by the service: a scan that breaks one is refused `invalid_scan` and the rest of the
+ * batch is recorded, so one bad scan does not hold up a scanner's whole queue.
+ */
+const ScanText = (maxLength: number, description: string) => Type.String({ maxLength, description });
+
 export const SyncBody = Type.Object(
   {
     deviceId: Type.String({ minLength: 1, maxLength: 64 }),
@@ -84,15 +92,15 @@ export const SyncBody = Type.Object(
       Type.Object(
         {
           scanId: ScanId,
-          code: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-          ticketId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-          listId: Type.String({ minLength: 1, maxLength: 64 }),
-          direction: Type.Optional(Direction),
-          scannedAt: Timestamp,
-          localResult: StringEnum(['admitted', 'refused'], { description: 'What the scanner showed at the door.' }),
-          gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+          code: Type.Optional(ScanText(8192, "The ticket's code as scanned: any QR code's text fits; one longer than 256 characters is refused invalid_scan.")),
+          ticketId: Type.Optional(ScanText(1024, 'The ticket id, instead of a code.')),
+          listId: Type.Optional(ScanText(1024, 'The check-in list of the scan; a scan without one is refused invalid_scan.')),
+          direction: Type.Optional(ScanText(64, '`entry` (the default) or `exit`.')),
+          scannedAt: ScanText(64, 'The scan\'s time on the scanner, ISO 8601; not more than 5 minutes ahead of the server.'),
+          localResult: ScanText(64, 'What the scanner showed at the door: `admitted` or `refused`.'),
+          gate: Type.Optional(ScanText(1024, 'The gate, 1 to 100 characters.')),
         },
-        { additionalProperties: false, description: 'Exactly one of code and ticketId.' },
+        { additionalProperties: false, description: 'Exactly one of code and ticketId. A scan that breaks a rule of its own is refused invalid_scan, with a detail.' },
       ),
       { minItems: 1, maxItems: 1000 },
     ),
@@ -105,7 +113,8 @@ export const SyncResult = Type.Object(
     scanId: Type.String(),
     outcome: StringEnum(['admitted', 'refused', 'conflict', 'duplicate']),
     recordedOutcome: Type.Optional(StringEnum(['admitted', 'refused', 'conflict', 'undone'], { description: 'For a duplicate: what the first sending of the scanId recorded, as it stands now.' })),
-    reason: Type.Optional(Type.String({ description: 'The refusal code, for a refused scan.' })),
+    reason: Type.Optional(Type.String({ description: 'The refusal code, for a refused scan: a rule of the list, or invalid_scan for a scan that is malformed itself (not recorded).' })),
+    detail: Type.Optional(Type.String({ maxLength: 1000, description: 'For invalid_scan: what is wrong with the scan, naming its field as a JSON pointer into the request.' })),
     checkinId: Type.Optional(Type.String()),
     ticketId: Type.Optional(Type.String()),
     attendee: Type.Optional(Type.Object({ name: Type.String() })),

@@ -177,6 +177,9 @@ interface Decided {
   displaced?: ScanRow;
 }
 
+/** A message of the batch, written at the end: a completed check-in only if its scan still admits then. */
+type PendingMessage = { event: 'checkin.completed'; row: ScanRow; ticket: TicketRow } | { event: 'checkin.undone'; data: unknown };
+
 interface Kept {
   scanId: string;
   scannedAt: number;
@@ -240,21 +243,34 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     (foundIds.length === 0 ? [] : await repo.findListTickets(tx, foundIds, tickets.map((t) => t.id))).map((s) => [`${s.listId} ${s.ticketId}`, s]),
   );
   const rowsById = new Map(existing.map((r) => [r.id, r]));
+  // Exits a door let through that were refused not_inside because their entry had not arrived yet:
+  // an entry admitted before one of them takes it up (lists that scan exits, when the batch enters).
+  const exitLists = [...lists.values()].filter((l) => l.scanExits === 1 && known.some((s) => s.listId === l.id && s.direction === 'entry')).map((l) => l.id);
+  const strandedExits = new Map<string, ScanRow[]>();
+  for (const exit of exitLists.length === 0 || tickets.length === 0 ? [] : await repo.strandedExits(tx, exitLists, tickets.map((t) => t.id))) {
+    const key = `${exit.listId} ${exit.ticketId}`;
+    strandedExits.set(key, [...(strandedExits.get(key) ?? []), rowsById.get(exit.id) ?? exit]);
+  }
 
   const inserts: ScanRow[] = [];
   const changedStates = new Map<string, repo.ListTicketRow>();
-  const displacedRows: Array<{ row: ScanRow; kept: Kept }> = [];
-  const decided: Array<Decided | { input: ScanInput; listMissing: true }> = [];
+  const displacedRows: Array<{ row: ScanRow; kept: Kept; listId: string; ticketId: string }> = [];
+  const admittedExits: ScanRow[] = [];
+  const pending: PendingMessage[] = [];
+  const decided: Array<Decided | { input: ScanInput; listMissing: true }> = new Array(scans.length);
 
-  for (const input of scans) {
+  // In the order the scans were made, whatever order they arrived in (ties: as sent).
+  const order = scans.map((_, i) => i).sort((a, b) => scans[a]!.scannedAt - scans[b]!.scannedAt || a - b);
+  for (const index of order) {
+    const input = scans[index]!;
     const list = lists.get(input.listId);
     if (!list) {
-      decided.push({ input, listMissing: true });
+      decided[index] = { input, listMissing: true };
       continue;
     }
     const first = recorded.get(`${list.id} ${input.scanId}`);
     if (first) {
-      decided.push({ input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true });
+      decided[index] = { input, row: first, ticket: first.ticketId ? byId.get(first.ticketId) : undefined, duplicate: true };
       continue;
     }
     const codeRefusal = codeRefusals.get(input);
@@ -293,6 +309,7 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       createdAt: now,
     };
     const result: Decided = { input, row, ticket, duplicate: false };
+    let reapplied: ScanRow | undefined;
     const reason = codeRefusal ?? ruleRefusal(list, ticket, input);
     const single = list.allowMultipleEntries === 0;
     const doorAdmitted = input.localResult === 'admitted';
@@ -315,7 +332,22 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
         if (input.scannedAt < kept.scannedAt) {
           // The row kept so far: read already, or written by this batch, or known by its state alone.
           const former = rowsById.get(state.keptRowId!) ?? ({ id: state.keptRowId!, scanId: kept.scanId, scannedAt: kept.scannedAt, deviceId: kept.deviceId } as ScanRow);
-          displacedRows.push({ row: former, kept: { scanId: input.scanId, scannedAt: input.scannedAt, deviceId: input.deviceId } });
+          const keptNow: Kept = { scanId: input.scanId, scannedAt: input.scannedAt, deviceId: input.deviceId };
+          displacedRows.push({ row: former, kept: keptNow, listId: list.id, ticketId: ticket!.id });
+          // The former admission is a conflict now, and so is every conflict that named it: they all name the new one.
+          Object.assign(former, { outcome: 'conflict', keptScanId: keptNow.scanId, keptScannedAt: keptNow.scannedAt, keptDeviceId: keptNow.deviceId, conflictedAt: now });
+          for (const other of rowsById.values()) {
+            if (other.listId === list.id && other.ticketId === ticket!.id && other.outcome === 'conflict' && other.keptScanId === former.scanId) {
+              Object.assign(other, { keptScanId: keptNow.scanId, keptScannedAt: keptNow.scannedAt, keptDeviceId: keptNow.deviceId });
+            }
+          }
+          // An admission recorded before this batch was announced: it is undone, naming the one kept instead.
+          if (!inserts.includes(former)) {
+            pending.push({
+              event: 'checkin.undone',
+              data: { ...presentTicket(ticket!), listId: list.id, direction: 'entry' as const, reason: 'displaced' as const, checkinId: former.id, displacedBy: { scanId: keptNow.scanId, scannedAt: iso(keptNow.scannedAt), deviceId: keptNow.deviceId } },
+            });
+          }
           result.displaced = former;
           row.outcome = 'admitted';
           Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
@@ -331,7 +363,8 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       row.reason = null;
     } else {
       row.outcome = 'admitted';
-      if (state.inside === 0) {
+      const cameIn = state.inside === 0;
+      if (cameIn) {
         state.inside = 1;
         list.inside += 1;
       }
@@ -339,31 +372,45 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       state.entries += 1;
       list.entries += 1;
       if (state.keptRowId === null) Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
+      // An exit made after this entry, refused when it arrived first: it takes the ticket out again
+      // (only when this entry brought it in: a ticket inside already may have re-entered since).
+      const stranded = cameIn && ticket ? strandedExits.get(stateKey) : undefined;
+      const exit = stranded?.find((x) => x.outcome === 'refused' && x.scannedAt > input.scannedAt);
+      if (exit) {
+        Object.assign(exit, { outcome: 'admitted', reason: null });
+        admittedExits.push(exit);
+        reapplied = exit;
+        state.inside = 0;
+        list.inside -= 1;
+        list.exits += 1;
+      }
     }
     if (ticket && row.outcome !== 'refused') {
       states.set(stateKey, state);
       changedStates.set(stateKey, state);
     }
+    if (ticket && row.outcome === 'admitted') pending.push({ event: 'checkin.completed', row, ticket });
+    if (ticket && reapplied) pending.push({ event: 'checkin.completed', row: reapplied, ticket });
     list.scans += 1;
     inserts.push(row);
     rowsById.set(row.id, row);
     recorded.set(`${list.id} ${input.scanId}`, row);
-    decided.push(result);
+    decided[index] = result;
   }
 
   await repo.insertScans(tx, inserts);
   if (changedStates.size > 0) await repo.saveListTickets(tx, [...changedStates.values()]);
-  for (const { row, kept } of displacedRows) {
+  // In the order decided, so that a chain of displacements ends with every conflict naming the last one kept.
+  for (const { row, kept, listId, ticketId } of displacedRows) {
     await repo.markConflict(tx, row.id, kept, now);
-    Object.assign(row, { outcome: 'conflict', keptScanId: kept.scanId, keptScannedAt: kept.scannedAt, keptDeviceId: kept.deviceId, conflictedAt: now });
+    await repo.repointConflicts(tx, listId, ticketId, row.scanId, kept);
   }
+  if (admittedExits.length > 0) await repo.admitExits(tx, admittedExits.map((x) => x.id));
   for (const list of lists.values()) await repo.saveCounts(tx, list, now);
 
-  const messages: OutboxMessage[] = [];
-  for (const d of decided) {
-    if ('listMissing' in d || d.duplicate || d.row!.outcome !== 'admitted' || !d.ticket) continue;
-    messages.push({ event: 'checkin.completed', data: admission(d.row!, d.ticket) });
-  }
+  const messages: OutboxMessage[] = pending.flatMap((m): OutboxMessage[] =>
+    m.event === 'checkin.undone' ? [m] : m.row.outcome === 'admitted' ? [{ event: m.event, data: admission(m.row, m.ticket) }] : [],
+  );
   if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
   return { decided, lists };
 }
@@ -446,17 +493,21 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
     deviceId: null,
     gate: input.gate ?? null,
   };
-  return scope.transaction(async (tx) => {
+  // A refusal is recorded too (so that its scanId answers the same later): it is returned from
+  // the transaction, which commits, and thrown after.
+  const decision = await scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
     const { decided } = await recordScans(tx, eventId, [scan], keyId, now);
     const [d] = decided;
     if (!d || 'listMissing' in d) throw notFound('check-in list', scan.listId);
     const row = d.row!;
     if (row.outcome === 'admitted' && d.ticket) return admission(row, d.ticket);
-    if (row.outcome === 'refused') throw refusalError(row, d.ticket?.id);
+    if (row.outcome === 'refused') return refusalError(row, d.ticket?.id);
     // Undone, or (a synced scan's id sent again online) a conflict: the scan no longer admits.
-    throw new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
+    return new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
   });
+  if (decision instanceof AppError) throw decision;
+  return decision;
 }
 
 export type ListAdmission = ReturnType<typeof admission>;
@@ -479,33 +530,51 @@ function syncResult(d: Decided, typeNames: Map<string, string>) {
   };
 }
 
+type SyncScan = Static<typeof SyncBody>['scans'][number];
+
+/** What is wrong with a synced scan by itself (its field's JSON pointer and the rule), or its input to the engine. */
+function checkedScan(s: SyncScan, i: number, deviceId: string, now: number): ScanInput | { scanId: string; detail: string } {
+  const bad = (field: string, message: string) => ({ scanId: s.scanId, detail: `/scans/${i}/${field} ${message}` });
+  if ((s.ticketId === undefined) === (s.code === undefined)) return bad(s.ticketId === undefined ? 'code' : 'ticketId', 'send exactly one of ticketId and code');
+  if (s.code !== undefined && (s.code.length < 1 || s.code.length > 256)) return bad('code', "must be 1 to 256 characters: it is no ticket's code");
+  if (s.ticketId !== undefined && (s.ticketId.length < 1 || s.ticketId.length > 64)) return bad('ticketId', 'must be 1 to 64 characters');
+  if (s.listId === undefined) return bad('listId', 'is required: a synced scan goes through a check-in list');
+  if (s.listId.length < 1 || s.listId.length > 64) return bad('listId', 'must be 1 to 64 characters');
+  if (s.direction !== undefined && s.direction !== 'entry' && s.direction !== 'exit') return bad('direction', 'must be entry or exit');
+  if (s.localResult !== 'admitted' && s.localResult !== 'refused') return bad('localResult', 'must be admitted or refused');
+  if (s.gate !== undefined && (s.gate.length < 1 || s.gate.length > 100)) return bad('gate', 'must be 1 to 100 characters');
+  const scannedAt = Date.parse(s.scannedAt);
+  if (Number.isNaN(scannedAt)) return bad('scannedAt', 'is not a time');
+  if (scannedAt > now + CLOCK_SKEW_MS) return bad('scannedAt', 'is in the future');
+  return {
+    scanId: s.scanId,
+    key: s.ticketId !== undefined ? { ticketId: s.ticketId } : { code: s.code! },
+    listId: s.listId,
+    direction: s.direction ?? 'entry',
+    scannedAt,
+    localResult: s.localResult,
+    deviceId,
+    gate: s.gate ?? null,
+  };
+}
+
 /**
  * POST /events/:id/checkin/sync: a scanner's queue of offline scans, all in one transaction
  * (recordScans). Each scan's result says what the server recorded; a list that does not exist
- * refuses its scans (not_found) without recording them.
+ * refuses its scans (not_found) without recording them, and so does a scan that is malformed by
+ * itself (invalid_scan, with a detail): the rest of the batch is recorded all the same.
  */
 export async function sync(scope: TenantScope, eventId: string, body: Static<typeof SyncBody>, keyId: string | null) {
   const now = Date.now();
-  const scans: ScanInput[] = body.scans.map((s, i) => {
-    if ((s.ticketId === undefined) === (s.code === undefined)) throw invalid(`/scans/${i}/${s.ticketId === undefined ? 'ticketId' : 'code'}`, 'send exactly one of ticketId and code');
-    const scannedAt = parseTime(s.scannedAt, `/scans/${i}/scannedAt`);
-    if (scannedAt > now + CLOCK_SKEW_MS) throw invalid(`/scans/${i}/scannedAt`, 'is in the future');
-    return {
-      scanId: s.scanId,
-      key: s.ticketId !== undefined ? { ticketId: s.ticketId } : { code: s.code! },
-      listId: s.listId,
-      direction: s.direction ?? 'entry',
-      scannedAt,
-      localResult: s.localResult,
-      deviceId: body.deviceId,
-      gate: s.gate ?? null,
-    };
-  });
+  const checked = body.scans.map((s, i) => checkedScan(s, i, body.deviceId, now));
+  const scans = checked.filter((c): c is ScanInput => 'key' in c);
   return scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
-    const { decided, lists } = await recordScans(tx, eventId, scans, keyId, now);
+    const { decided, lists } = scans.length > 0 ? await recordScans(tx, eventId, scans, keyId, now) : { decided: [], lists: new Map<string, ListRow>() };
     const typeNames = new Map((await repo.ticketTypeNames(tx, eventId)).map((t) => [t.id, t.name]));
-    const results = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
+    const answers = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
+    let next = 0;
+    const results = checked.map((c) => ('key' in c ? answers[next++]! : { scanId: c.scanId, outcome: 'refused' as const, reason: 'invalid_scan', detail: c.detail }));
     const presented = [...lists.values()].map(presentList);
     return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
   });

@@ -277,6 +277,16 @@ export const CheckinUndoneSchema = Type.Object(
     ...TicketSchema.properties,
     listId: Nullable(Type.String(), { description: 'The check-in list of the undone entry; null for the event-wide check-in.' }),
     direction: StringEnum(['entry']),
+    reason: Type.Optional(
+      StringEnum(['displaced'], { description: 'Absent for an undo asked for. `displaced`: the admission was displaced by an earlier one of the same ticket, synced later, on a list that admits once; it became a conflict.' }),
+    ),
+    checkinId: Type.Optional(Type.String({ maxLength: 64, description: 'For a displaced admission: its check-in id (the `id` its checkin.completed carried).' })),
+    displacedBy: Type.Optional(
+      Type.Object(
+        { scanId: Type.String({ maxLength: 64 }), scannedAt: Timestamp, deviceId: Nullable(Type.String({ maxLength: 64 })) },
+        { description: 'For a displaced admission: the admission kept instead (the earliest by scannedAt).' },
+      ),
+    ),
   },
   { $id: 'CheckinUndone' },
 );

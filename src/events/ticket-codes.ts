@@ -17,7 +17,7 @@ import { idBytes, idFromBytes } from '../ids.js';
  *     [65..68]  validUntil, unix seconds, 0: no upper bound
  *   signature = Ed25519 by the key `kid` over the payload (64 bytes).
  *
- * This file holds the format alone (no database): signing-keys.service.ts issues and checks codes.
+ * This file holds the format alone (no database): door.service.ts issues and checks codes.
  */
 
 export const CODE_PREFIX = 'M1';

@@ -1,8 +1,9 @@
-import type { Selectable } from 'kysely';
-import type { Db } from '../db/database.js';
+import type { ExpressionBuilder, Selectable } from 'kysely';
+import type { Database, Db } from '../db/database.js';
 import { prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { TICKET_COLUMNS, type TicketTable } from './events.table.js';
+import './checkin-lists.table.js';
 
 export type TicketRow = Selectable<TicketTable>;
 
@@ -39,7 +40,25 @@ export async function ticketTypeIssued(scope: TenantScope, ticketTypeId: string)
   return issued !== undefined;
 }
 
-/** Valid and not checked in → cancelled and refunded (its price); the ticket as it is now, or undefined if it was not so. */
+/**
+ * Not admitted through any check-in list of its event: no admitted entry stands on any of them
+ * (read through the event's lists, so both indexes serve it). A ticket that entered through a list
+ * is checked in as much as one checked in event-wide.
+ */
+const notAdmittedOnLists = (eb: ExpressionBuilder<Database, 'tickets'>) =>
+  eb.not(
+    eb.exists(
+      eb
+        .selectFrom('checkinLists')
+        .innerJoin('checkinListTickets', 'checkinListTickets.listId', 'checkinLists.id')
+        .select('checkinListTickets.ticketId')
+        .whereRef('checkinLists.eventId', '=', 'tickets.eventId')
+        .whereRef('checkinListTickets.ticketId', '=', 'tickets.id')
+        .where('checkinListTickets.entries', '>', 0),
+    ),
+  );
+
+/** Valid and not checked in (event-wide or on a list) → cancelled and refunded (its price); the ticket as it is now, or undefined if it was not so. */
 export function cancelOpenTicket(scope: TenantScope, id: string, now: number): Promise<TicketRow | undefined> {
   return scope
     .updateTable('tickets')
@@ -47,11 +66,12 @@ export function cancelOpenTicket(scope: TenantScope, id: string, now: number): P
     .where('id', '=', id)
     .where('status', '=', 'valid')
     .where('checkedInAt', 'is', null)
+    .where(notAdmittedOnLists)
     .returningAll()
     .executeTakeFirst();
 }
 
-/** Valid and not checked in → a new holder and code; the ticket as it is now, or undefined if it was not so. */
+/** Valid and not checked in (event-wide or on a list) → a new holder and code; the ticket as it is now, or undefined if it was not so. */
 export function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
   return scope
     .updateTable('tickets')
@@ -59,6 +79,7 @@ export function transferOpenTicket(scope: TenantScope, id: string, holder: { nam
     .where('id', '=', id)
     .where('status', '=', 'valid')
     .where('checkedInAt', 'is', null)
+    .where(notAdmittedOnLists)
     .returningAll()
     .executeTakeFirst();
 }

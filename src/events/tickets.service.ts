@@ -72,7 +72,8 @@ export function refusal(change: TicketChange, ticket: TicketRow): AppError {
     case 'undoCheckIn':
       return new AppError('not_checked_in', `Ticket ${ticket.id} is not checked in.`);
     default:
-      return new AppError('ticket_checked_in', `Ticket ${ticket.id} is checked in; it cannot be ${change === 'cancel' ? 'cancelled' : 'transferred'}.`, {
+      // Not checked in event-wide: it entered through a check-in list (repo.cancelOpenTicket).
+      return new AppError('ticket_checked_in', `Ticket ${ticket.id} ${ticket.checkedInAt === null ? 'was admitted through a check-in list' : 'is checked in'}; it cannot be ${change === 'cancel' ? 'cancelled' : 'transferred'}.`, {
         checkedInAt: iso(ticket.checkedInAt),
       });
   }

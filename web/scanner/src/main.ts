@@ -9,14 +9,18 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const EVENT_ID = /^evt_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 const LIST_ID = /^cl_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
-/** #event=evt_…&list=cl_…&key=… (the fragment never reaches a server or its logs); null when absent. */
-function pairingFromFragment(): Pairing | 'invalid' | null {
+const INCOMPLETE = 'The pairing link is incomplete: open it again from the dashboard.';
+const NO_LIST = "The pairing link names no check-in list, and the scanner checks tickets through one: make a new link with the dashboard's Scanner… action on the event's page.";
+
+/** #event=evt_…&list=cl_…&key=… (the fragment never reaches a server or its logs); null when absent, or why the link is refused. */
+function pairingFromFragment(): Pairing | { refused: string } | null {
   if (!location.hash || location.hash === '#') return null;
   const params = new URLSearchParams(location.hash.slice(1));
   const eventId = params.get('event') ?? '';
-  const listId = params.get('list') || null;
+  const listId = params.get('list') ?? '';
   const key = params.get('key') ?? '';
-  if (!EVENT_ID.test(eventId) || (listId !== null && !LIST_ID.test(listId)) || key.length < 8 || key.length > 200) return 'invalid';
+  if (!EVENT_ID.test(eventId) || key.length < 8 || key.length > 200 || (listId !== '' && !LIST_ID.test(listId))) return { refused: INCOMPLETE };
+  if (listId === '') return { refused: NO_LIST };
   return { eventId, listId, key, pairedAt: new Date().toISOString() };
 }
 
@@ -89,7 +93,7 @@ async function main() {
 
   const fromLink = pairingFromFragment();
   if (fromLink) clearFragment();
-  if (fromLink === 'invalid') pageProblem = 'The pairing link is incomplete: open it again from the dashboard.';
+  if (fromLink && 'refused' in fromLink) pageProblem = fromLink.refused;
   else if (fromLink) await store.pair(fromLink);
   await door.start();
   render(door);
@@ -98,8 +102,8 @@ async function main() {
     const next = pairingFromFragment();
     if (!next) return;
     clearFragment();
-    if (next === 'invalid') {
-      pageProblem = 'The pairing link is incomplete: open it again from the dashboard.';
+    if ('refused' in next) {
+      pageProblem = next.refused;
       render(door);
       return;
     }

@@ -79,6 +79,8 @@ export const REFUSALS: Record<string, string> = {
   needs_server: 'Needs the network to check this code',
   not_found: 'Unknown ticket',
   conflict: 'Admitted earlier at another door',
+  // The server's answer to an uploaded scan that is malformed by itself (too long a code, a bad time).
+  invalid_scan: 'Not a scan the server could take',
 };
 
 export const refusalText = (code: string | undefined) => (code && REFUSALS[code]) || (code ? code.replaceAll('_', ' ') : 'Refused');

@@ -147,6 +147,10 @@ export function decodeCode(code: string): DecodedCode | null {
   if (code.length !== CODE_LENGTH || !code.startsWith(CODE_PREFIX)) return null;
   const bytes = fromBase64url(code.slice(CODE_PREFIX.length));
   if (!bytes || bytes.length !== PAYLOAD_BYTES + SIGNATURE_BYTES || bytes[0] !== 1) return null;
+  // The last character carries 2 bits of the last byte and 4 spare bits: only the spelling with
+  // zero spare bits is the code (the server's parser refuses the 15 others), so that two doors see
+  // one ticket as one code.
+  if (toBase64url(bytes) !== code.slice(CODE_PREFIX.length)) return null;
   const payload = bytes.subarray(0, PAYLOAD_BYTES);
   return {
     payload,

@@ -14,10 +14,15 @@ const LASTS = [
   ['168', '7 days'],
 ] as const;
 
+/** The list made for an event that has none: it admits every ticket type, once. */
+const FIRST_LIST = 'Main entrance';
+
 /**
  * The event page's "Scanner" action: a key that may only check tickets in, expiring, and the link
- * (with its QR code) that pairs a phone's scanner page with this event and list. The key travels in
- * the link's fragment, which browsers never send to a server.
+ * (with its QR code) that pairs a phone's scanner page with this event and one of its check-in
+ * lists (the scanner checks tickets through a list; an event without one is offered one that
+ * admits every ticket type). The key travels in the link's fragment, which browsers never send to
+ * a server.
  */
 export function ScannerPairing({ eventId, eventName }: { eventId: string; eventName: string }) {
   const [open, setOpen] = useState(false);
@@ -27,10 +32,9 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
 
   useEffect(() => {
     if (!open || lists) return;
-    // A server without check-in lists answers 404: the scanner then checks every ticket.
     allPages<CheckinListItem>(`/events/${encodeURIComponent(eventId)}/checkin-lists`).then(
       (page) => setLists(page.data),
-      (err: unknown) => (err instanceof Problem && err.status === 404 ? setLists([]) : setError(err instanceof Problem ? err.detail : 'The server could not be reached.')),
+      (err: unknown) => setError(err instanceof Problem ? err.detail : 'The server could not be reached.'),
     );
   }, [open, lists, eventId]);
 
@@ -46,17 +50,23 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
 
   const submit = async (event: SubmitEvent) => {
     event.preventDefault();
+    if (!lists) return;
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    const listId = String(form.get('list') ?? '');
     const hours = Number(form.get('lasts') ?? 12);
-    const listName = lists?.find((l) => l.id === listId)?.name ?? 'every ticket';
     setError('');
     try {
+      // No list yet: one that admits every ticket type, made now, and the scanner pairs with it.
+      let list = lists.find((l) => l.id === String(form.get('list') ?? ''));
+      if (!list) {
+        list = await api<CheckinListItem>(`/events/${encodeURIComponent(eventId)}/checkin-lists`, { method: 'POST', json: { name: FIRST_LIST } });
+        setLists([list]);
+      }
+      const { id: listId, name: listName } = list;
       const created = await api<{ key: string; expiresAt: string }>('/keys', {
         method: 'POST',
         json: { name: `Scanner: ${eventName} (${listName})`.slice(0, 100), scopes: ['checkin'], expiresAt: new Date(Date.now() + hours * 3_600_000).toISOString() },
       });
-      const fragment = new URLSearchParams({ event: eventId, ...(listId ? { list: listId } : {}), key: created.key });
+      const fragment = new URLSearchParams({ event: eventId, list: listId, key: created.key });
       const link = `${location.origin}/scanner#${fragment.toString()}`;
       setPaired({ link, qr: await QRCode.toDataURL(link, { width: 280, margin: 2, errorCorrectionLevel: 'M' }), expiresAt: created.expiresAt });
     } catch (err) {
@@ -69,15 +79,23 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
       <h2 id="scanner-title">Pair a scanner</h2>
       {!paired && (
         <form onSubmit={submit}>
-          <label for="scanner-list">Check-in list</label>
-          <select id="scanner-list" name="list" disabled={!lists}>
-            <option value="">Every ticket (no list)</option>
-            {lists?.map((list) => (
-              <option key={list.id} value={list.id}>
-                {list.name}
-              </option>
-            ))}
-          </select>
+          {lists && lists.length === 0 ? (
+            <p>
+              This event has no check-in list yet; a scanner checks tickets through one. The link comes with a list named “{FIRST_LIST}” that admits every ticket
+              type once.
+            </p>
+          ) : (
+            <>
+              <label for="scanner-list">Check-in list</label>
+              <select id="scanner-list" name="list" disabled={!lists} required>
+                {lists?.map((list) => (
+                  <option key={list.id} value={list.id}>
+                    {list.name}
+                  </option>
+                ))}
+              </select>
+            </>
+          )}
           <label for="scanner-lasts">The link works for</label>
           <select id="scanner-lasts" name="lasts">
             {LASTS.map(([value, label]) => (
@@ -87,7 +105,9 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
             ))}
           </select>
           {error && <p class="error" role="alert">{error}</p>}
-          <button type="submit">Create pairing link</button>{' '}
+          <button type="submit" disabled={!lists}>
+            {lists && lists.length === 0 ? `Create list “${FIRST_LIST}” and pairing link` : 'Create pairing link'}
+          </button>{' '}
           <button type="button" class="secondary" onClick={() => setOpen(false)}>
             Cancel
           </button>
