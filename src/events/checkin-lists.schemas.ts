@@ -105,7 +105,18 @@ export const SyncBody = Type.Object(
       { minItems: 1, maxItems: 1000 },
     ),
   },
-  { $id: 'CheckinSyncRequest', additionalProperties: false },
+  {
+    $id: 'CheckinSyncRequest',
+    additionalProperties: false,
+    examples: [
+      {
+        deviceId: 'north-gate-phone-2',
+        scans: [
+          { scanId: '5f0c6f0e-3f8e-4a55-9b7e-2f1d4c3b2a10', code: 'M1AQAAAAAAAAAAAAAAAA', listId: 'cl_01m80eg3tperaacsapew6ns732', direction: 'entry', scannedAt: '2027-05-01T19:02:11.000Z', localResult: 'admitted' },
+        ],
+      },
+    ],
+  },
 );
 
 export const SyncResult = Type.Object(
