@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
+import pg from 'pg';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 type Json = any;
@@ -215,6 +216,49 @@ for (const engine of ENGINES) {
       assert.equal(ids.size, 1);
       assert.deepEqual(await counts(c, event.id, list.id), { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
       assert.equal((await counts(c, event.id, vipList.id)).entries, 1);
+    });
+
+    test('scans of different tickets on one list do not wait for each other; one ticket is admitted once and the counts stay exact', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const api = await startApp(t, storage);
+      const c = client(api, (await api.account()).key);
+      const { event, generals, vips } = await door(c, 10);
+      const tickets = [...generals, ...vips];
+      const list = await newList(c, event.id);
+      // Three concurrent entries of each of 20 tickets, all at once: one admitted per ticket.
+      const answers = await Promise.all(tickets.flatMap((ticket) => [0, 1, 2].map(() => scan(c, event.id, { listId: list.id, ticketId: ticket.id }))));
+      for (let i = 0; i < tickets.length; i++) {
+        const statuses = answers.slice(i * 3, i * 3 + 3).map((r) => r.status).sort();
+        assert.deepEqual(statuses, [201, 409, 409], `ticket ${i}: ${statuses}`);
+      }
+      for (const r of answers) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 20, entries: 20, exits: 0, admittedTickets: 20, conflicts: 0 });
+      // One scan id sent at once with a code no ticket has: no ticket's state orders them, and every answer is the same refusal, recorded once.
+      const ghosts = await Promise.all(Array.from({ length: 6 }, () => scan(c, event.id, { listId: list.id, code: 'no-such-code', scanId: 'ghost' })));
+      for (const r of ghosts) assert.equal((await problem(r, 404, 'not_found')).scanId, 'ghost');
+
+      if (engine !== 'postgres') return;
+      // On PostgreSQL a scan locks only its ticket's state on the list: with that row held by another
+      // transaction, a scan of another ticket through the same list is decided at once, and the
+      // held ticket's scan waits for the holder.
+      const multi = await newList(c, event.id, { name: 'Lounge', allowMultipleEntries: true });
+      assert.equal((await scan(c, event.id, { listId: multi.id, ticketId: generals[0].id })).status, 201);
+      const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await holder.connect();
+      onCleanup(t, () => holder.end());
+      await holder.query(`set search_path to "${api.database.schema}"`);
+      await holder.query('begin');
+      const held = await holder.query('select inside from checkin_list_tickets where list_id = $1 and ticket_id = $2 for update', [multi.id, generals[0].id]);
+      assert.equal(held.rowCount, 1);
+      const waiting = scan(c, event.id, { listId: multi.id, ticketId: generals[0].id });
+      const settled = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+      const other = scan(c, event.id, { listId: multi.id, ticketId: generals[1].id });
+      assert.equal(await settled(other, 5000), true, 'a scan of another ticket waited for the held one');
+      assert.equal((await other).status, 201);
+      assert.equal(await settled(waiting, 300), false, 'the scan of the held ticket did not wait for its state');
+      await holder.query('commit');
+      assert.equal((await waiting).status, 201);
+      assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 0, admittedTickets: 2, conflicts: 0 });
     });
 
     test('sync: idempotent by scanId; the conflict rule keeps the earliest admission in both arrival orders', async (t) => {

@@ -19,15 +19,30 @@ export function findList(scope: TenantScope, eventId: string, id: string): Promi
 }
 
 /**
- * The event's lists of these ids, locked for the rest of the transaction: on PostgreSQL with `FOR
- * UPDATE` (in id order, so two batches naming the same lists never wait on each other in a
- * circle); on SQLite the transaction holds the database's write lock already. Every scan through
- * a list runs under this lock, so its decisions and counts see every scan committed before it.
+ * The event's list of this id, locked for the rest of the transaction to change its settings or
+ * delete it. On PostgreSQL a change takes `FOR NO KEY UPDATE`, which scans in flight (they hold the
+ * list `FOR KEY SHARE`, listsForScans) do not hold up: they decide by the settings they read, and
+ * the change applies to the scans after it. A deletion takes `FOR UPDATE`, so it waits for those
+ * scans and then sees whether they recorded any. On SQLite the transaction holds the database's
+ * write lock already.
  */
-export async function lockLists(tx: TenantScope, eventId: string, ids: string[]): Promise<CheckinListRow[]> {
-  if (!tx.db.isTransaction) throw new Error('lockLists needs a transaction');
+export async function lockList(tx: TenantScope, eventId: string, id: string, purpose: 'change' | 'delete'): Promise<CheckinListRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockList needs a transaction');
+  const query = tx.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', '=', id);
+  if (!onPostgres(tx.db)) return query.executeTakeFirst();
+  return (purpose === 'delete' ? query.forUpdate() : query.forNoKeyUpdate()).executeTakeFirst();
+}
+
+/**
+ * The event's lists of these ids, to scan through them. On PostgreSQL with `FOR KEY SHARE`: the
+ * list is not deleted while the scan is decided (lockList), but scans of one list do not wait for
+ * each other here: each locks only its tickets' states on the
+ * list (lockListTickets) and adds to the list's counts at the very end (addCounts).
+ */
+export async function listsForScans(tx: TenantScope, eventId: string, ids: string[]): Promise<CheckinListRow[]> {
+  if (!tx.db.isTransaction) throw new Error('listsForScans needs a transaction');
   const query = tx.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', 'in', ids).orderBy('id');
-  return onPostgres(tx.db) ? query.forUpdate().execute() : query.execute();
+  return onPostgres(tx.db) ? query.forKeyShare().execute() : query.execute();
 }
 
 export function pageLists(scope: TenantScope, eventId: string, page: KeysetPage): Promise<CheckinListRow[]> {
@@ -79,6 +94,34 @@ export async function findListTickets(scope: TenantScope, listIds: string[], tic
   const found: ListTicketRow[] = [];
   for (const part of chunks(ticketIds)) {
     found.push(...(await scope.selectFrom('checkinListTickets').selectAll().where('listId', 'in', listIds).where('ticketId', 'in', part).execute()));
+  }
+  return found;
+}
+
+/**
+ * The per-ticket state of these (list, ticket) pairs, locked for the rest of the transaction: one
+ * upsert that makes a missing state (not inside, no entries) and whose `on conflict do update` locks
+ * an existing one on PostgreSQL, returning it as the last commit left it (after waiting for a
+ * transaction that holds it). In (list, ticket) order, so two batches never wait on each other in a
+ * circle. Scans of one ticket on a list are therefore decided one after the other; scans of other
+ * tickets do not wait. On SQLite the transaction holds the database's write lock already.
+ */
+export async function lockListTickets(tx: TenantScope, pairs: Array<{ listId: string; ticketId: string }>): Promise<ListTicketRow[]> {
+  if (!tx.db.isTransaction) throw new Error('lockListTickets needs a transaction');
+  const unique = [...new Map(pairs.map((p) => [`${p.listId} ${p.ticketId}`, p])).values()].sort((a, b) =>
+    a.listId < b.listId ? -1 : a.listId > b.listId ? 1 : a.ticketId < b.ticketId ? -1 : a.ticketId > b.ticketId ? 1 : 0,
+  );
+  const found: ListTicketRow[] = [];
+  for (const part of chunks(unique)) {
+    const rows = part.map((p) => ({ listId: p.listId, ticketId: p.ticketId, accountId: tx.accountId, inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null }));
+    found.push(
+      ...(await tx.db
+        .insertInto('checkinListTickets')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['listId', 'ticketId']).doUpdateSet((eb) => ({ inside: eb.ref('checkinListTickets.inside') })))
+        .returningAll()
+        .execute()),
+    );
   }
   return found;
 }
@@ -157,9 +200,28 @@ export async function setOutcome(scope: TenantScope, rowId: string, outcome: str
   await scope.updateTable('checkinScans').set({ outcome }).where('id', '=', rowId).execute();
 }
 
-export async function saveCounts(scope: TenantScope, list: CheckinListRow, now: number): Promise<void> {
-  const { inside, entries, exits, admittedTickets, conflicts, scans } = list;
-  await scope.updateTable('checkinLists').set({ inside, entries, exits, admittedTickets, conflicts, scans, updatedAt: now }).where('id', '=', list.id).execute();
+export type CountsChange = Pick<CheckinListRow, 'inside' | 'entries' | 'exits' | 'admittedTickets' | 'conflicts' | 'scans'>;
+
+/**
+ * Adds to the list's counts in one statement (`entries = entries + ?`, ...), and answers the list
+ * as it is then. Its row lock is held until the commit, so a scan makes it its last statement: the
+ * only moment at which scans of one list wait for each other.
+ */
+export function addCounts(scope: TenantScope, listId: string, change: CountsChange, now: number): Promise<CheckinListRow | undefined> {
+  return scope
+    .updateTable('checkinLists')
+    .set((eb) => ({
+      inside: eb('inside', '+', change.inside),
+      entries: eb('entries', '+', change.entries),
+      exits: eb('exits', '+', change.exits),
+      admittedTickets: eb('admittedTickets', '+', change.admittedTickets),
+      conflicts: eb('conflicts', '+', change.conflicts),
+      scans: eb('scans', '+', change.scans),
+      updatedAt: now,
+    }))
+    .where('id', '=', listId)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** The ticket's last admitted entry on the list. */

@@ -111,7 +111,7 @@ export async function listLists(scope: TenantScope, eventId: string, query: Page
 /** Changes a list's settings; its counts stay (a change applies to the scans after it). */
 export async function updateList(scope: TenantScope, eventId: string, listId: string, input: Static<typeof UpdateCheckinListBody>): Promise<PresentedList> {
   return scope.transaction(async (tx) => {
-    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    const list = await repo.lockList(tx, eventId, listId, 'change');
     if (!list) throw notFound('check-in list', listId);
     const ticketTypeIds = await checkedTypes(tx, eventId, input.ticketTypeIds);
     const validFrom = time(input.validFrom, '/validFrom');
@@ -133,7 +133,7 @@ export async function updateList(scope: TenantScope, eventId: string, listId: st
 /** Deletes a list that never recorded a scan; one with scans is 409 list_in_use (its history and counts stay). */
 export async function deleteList(scope: TenantScope, eventId: string, listId: string): Promise<void> {
   await scope.transaction(async (tx) => {
-    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    const list = await repo.lockList(tx, eventId, listId, 'delete');
     if (!list) throw notFound('check-in list', listId);
     if (!(await repo.deleteUnusedList(tx, listId))) {
       throw new AppError('list_in_use', `Check-in list ${listId} has ${list.scans} recorded scans; it cannot be deleted.`, { scans: list.scans });
@@ -201,20 +201,21 @@ interface Kept {
  *   - an entry of a ticket inside, on a list that scans exits, is refused online (already_inside);
  *   - a synced scan the door refused admits nobody: it is recorded refused, with the server's
  *     reason when the server would refuse it too.
- * The lists are locked first (repo.lockLists), so concurrent scans of one ticket are decided one
- * after the other: of two concurrent online entries on a list that admits once, exactly one is
- * admitted. Everything is read in a few queries, decided in memory in the order given, and written
- * in a few statements, so a batch of 1000 costs about as many statements as a batch of one.
+ * Each ticket's state on the list is locked first (repo.lockListTickets), so concurrent scans of
+ * one ticket are decided one after the other: of two concurrent online entries on a list that
+ * admits once, exactly one is admitted. Scans of different tickets do not wait for each other: the
+ * list itself is only read (repo.listsForScans), and its counts are added to in the last statement
+ * (repo.addCounts). Everything is read in a few queries, decided in memory in the order given, and
+ * written in a few statements, so a batch of 1000 costs about as many statements as a batch of one.
  */
 async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, ListRow> }> {
   const listIds = [...new Set(scans.map((s) => s.listId))];
-  const lists = new Map((await repo.lockLists(tx, eventId, listIds)).map((l) => [l.id, l]));
+  const lists = new Map((await repo.listsForScans(tx, eventId, listIds)).map((l) => [l.id, l]));
+  const countsAsRead = new Map([...lists.values()].map((l) => [l.id, { ...countsOf(l), scans: l.scans }]));
   const known = scans.filter((s) => lists.has(s.listId));
   const foundIds = [...lists.keys()];
-  const existing = foundIds.length === 0 ? [] : await repo.findScans(tx, foundIds, [...new Set(known.map((s) => s.scanId))]);
-  const recorded = new Map(existing.map((r) => [`${r.listId} ${r.scanId}`, r]));
 
-  const ticketIds = new Set<string>(existing.flatMap((r) => (r.ticketId ? [r.ticketId] : [])));
+  const ticketIds = new Set<string>();
   const codes = new Set<string>();
   for (const s of known) {
     if (s.key.ticketId !== undefined) ticketIds.add(s.key.ticketId);
@@ -239,9 +240,18 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     const why = s.key.code === undefined || codeRefusals.has(s) ? undefined : replaced.get(s.key.code);
     if (why) codeRefusals.set(s, why);
   }
-  const states = new Map(
-    (foundIds.length === 0 ? [] : await repo.findListTickets(tx, foundIds, tickets.map((t) => t.id))).map((s) => [`${s.listId} ${s.ticketId}`, s]),
-  );
+  // The states of the tickets scanned, locked: everything read after this (the scans recorded, the
+  // exits stranded) is as the last scan of the same ticket committed it.
+  const pairs = known.flatMap((s) => {
+    const ticket = codeRefusals.has(s) ? undefined : s.key.ticketId !== undefined ? byId.get(s.key.ticketId) : byCode.get(s.key.code!);
+    return ticket ? [{ listId: s.listId, ticketId: ticket.id }] : [];
+  });
+  const states = new Map((pairs.length === 0 ? [] : await repo.lockListTickets(tx, pairs)).map((s) => [`${s.listId} ${s.ticketId}`, s]));
+  const existing = foundIds.length === 0 ? [] : await repo.findScans(tx, foundIds, [...new Set(known.map((s) => s.scanId))]);
+  const recorded = new Map(existing.map((r) => [`${r.listId} ${r.scanId}`, r]));
+  // A scan sent again answers with the ticket it was recorded for (which its code may no longer name).
+  const missing = [...new Set(existing.flatMap((r) => (r.ticketId && !byId.has(r.ticketId) ? [r.ticketId] : [])))];
+  for (const t of missing.length === 0 ? [] : await repo.findTickets(tx, eventId, missing, [])) byId.set(t.id, t);
   const rowsById = new Map(existing.map((r) => [r.id, r]));
   // Exits a door let through that were refused not_inside because their entry had not arrived yet:
   // an entry admitted before one of them takes it up (lists that scan exits, when the batch enters).
@@ -406,13 +416,45 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     await repo.repointConflicts(tx, listId, ticketId, row.scanId, kept);
   }
   if (admittedExits.length > 0) await repo.admitExits(tx, admittedExits.map((x) => x.id));
-  for (const list of lists.values()) await repo.saveCounts(tx, list, now);
 
   const messages: OutboxMessage[] = pending.flatMap((m): OutboxMessage[] =>
     m.event === 'checkin.undone' ? [m] : m.row.outcome === 'admitted' ? [{ event: m.event, data: admission(m.row, m.ticket) }] : [],
   );
   if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+  // Last: what this transaction changed is added to each list's counts, which concurrent scans of
+  // the list change too (the list was only read). The answer shows the counts with theirs.
+  for (const list of [...lists.values()]) {
+    const before = countsAsRead.get(list.id)!;
+    const change: repo.CountsChange = {
+      inside: list.inside - before.inside,
+      entries: list.entries - before.entries,
+      exits: list.exits - before.exits,
+      admittedTickets: list.admittedTickets - before.admittedTickets,
+      conflicts: list.conflicts - before.conflicts,
+      scans: list.scans - before.scans,
+    };
+    if (Object.values(change).every((n) => n === 0)) continue;
+    const counted = await repo.addCounts(tx, list.id, change, now);
+    if (counted) lists.set(list.id, counted);
+  }
   return { decided, lists };
+}
+
+/**
+ * Runs the transaction again, once, when a concurrent one recorded the same scan id on the same
+ * list first (PostgreSQL's unique violation on checkin_scans_list_scan_id). Scans of one ticket
+ * wait for each other (repo.lockListTickets) and see the first's row; this covers what no ticket's
+ * state locks: a scan id sent again at the same moment with an unknown code, or for another ticket.
+ * The second run finds the scan recorded and answers as the first did.
+ */
+async function onceMoreIfRaced<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const e = error as { code?: unknown; constraint?: unknown };
+    if (e.code === '23505' && e.constraint === 'checkin_scans_list_scan_id') return run();
+    throw error;
+  }
 }
 
 /** The first rule of the ticket and the list (before the ticket's state on the list) that refuses the scan. */
@@ -495,17 +537,20 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
   };
   // A refusal is recorded too (so that its scanId answers the same later): it is returned from
   // the transaction, which commits, and thrown after.
-  const decision = await scope.transaction(async (tx) => {
-    await requireEvent(tx, eventId);
+  const decision = await onceMoreIfRaced(() => scope.transaction(async (tx) => {
     const { decided } = await recordScans(tx, eventId, [scan], keyId, now);
     const [d] = decided;
-    if (!d || 'listMissing' in d) throw notFound('check-in list', scan.listId);
+    // A list of the event was found, so the event is there: only a missing list asks which is missing.
+    if (!d || 'listMissing' in d) {
+      await requireEvent(tx, eventId);
+      throw notFound('check-in list', scan.listId);
+    }
     const row = d.row!;
     if (row.outcome === 'admitted' && d.ticket) return admission(row, d.ticket);
     if (row.outcome === 'refused') return refusalError(row, d.ticket?.id);
     // Undone, or (a synced scan's id sent again online) a conflict: the scan no longer admits.
     return new AppError('already_checked_in', `Scan ${row.scanId} was recorded as ${row.outcome}.`, { scanId: row.scanId, listId: row.listId, ticketId: row.ticketId });
-  });
+  }));
   if (decision instanceof AppError) throw decision;
   return decision;
 }
@@ -568,7 +613,7 @@ export async function sync(scope: TenantScope, eventId: string, body: Static<typ
   const now = Date.now();
   const checked = body.scans.map((s, i) => checkedScan(s, i, body.deviceId, now));
   const scans = checked.filter((c): c is ScanInput => 'key' in c);
-  return scope.transaction(async (tx) => {
+  return onceMoreIfRaced(() => scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
     const { decided, lists } = scans.length > 0 ? await recordScans(tx, eventId, scans, keyId, now) : { decided: [], lists: new Map<string, ListRow>() };
     const typeNames = new Map((await repo.ticketTypeNames(tx, eventId)).map((t) => [t.id, t.name]));
@@ -577,7 +622,7 @@ export async function sync(scope: TenantScope, eventId: string, body: Static<typ
     const results = checked.map((c) => ('key' in c ? answers[next++]! : { scanId: c.scanId, outcome: 'refused' as const, reason: 'invalid_scan', detail: c.detail }));
     const presented = [...lists.values()].map(presentList);
     return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
-  });
+  }));
 }
 
 /** A list's conflicts, newest first. */
@@ -606,32 +651,33 @@ export async function listConflicts(scope: TenantScope, eventId: string, listId:
 export async function undoOnList(scope: TenantScope, eventId: string, ticketId: string, listId: string): Promise<PresentedTicket & { listId: string; direction: Direction }> {
   return scope.transaction(async (tx) => {
     await requireEvent(tx, eventId);
-    const [list] = await repo.lockLists(tx, eventId, [listId]);
+    const [list] = await repo.listsForScans(tx, eventId, [listId]);
     if (!list) throw notFound('check-in list', listId);
     const [ticket] = await repo.findTickets(tx, eventId, [ticketId], []);
     if (!ticket) throw new AppError('not_found', `No ticket ${ticketId} for event ${eventId}.`);
+    // The ticket's state on the list, locked (as a scan of it locks it), before its entries are read.
+    const [state] = await repo.lockListTickets(tx, [{ listId, ticketId }]);
     const entry = await repo.lastAdmittedEntry(tx, listId, ticketId);
-    const [state] = await repo.findListTickets(tx, [listId], [ticketId]);
     if (!entry || !state) throw new AppError('not_checked_in', `Ticket ${ticketId} has no admitted entry on check-in list ${listId}.`);
     const now = Date.now();
     await repo.setOutcome(tx, entry.id, 'undone');
+    const change: repo.CountsChange = { inside: 0, entries: -1, exits: 0, admittedTickets: 0, conflicts: 0, scans: 0 };
     state.entries -= 1;
-    list.entries -= 1;
     if (state.inside === 1) {
       state.inside = 0;
-      list.inside -= 1;
+      change.inside = -1;
     }
     if (state.entries === 0) {
-      list.admittedTickets -= 1;
+      change.admittedTickets = -1;
       Object.assign(state, { keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null });
     } else if (state.keptRowId === entry.id) {
       const previous = await repo.lastAdmittedEntry(tx, listId, ticketId);
       Object.assign(state, previous ? { keptScanId: previous.scanId, keptScannedAt: previous.scannedAt, keptDeviceId: previous.deviceId, keptRowId: previous.id } : {});
     }
     await repo.saveListTickets(tx, [state]);
-    await repo.saveCounts(tx, list, now);
     const undone = { ...presentTicket(ticket), listId, direction: 'entry' as const };
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: undone }], now);
+    await repo.addCounts(tx, listId, change, now);
     return undone;
   });
 }
