@@ -9,8 +9,8 @@ import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 /**
  * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0. Decisions are taken on grey
  * thumbnails (~1000 px): a frame that already lines up is left alone; for the others an AKAZE +
- * RANSAC homography and a global estimate (align/global.ts) are weighed by how many of the
- * frame's blocks each makes agree with the reference, then the frame gets a full-size bilinear
+ * RANSAC homography and, unless it is strong and confirmed, a global estimate (align/global.ts)
+ * are weighed by how many of the frame's blocks each makes agree with the reference, then the frame gets a full-size bilinear
  * warp. Only a frame that agrees under no motion fails: it shows another scene. All pixel work
  * runs in the pool.
  */
@@ -70,6 +70,11 @@ const MIN_INLIER_RATIO = 0.3;
  * each frame is a third covered.
  */
 const SAME_SCENE = 0.1;
+/** Inliers, and their share of the ratio-test matches, from which a feature homography is strong (strongFeatures): well above MIN_INLIERS and MIN_INLIER_RATIO. */
+const STRONG_INLIERS = 30;
+const STRONG_INLIER_RATIO = 0.5;
+/** Share of the textured blocks that must agree under a strong feature homography to confirm it (confirms). */
+const CONFIRMED = 0.5;
 /** One-sided sign test at 1 %: how many standard deviations the wins less the losses of a richer motion must reach. */
 const SIGNIFICANT = 2.33;
 
@@ -132,19 +137,37 @@ function featureFault(e: Estimate, s: Scale): string | null {
   return null;
 }
 
-/** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first. */
-function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate, s: Scale): Candidate[] {
+/**
+ * A feature estimate strong enough to stand without the global estimate, once its blocks confirm
+ * it (`confirms`): well inside the RANSAC thresholds (featureFault), plausible, and bringing the
+ * frame closer to the reference than it is.
+ */
+function strongFeatures(e: Estimate, lineUp: LineUp, s: Scale): boolean {
+  return featureFault(e, s) === null && e.inliers >= STRONG_INLIERS && e.inliers >= STRONG_INLIER_RATIO * e.matches && e.correlation > lineUp.correlation;
+}
+
+/**
+ * Whether the blocks confirm a strong feature homography (candidates identity, then it): at least
+ * CONFIRMED of the textured blocks agree under it, and no fewer than as the frame is. Then most of
+ * the scene's static blocks already agree under it, and the global estimate could only propose a
+ * motion that fits them as well (both are refined by the same Lucas–Kanade on the same pixels).
+ */
+function confirms(agreement: Agreement): boolean {
+  const [asIs, features] = agreement.scores.map((scores) => agreeingShare(agreement, scores));
+  return features !== undefined && features >= CONFIRMED && features >= asIs!;
+}
+
+/** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first; without the global estimate's when `g` is null. */
+function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate | null, s: Scale): Candidate[] {
   const none = { inliers: 0, inlierRatio: 1 };
-  const list: Candidate[] = [
-    { method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation },
-    { method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation },
-  ];
+  const list: Candidate[] = [{ method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation }];
+  if (g) list.push({ method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation });
   // Too few inliers to trust on their own, a plausible feature homography is still worth judging by
   // its blocks; ahead of the global one, as the stronger evidence when both fit alike.
   if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
     list.push({ method: 'homography', homography: e.homography, inliers: e.inliers, inlierRatio: e.inliers / e.matches, correlation: e.correlation });
   }
-  if (g.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
+  if (g?.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
   return list;
 }
 
@@ -217,9 +240,10 @@ export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: 
  * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks:
  * one report per frame, each as soon as that frame is decided (a frame that shows another scene
  * rejects with AlignmentFailed). The evidence goes from strong to weak: a frame that lines up as
- * it is stays; the others get a feature homography (AKAZE + RANSAC, refined) and, beside it, a
- * global estimate (phase correlation of gradients, refined), and the block agreement chooses
- * among those and leaving the frame as it is.
+ * it is stays; the others get a feature homography (AKAZE + RANSAC, refined), which decides alone
+ * when it is strong and its blocks confirm it; otherwise a global estimate (phase correlation of
+ * gradients, refined) joins it, and the block agreement chooses among those and leaving the frame
+ * as it is.
  */
 function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Array<Promise<FrameReport>> {
   const first = frames[0];
@@ -241,18 +265,24 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     }
     const ref = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
-    // OpenCV thread detects the next frame's features; the global estimates run meanwhile.
+    // OpenCV thread detects the next frame's features.
     refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
     const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
-    const estimate = Promise.all([refFeatures, features])
+    const e = await Promise.all([refFeatures, features])
       .then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD))
-      .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]));
-    const global = pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
-    const [e, g] = await Promise.all([estimate.catch(() => undefined), global]);
+      .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
+      .catch(() => undefined);
+    const judge = (candidates: Candidate[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, candidates.map((c) => c.homography)]);
+    // A strong feature homography that the blocks confirm leaves the global estimate nothing to add
+    // (strongFeatures); the global estimate runs only for the other frames.
+    if (e && strongFeatures(e, lineUp, scale)) {
+      const candidates = candidatesOf(lineUp, e, null, scale);
+      const agreement = await judge(candidates);
+      if (confirms(agreement)) return decide(index, candidates, agreement, e, scale);
+    }
+    const g = await pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     const candidates = candidatesOf(lineUp, e, g, scale);
-    const motions = candidates.map((c) => c.homography);
-    const agreement = await pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, motions]);
-    return decide(index, candidates, agreement, e, scale);
+    return decide(index, candidates, await judge(candidates), e, scale);
   };
 
   const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY })];
