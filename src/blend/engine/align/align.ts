@@ -257,6 +257,16 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
   const { reference, checks } = lineUps;
   // OpenCV detects the reference's features once, when the first frame that needs them asks.
   let refFeatures: Promise<TaskResult<'detectFeatures'>> | null = null;
+  // The OpenCV thread takes its own tasks in the order asked, so frames take turns there: a
+  // frame's features and then its matches, before the next frame's features. Were every frame's
+  // features asked for at once, the first frame's matches would wait behind all of them, and the
+  // refinement and warp that follow with them, while the other threads had nothing to do.
+  let cvTurns: Promise<unknown> = Promise.resolve();
+  const onCvThread = <T>(work: () => Promise<T>): Promise<T> => {
+    const turn = cvTurns.then(work);
+    cvTurns = turn.catch(() => {});
+    return turn;
+  };
 
   const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
     const lineUp = await check;
@@ -266,10 +276,11 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     const ref = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features.
-    refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
-    const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
-    const e = await Promise.all([refFeatures, features])
-      .then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD))
+    const e = await onCvThread(() => {
+      refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
+      const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+      return Promise.all([refFeatures, features]).then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD));
+    })
       .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
       .catch(() => undefined);
     const judge = (candidates: Candidate[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, candidates.map((c) => c.homography)]);
