@@ -1,0 +1,64 @@
+// What alignment costs a blend job, in-process: the blend benchmark's drifted frames (bench/blend.mjs
+// makeInputs: five 4000×3000 JPEGs, frames 2–5 moved by 3–15 px, two also turned) through the engine
+// of src/blend/pipeline.ts with `align` on and off, interleaved (the order alternating per round),
+// after one warm-up job of each. Wall time and the process's CPU time (every thread: pool, libvips)
+// per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
+// steadier ones. Not part of `npm run bench` (bench/README.md).
+//
+//   node --import tsx bench/blend-align-cost.mjs [--types median,mean] [--rounds 5] [--inputs DIR]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { makeInputs } from './blend.mjs';
+import { makeTempDir } from './lib.mjs';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const types = arg('types', 'median,mean').split(',');
+const rounds = Number(arg('rounds', '5'));
+let dir = arg('inputs');
+let removeInputs = async () => {};
+if (!dir) {
+  ({ dir, remove: removeInputs } = makeTempDir('montage-bench-align-'));
+  await makeInputs(dir);
+}
+const frames = fs.readdirSync(dir).filter((f) => /^drifted-\d+\.jpg$/.test(f)).sort();
+if (frames.length === 0) throw new Error(`no drifted-N.jpg in ${dir}`);
+
+const { BlendEngine } = await import('../src/blend/pipeline.ts');
+const { loadConfig } = await import('../src/config.ts');
+const { addressPolicy } = await import('../src/net/safe-http.ts');
+const engine = new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid');
+const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
+const fetched = { bytes, pixels: frames.length * 4000 * 3000 };
+const spec = (blendType, align) => ({ images: frames, blendType, align, preserveBackground: false, deghost: false, outputFormat: 'jpeg' });
+
+async function job(type, align) {
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const result = await engine.run(spec(type, align), fetched);
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - started, cpu: (used.user + used.system) / 1000, stages: result.stages };
+}
+
+const sorted = (a) => [...a].sort((x, y) => x - y);
+const summary = (a) => `min ${sorted(a)[0].toFixed(0)}, median ${sorted(a)[a.length >> 1].toFixed(0)}`;
+console.log(`${frames.length} drifted frames from ${dir}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+for (const type of types) {
+  await job(type, true);
+  await job(type, false);
+  const on = [];
+  const off = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const align of r % 2 === 0 ? [true, false] : [false, true]) (align ? on : off).push(await job(type, align));
+  }
+  const cost = (key) => on.map((x, r) => x[key] - off[r][key]);
+  console.log(`${type}: wall ms, align on ${summary(on.map((x) => x.ms))}; off ${summary(off.map((x) => x.ms))}; alignment costs ${summary(cost('ms'))}`);
+  console.log(`${type}: CPU ms, align on ${summary(on.map((x) => x.cpu))}; off ${summary(off.map((x) => x.cpu))}; alignment costs ${summary(cost('cpu'))}`);
+  console.log(`${type}: stages of the last aligned job (ms): ${JSON.stringify(on.at(-1).stages)}`);
+}
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+await engine.close();
+await removeInputs();
