@@ -37,6 +37,8 @@
  *    the blend shows no seam where a frame stops counting.
  */
 
+import { fullOutside } from './masks.js';
+
 /** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
 const AGREEMENT_SIDE = 500;
 /** Half-width of the averaging window (pixels of the thumbnail). */
@@ -340,11 +342,8 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   const extentOf = (r: number): [number, number] => {
     let e = extent.get(r);
     if (e) return e;
-    const row = small.subarray(r * smallWidth, (r + 1) * smallWidth);
-    let first = 0, last = smallWidth - 1;
-    while (first < smallWidth && row[first] === 255) first++;
-    while (last > first && row[last] === 255) last--;
-    e = [first, first < smallWidth ? last : -1];
+    const [first, end] = fullOutside(small, r * smallWidth, smallWidth);
+    e = first < end ? [first, end - 1] : [smallWidth, -1];
     extent.set(r, e);
     return e;
   };
