@@ -349,11 +349,34 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   };
   const upper = new Float64Array(width), lower = new Float64Array(width);
   const next = narrow ? 0 : 1;
-  const across = (r: number, x0: number, x1: number, row: Float64Array) => {
-    const start = r * smallWidth;
-    for (let x = x0; x < x1; x++) {
-      const a = start + xs[x]!;
-      row[x] = small[a]! + fx[x]! * (small[a + next]! - small[a]!);
+  // The output columns come in runs that read the same two small columns. Where the four small
+  // pixels a run reads are equal (inside a mover, between movers) the run is that value, as the
+  // interpolation would give it exactly: `flat` holds it per run, −1 where the run is interpolated.
+  const runStart: number[] = [];
+  const runOf = new Int32Array(width);
+  for (let x = 0; x < width; x++) {
+    if (x === 0 || xs[x] !== xs[x - 1]) runStart.push(x);
+    runOf[x] = runStart.length - 1;
+  }
+  runStart.push(width);
+  // the first output column that reads small column s or one after it (xs is non-decreasing), width for none
+  const firstReading = new Int32Array(smallWidth + 1).fill(width);
+  for (let x = width - 1; x >= 0; x--) for (let c = xs[x]!; c >= 0 && firstReading[c]! > x; c--) firstReading[c] = x;
+  const flat = new Int16Array(runStart.length);
+  const across = (r0: number, r1: number, x0: number, x1: number) => {
+    for (let j = runOf[x0]!, end = x1 > x0 ? runOf[x1 - 1]! + 1 : j; j < end; j++) {
+      const [s0, s1] = [runStart[j]!, runStart[j + 1]!];
+      const a = r0 * smallWidth + xs[s0]!, b = r1 * smallWidth + xs[s0]!;
+      const c = small[a]!;
+      if (small[a + next] === c && small[b] === c && small[b + next] === c) {
+        flat[j] = c;
+        continue;
+      }
+      flat[j] = -1;
+      for (let x = s0; x < s1; x++) {
+        upper[x] = small[a]! + fx[x]! * (small[a + next]! - small[a]!);
+        lower[x] = small[b]! + fx[x]! * (small[b + next]! - small[b]!);
+      }
     }
   };
   let pair = [-1, -1, 0, 0];
@@ -370,18 +393,27 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
       continue;
     }
     // output column x reads small columns xs[x] and xs[x] + 1: it is 255 unless one of them lies in [first, last]
-    let x0 = 0, x1 = width;
-    while (x0 < width && xs[x0]! + 1 < first) x0++;
-    while (x1 > x0 && xs[x1 - 1]! > last) x1--;
+    const x0 = firstReading[Math.max(0, first - 1)]!, x1 = Math.max(x0, firstReading[Math.min(smallWidth, last + 1)]!);
     out.fill(255, o, o + x0);
     out.fill(255, o + x1, o + width);
     // the two small rows interpolated across [x0, x1), kept for the output rows that lie between them too
     if (r0 !== pair[0] || r1 !== pair[1] || x0 !== pair[2] || x1 !== pair[3]) {
-      across(r0, x0, x1, upper);
-      across(r1, x0, x1, lower);
+      across(r0, r1, x0, x1);
       pair = [r0, r1, x0, x1];
     }
-    for (let x = x0; x < x1; x++) out[o + x] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+    // x0 and x1 are bounds of runs: which columns a run reads decides both
+    for (let j = x1 > x0 ? runOf[x0]! : 0, end = x1 > x0 ? runOf[x1 - 1]! + 1 : 0; j < end; ) {
+      const s0 = runStart[j]!, c = flat[j]!;
+      if (c < 0) {
+        for (let x = s0, s1 = runStart[++j]!; x < s1; x++) out[o + x] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+        continue;
+      }
+      // a stretch of runs of one value at once (a call of fill costs more than a short loop)
+      while (j < end && flat[j] === c) j++;
+      const s1 = runStart[j]!;
+      if (s1 - s0 >= 64) out.fill(c, o + s0, o + s1);
+      else for (let x = s0; x < s1; x++) out[o + x] = c;
+    }
     if (spans) (spans[2 * y] = x0), (spans[2 * y + 1] = x1);
   }
 }
