@@ -100,18 +100,27 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
       return 1 / Math.sqrt(1 + slope * slope);
     });
     const residual = new Float32Array(pixels);
+    // the frame's values in the reference's (for the detail below)
+    const mapped = new Float64Array(pixels);
     // histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
     const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
     const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
+    // each frame's value as the range its true value lies in: a clipped value says only "this or beyond" (by value, looked up per pixel)
+    const [refLowOf, refHighOf, ownLowOf, ownHighOf] = [new Float64Array(256), new Float64Array(256), new Float64Array(256), new Float64Array(256)];
+    const clipped = new Uint8Array(256);
+    for (let v = 0; v < 256; v++) {
+      refLowOf[v] = v <= LOW ? -Infinity : v;
+      refHighOf[v] = v >= HIGH ? Infinity : v;
+      ownLowOf[v] = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
+      ownHighOf[v] = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
+      clipped[v] = v <= LOW || v >= HIGH ? 1 : 0;
+    }
     for (let p = 0; p < pixels; p++) {
       const r = ref[p]!, v = own[p]!;
-      // each frame's value as the range its true value lies in: a clipped value says only "this or beyond"
-      const refLow = r <= LOW ? -Infinity : r, refHigh = r >= HIGH ? Infinity : r;
-      const ownLow = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
-      const ownHigh = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
-      const e = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
+      mapped[p] = mapping[v]!;
+      const e = Math.max(0, ownLowOf[v]! - refHighOf[r]!, refLowOf[r]! - ownHighOf[v]!) * scale[v]!;
       residual[p] = e;
-      if (refLow !== refHigh || ownLow !== ownHigh) continue;
+      if (clipped[r]! | clipped[v]!) continue;
       const bin = Math.min(bins - 1, Math.floor(e * RESIDUAL_STEPS));
       byOwn[(v >> BAND_SHIFT) * bins + bin]!++;
       byRef[(r >> BAND_SHIFT) * bins + bin]!++;
@@ -124,15 +133,18 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
         return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
       });
     const ownNoise = spread(byOwn), refNoise = spread(byRef);
+    // a pixel's unit by the bands of its two values
+    const units = new Float64Array(bands * bands);
+    for (let a = 0; a < bands; a++) for (let b = 0; b < bands; b++) units[a * bands + b] = 1 / (3 * Math.min(ownNoise[a]!, refNoise[b]!));
     for (let y = 0, p = 0; y < height; y++) {
       for (let x = 0; x < width; x++, p++) {
-        const unit = 1 / (3 * Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!));
+        const unit = units[(own[p]! >> BAND_SHIFT) * bands + (ref[p]! >> BAND_SHIFT)]!;
         z[p]! += residual[p]! * unit;
         // detail: the absolute differences to the right and lower neighbours, the frame's in the reference's values
-        const r = ref[p]!, v = mapping[own[p]!]!;
+        const r = ref[p]!, v = mapped[p]!;
         let refStep = 0, ownStep = 0;
-        if (x + 1 < width) (refStep += Math.abs(ref[p + 1]! - r)), (ownStep += Math.abs(mapping[own[p + 1]!]! - v));
-        if (y + 1 < height) (refStep += Math.abs(ref[p + width]! - r)), (ownStep += Math.abs(mapping[own[p + width]!]! - v));
+        if (x + 1 < width) (refStep += Math.abs(ref[p + 1]! - r)), (ownStep += Math.abs(mapped[p + 1]! - v));
+        if (y + 1 < height) (refStep += Math.abs(ref[p + width]! - r)), (ownStep += Math.abs(mapped[p + width]! - v));
         refDetail[p]! += refStep * unit;
         ownDetail[p]! += ownStep * unit;
       }
@@ -184,19 +196,27 @@ function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Arra
   const classOf = new Uint8Array(pixels);
   const members: number[][] = Array.from({ length: DETAIL_CLASSES }, () => []);
   for (let p = 0; p < pixels; p++) {
-    let k = 0;
-    while (k < bounds.length && detail[p]! >= bounds[k]!) k++;
+    // the number of bounds at or below the detail (the bounds are sorted): by halving
+    const d = detail[p]!;
+    let [k, above] = [0, bounds.length];
+    while (k < above) {
+      const middle = (k + above) >> 1;
+      if (d >= bounds[middle]!) k = middle + 1;
+      else above = middle;
+    }
     classOf[p] = k;
-    if (p % stride === 0) members[k]!.push(mean[p]!);
   }
+  for (let p = 0; p < pixels; p += stride) members[classOf[p]!]!.push(mean[p]!);
   const empirical = members.map((list) => {
     const v = Float32Array.from(list).sort();
     const at = (share: number) => v[Math.min(v.length - 1, Math.floor(share * v.length))] ?? 0;
     const median = at(0.5);
     return median + (DISAGREE_DEVIATIONS * (median - at(0.25))) / 0.6745;
   });
+  // the theory's level by the window's pixel count (at most (2·WINDOW + 1)²)
+  const theory = Float64Array.from({ length: (2 * WINDOW + 1) ** 2 + 1 }, (_, n) => MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(n));
   const limit = new Float32Array(pixels);
-  for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!));
+  for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, theory[count[p]!]!);
   return limit;
 }
 
