@@ -94,8 +94,16 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
     const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
     histogramMatch(ref, own).mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
     const { mapping, clippedLow, clippedHigh } = histogramMatch(own, ref);
+    // The slope is read over unclipped values only: the mapping's step into a clipped value's
+    // mass is the spread of what the clip hides, not noise. A clipped value's residual is its gap
+    // to a bound fixed by the whole picture (clippedLow, clippedHigh), which carries none of this
+    // pixel's noise in the frame: only the reference's, so it is not scaled. Scaled by the slope
+    // near the clip, where a bright frame's last few values stand for a wide range of the
+    // reference's, it would shrink to nothing, and a person that clips in the bright frame over a
+    // darker scene would pass for the scene.
     const scale = Float64Array.from({ length: 256 }, (_, v) => {
-      const [lo, hi] = [Math.max(0, v - 2), Math.min(255, v + 2)];
+      if (v <= LOW || v >= HIGH) return 1;
+      const [lo, hi] = [Math.max(LOW + 1, v - 2), Math.min(HIGH - 1, v + 2)];
       const slope = (mapping[hi]! - mapping[lo]!) / (hi - lo);
       return 1 / Math.sqrt(1 + slope * slope);
     });
