@@ -9,7 +9,8 @@ import { upsampleMaskRows } from '../src/blend/engine/deghost/agreement.js';
 import { deghostMasks } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
-import { weightedMeanRows } from '../src/blend/engine/point/stack-weighted.js';
+import { weightedMeanRows, weightedPixels } from '../src/blend/engine/point/stack-weighted.js';
+import { WEIGHTED_CHUNK, weightedMeanPixels } from '../src/blend/engine/point/stack-weighted-simd.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { loadPhoto, moved, random } from './blend-scenes.js';
 import { exposureWithWalker, ghostEnergy, meanWithWalker, staticPsnr, type WalkingScene } from './blend-scenes-walking.js';
@@ -101,6 +102,32 @@ describe('weighted mean kernel', () => {
     weightedMeanRows(frames, masks, width, withSpans.data, 0, height, spans);
     weightedMeanRows(frames, masks, width, without.data, 0, height);
     assert.deepEqual(withSpans.data, without.data);
+  });
+
+  it('in WebAssembly is the JavaScript to the byte, for every frame count, over chunks and their ragged ends', () => {
+    // masks mostly 0 or 255 with partial ones between (as feathering leaves them), the reference's null
+    const pixels = WEIGHTED_CHUNK + 333;
+    for (const n of [1, 2, 5, 9, 32]) {
+      const draw = random(100 + n);
+      const many = Array.from({ length: n }, () => Uint8Array.from({ length: 3 * pixels }, () => Math.floor(draw() * 256)));
+      const masks = many.map((_, k) =>
+        k === 0 ? null : Uint8Array.from({ length: pixels }, () => {
+          const u = draw();
+          return u < 0.3 ? 0 : u < 0.6 ? 255 : Math.floor(draw() * 256);
+        }),
+      );
+      // every byte once in full (the JavaScript skips pixels whose masks are all 255: they hold the plain mean first)
+      const [simd, scalar] = [new Uint8Array(3 * pixels), new Uint8Array(3 * pixels)];
+      meanRows(many, pixels, scalar, 0, 1);
+      weightedPixels(many, masks, scalar, 0, pixels);
+      weightedMeanPixels(many, masks, simd, 0, pixels);
+      assert.deepEqual(simd, scalar, `${n} frames`);
+      // a range that starts and ends inside a chunk leaves the bytes outside it alone
+      const part = new Uint8Array(3 * pixels).fill(7);
+      weightedMeanPixels(many, masks, part, 5, pixels - 3);
+      assert.deepEqual(part.subarray(15, 3 * (pixels - 3)), scalar.subarray(15, 3 * (pixels - 3)), `${n} frames, part`);
+      assert.ok(part.subarray(0, 15).every((v) => v === 7) && part.subarray(3 * (pixels - 3)).every((v) => v === 7), `${n} frames, outside`);
+    }
   });
 });
 

@@ -37,6 +37,8 @@
  *    the blend shows no seam where a frame stops counting.
  */
 
+import { fullOutside } from './masks.js';
+
 /** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
 const AGREEMENT_SIDE = 500;
 /** Half-width of the averaging window (pixels of the thumbnail). */
@@ -92,24 +94,41 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
     const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
     histogramMatch(ref, own).mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
     const { mapping, clippedLow, clippedHigh } = histogramMatch(own, ref);
+    // The slope is read over unclipped values only: the mapping's step into a clipped value's
+    // mass is the spread of what the clip hides, not noise. A clipped value's residual is its gap
+    // to a bound fixed by the whole picture (clippedLow, clippedHigh), which carries none of this
+    // pixel's noise in the frame: only the reference's, so it is not scaled. Scaled by the slope
+    // near the clip, where a bright frame's last few values stand for a wide range of the
+    // reference's, it would shrink to nothing, and a person that clips in the bright frame over a
+    // darker scene would pass for the scene.
     const scale = Float64Array.from({ length: 256 }, (_, v) => {
-      const [lo, hi] = [Math.max(0, v - 2), Math.min(255, v + 2)];
+      if (v <= LOW || v >= HIGH) return 1;
+      const [lo, hi] = [Math.max(LOW + 1, v - 2), Math.min(HIGH - 1, v + 2)];
       const slope = (mapping[hi]! - mapping[lo]!) / (hi - lo);
       return 1 / Math.sqrt(1 + slope * slope);
     });
     const residual = new Float32Array(pixels);
+    // the frame's values in the reference's (for the detail below)
+    const mapped = new Float64Array(pixels);
     // histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
     const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
     const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
+    // each frame's value as the range its true value lies in: a clipped value says only "this or beyond" (by value, looked up per pixel)
+    const [refLowOf, refHighOf, ownLowOf, ownHighOf] = [new Float64Array(256), new Float64Array(256), new Float64Array(256), new Float64Array(256)];
+    const clipped = new Uint8Array(256);
+    for (let v = 0; v < 256; v++) {
+      refLowOf[v] = v <= LOW ? -Infinity : v;
+      refHighOf[v] = v >= HIGH ? Infinity : v;
+      ownLowOf[v] = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
+      ownHighOf[v] = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
+      clipped[v] = v <= LOW || v >= HIGH ? 1 : 0;
+    }
     for (let p = 0; p < pixels; p++) {
       const r = ref[p]!, v = own[p]!;
-      // each frame's value as the range its true value lies in: a clipped value says only "this or beyond"
-      const refLow = r <= LOW ? -Infinity : r, refHigh = r >= HIGH ? Infinity : r;
-      const ownLow = v <= LOW ? -Infinity : v >= HIGH ? clippedHigh : mapping[v]!;
-      const ownHigh = v >= HIGH ? Infinity : v <= LOW ? clippedLow : mapping[v]!;
-      const e = Math.max(0, ownLow - refHigh, refLow - ownHigh) * scale[v]!;
+      mapped[p] = mapping[v]!;
+      const e = Math.max(0, ownLowOf[v]! - refHighOf[r]!, refLowOf[r]! - ownHighOf[v]!) * scale[v]!;
       residual[p] = e;
-      if (refLow !== refHigh || ownLow !== ownHigh) continue;
+      if (clipped[r]! | clipped[v]!) continue;
       const bin = Math.min(bins - 1, Math.floor(e * RESIDUAL_STEPS));
       byOwn[(v >> BAND_SHIFT) * bins + bin]!++;
       byRef[(r >> BAND_SHIFT) * bins + bin]!++;
@@ -122,15 +141,18 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
         return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
       });
     const ownNoise = spread(byOwn), refNoise = spread(byRef);
+    // a pixel's unit by the bands of its two values
+    const units = new Float64Array(bands * bands);
+    for (let a = 0; a < bands; a++) for (let b = 0; b < bands; b++) units[a * bands + b] = 1 / (3 * Math.min(ownNoise[a]!, refNoise[b]!));
     for (let y = 0, p = 0; y < height; y++) {
       for (let x = 0; x < width; x++, p++) {
-        const unit = 1 / (3 * Math.min(ownNoise[own[p]! >> BAND_SHIFT]!, refNoise[ref[p]! >> BAND_SHIFT]!));
+        const unit = units[(own[p]! >> BAND_SHIFT) * bands + (ref[p]! >> BAND_SHIFT)]!;
         z[p]! += residual[p]! * unit;
         // detail: the absolute differences to the right and lower neighbours, the frame's in the reference's values
-        const r = ref[p]!, v = mapping[own[p]!]!;
+        const r = ref[p]!, v = mapped[p]!;
         let refStep = 0, ownStep = 0;
-        if (x + 1 < width) (refStep += Math.abs(ref[p + 1]! - r)), (ownStep += Math.abs(mapping[own[p + 1]!]! - v));
-        if (y + 1 < height) (refStep += Math.abs(ref[p + width]! - r)), (ownStep += Math.abs(mapping[own[p + width]!]! - v));
+        if (x + 1 < width) (refStep += Math.abs(ref[p + 1]! - r)), (ownStep += Math.abs(mapped[p + 1]! - v));
+        if (y + 1 < height) (refStep += Math.abs(ref[p + width]! - r)), (ownStep += Math.abs(mapped[p + width]! - v));
         refDetail[p]! += refStep * unit;
         ownDetail[p]! += ownStep * unit;
       }
@@ -182,19 +204,27 @@ function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Arra
   const classOf = new Uint8Array(pixels);
   const members: number[][] = Array.from({ length: DETAIL_CLASSES }, () => []);
   for (let p = 0; p < pixels; p++) {
-    let k = 0;
-    while (k < bounds.length && detail[p]! >= bounds[k]!) k++;
+    // the number of bounds at or below the detail (the bounds are sorted): by halving
+    const d = detail[p]!;
+    let [k, above] = [0, bounds.length];
+    while (k < above) {
+      const middle = (k + above) >> 1;
+      if (d >= bounds[middle]!) k = middle + 1;
+      else above = middle;
+    }
     classOf[p] = k;
-    if (p % stride === 0) members[k]!.push(mean[p]!);
   }
+  for (let p = 0; p < pixels; p += stride) members[classOf[p]!]!.push(mean[p]!);
   const empirical = members.map((list) => {
     const v = Float32Array.from(list).sort();
     const at = (share: number) => v[Math.min(v.length - 1, Math.floor(share * v.length))] ?? 0;
     const median = at(0.5);
     return median + (DISAGREE_DEVIATIONS * (median - at(0.25))) / 0.6745;
   });
+  // the theory's level by the window's pixel count (at most (2·WINDOW + 1)²)
+  const theory = Float64Array.from({ length: (2 * WINDOW + 1) ** 2 + 1 }, (_, n) => MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(n));
   const limit = new Float32Array(pixels);
-  for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, MEAN_ABS + (DISAGREE_DEVIATIONS * DEVIATION_ABS) / Math.sqrt(count[p]!));
+  for (let p = 0; p < pixels; p++) limit[p] = Math.max(empirical[classOf[p]!]!, theory[count[p]!]!);
   return limit;
 }
 
@@ -340,21 +370,41 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   const extentOf = (r: number): [number, number] => {
     let e = extent.get(r);
     if (e) return e;
-    const row = small.subarray(r * smallWidth, (r + 1) * smallWidth);
-    let first = 0, last = smallWidth - 1;
-    while (first < smallWidth && row[first] === 255) first++;
-    while (last > first && row[last] === 255) last--;
-    e = [first, first < smallWidth ? last : -1];
+    const [first, end] = fullOutside(small, r * smallWidth, smallWidth);
+    e = first < end ? [first, end - 1] : [smallWidth, -1];
     extent.set(r, e);
     return e;
   };
   const upper = new Float64Array(width), lower = new Float64Array(width);
   const next = narrow ? 0 : 1;
-  const across = (r: number, x0: number, x1: number, row: Float64Array) => {
-    const start = r * smallWidth;
-    for (let x = x0; x < x1; x++) {
-      const a = start + xs[x]!;
-      row[x] = small[a]! + fx[x]! * (small[a + next]! - small[a]!);
+  // The output columns come in runs that read the same two small columns. Where the four small
+  // pixels a run reads are equal (inside a mover, between movers) the run is that value, as the
+  // interpolation would give it exactly: `flat` holds it per run, −1 where the run is interpolated.
+  const runStart: number[] = [];
+  const runOf = new Int32Array(width);
+  for (let x = 0; x < width; x++) {
+    if (x === 0 || xs[x] !== xs[x - 1]) runStart.push(x);
+    runOf[x] = runStart.length - 1;
+  }
+  runStart.push(width);
+  // the first output column that reads small column s or one after it (xs is non-decreasing), width for none
+  const firstReading = new Int32Array(smallWidth + 1).fill(width);
+  for (let x = width - 1; x >= 0; x--) for (let c = xs[x]!; c >= 0 && firstReading[c]! > x; c--) firstReading[c] = x;
+  const flat = new Int16Array(runStart.length);
+  const across = (r0: number, r1: number, x0: number, x1: number) => {
+    for (let j = runOf[x0]!, end = x1 > x0 ? runOf[x1 - 1]! + 1 : j; j < end; j++) {
+      const [s0, s1] = [runStart[j]!, runStart[j + 1]!];
+      const a = r0 * smallWidth + xs[s0]!, b = r1 * smallWidth + xs[s0]!;
+      const c = small[a]!;
+      if (small[a + next] === c && small[b] === c && small[b + next] === c) {
+        flat[j] = c;
+        continue;
+      }
+      flat[j] = -1;
+      for (let x = s0; x < s1; x++) {
+        upper[x] = small[a]! + fx[x]! * (small[a + next]! - small[a]!);
+        lower[x] = small[b]! + fx[x]! * (small[b + next]! - small[b]!);
+      }
     }
   };
   let pair = [-1, -1, 0, 0];
@@ -371,18 +421,27 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
       continue;
     }
     // output column x reads small columns xs[x] and xs[x] + 1: it is 255 unless one of them lies in [first, last]
-    let x0 = 0, x1 = width;
-    while (x0 < width && xs[x0]! + 1 < first) x0++;
-    while (x1 > x0 && xs[x1 - 1]! > last) x1--;
+    const x0 = firstReading[Math.max(0, first - 1)]!, x1 = Math.max(x0, firstReading[Math.min(smallWidth, last + 1)]!);
     out.fill(255, o, o + x0);
     out.fill(255, o + x1, o + width);
     // the two small rows interpolated across [x0, x1), kept for the output rows that lie between them too
     if (r0 !== pair[0] || r1 !== pair[1] || x0 !== pair[2] || x1 !== pair[3]) {
-      across(r0, x0, x1, upper);
-      across(r1, x0, x1, lower);
+      across(r0, r1, x0, x1);
       pair = [r0, r1, x0, x1];
     }
-    for (let x = x0; x < x1; x++) out[o + x] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+    // x0 and x1 are bounds of runs: which columns a run reads decides both
+    for (let j = x1 > x0 ? runOf[x0]! : 0, end = x1 > x0 ? runOf[x1 - 1]! + 1 : 0; j < end; ) {
+      const s0 = runStart[j]!, c = flat[j]!;
+      if (c < 0) {
+        for (let x = s0, s1 = runStart[++j]!; x < s1; x++) out[o + x] = Math.round(upper[x]! + fy * (lower[x]! - upper[x]!));
+        continue;
+      }
+      // a stretch of runs of one value at once (a call of fill costs more than a short loop)
+      while (j < end && flat[j] === c) j++;
+      const s1 = runStart[j]!;
+      if (s1 - s0 >= 64) out.fill(c, o + s0, o + s1);
+      else for (let x = s0; x < s1; x++) out[o + x] = c;
+    }
     if (spans) (spans[2 * y] = x0), (spans[2 * y + 1] = x1);
   }
 }

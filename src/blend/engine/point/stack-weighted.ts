@@ -1,14 +1,19 @@
+import { fullOutside } from '../deghost/masks.js';
+import { SIMD_MAX_FRAMES, stackBytes } from './stack-simd.js';
 import { meanRows } from './stack.js';
+import { weightedMeanPixels } from './stack-weighted-simd.js';
 
 /**
  * The mean of deghosted frames (deghost/deghost.ts): per channel, Σ m_k·v_k / Σ m_k rounded to
  * nearest (halves up), where m_k is frame k's agreement mask (0..255; a null mask is 255
  * everywhere, and the reference's always is, so the sum is never 0). With every mask at 255 this is
  * the plain mean to the byte, so every row runs through meanRows (point/stack.ts) and, in the rows
- * where a frame stops counting, only the pixels where some mask is below 255 are computed again
- * by the loop below.
+ * where a frame stops counting, the columns outside of which every mask is 255 are computed again:
+ * in WebAssembly SIMD (point/stack-weighted-simd.ts) up to SIMD_MAX_FRAMES frames, by the
+ * JavaScript of `weightedPixels` for more (the two agree to the byte).
  */
 export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number, spans?: Array<Int32Array | null>): void {
+  const simd = frames.length <= SIMD_MAX_FRAMES;
   const span = new Int32Array(2);
   for (let y = y0; y < y1; ) {
     let end = y;
@@ -17,8 +22,17 @@ export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array |
       meanRows(frames, width, out, y, end);
       y = end;
     } else {
-      meanRows(frames, width, out, y, y + 1);
-      weightedRow(frames, masks, width, out, y++, span[0]!, span[1]!);
+      const [from, to] = [y * width + span[0]!, y * width + span[1]!];
+      if (simd) {
+        // the plain mean beside the span, the weighted one (which is the plain one where every mask is 255) in it
+        stackBytes('mean', frames, out, 3 * y * width, 3 * from);
+        stackBytes('mean', frames, out, 3 * to, 3 * (y + 1) * width);
+        weightedMeanPixels(frames, masks, out, from, to);
+      } else {
+        meanRows(frames, width, out, y, y + 1);
+        weightedPixels(frames, masks, out, from, to);
+      }
+      y++;
     }
   }
 }
@@ -34,14 +48,7 @@ function masked(masks: Array<Uint8Array | null>, spans: Array<Int32Array | null>
     const mask = masks[k];
     if (!mask) continue;
     const own = spans?.[k];
-    if (own) {
-      if (own[2 * y]! < own[2 * y + 1]!) (x0 = Math.min(x0, own[2 * y]!)), (x1 = Math.max(x1, own[2 * y + 1]!));
-      continue;
-    }
-    const o = y * width;
-    let first = 0, last = width;
-    while (first < width && mask[o + first] === 255) first++;
-    while (last > first && mask[o + last - 1] === 255) last--;
+    const [first, last] = own ? [own[2 * y]!, own[2 * y + 1]!] : fullOutside(mask, y * width, width);
     if (first < last) (x0 = Math.min(x0, first)), (x1 = Math.max(x1, last));
   }
   span[0] = x0;
@@ -49,10 +56,10 @@ function masked(masks: Array<Uint8Array | null>, spans: Array<Int32Array | null>
   return x0 < x1;
 }
 
-/** Row y's pixels in columns [x0, x1) where some mask is below 255 (the others hold the plain mean already). */
-function weightedRow(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y: number, x0: number, x1: number): void {
+/** Pixels [from, to) of `out` where some mask is below 255, in JavaScript (the others hold the plain mean already). */
+export function weightedPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number): void {
   const present = masks.filter((m): m is Uint8Array => m !== null);
-  for (let p = y * width + x0, end = y * width + x1; p < end; p++) {
+  for (let p = from; p < to; p++) {
     let full = true;
     for (let k = 0; k < present.length && full; k++) full = present[k]![p] === 255;
     if (full) continue;
