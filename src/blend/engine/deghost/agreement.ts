@@ -90,6 +90,11 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   const toFrame = new Uint8Array(3 * 256);
   // how much detail each pixel's neighbourhood shows in either frame (the lesser of the two), in the reference's values
   const refDetail = new Float32Array(pixels), ownDetail = new Float32Array(pixels);
+  // per channel, made once: the residuals, the frame's values in the reference's (for the detail),
+  // and histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
+  const residual = new Float32Array(pixels), mapped = new Float64Array(pixels);
+  const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
+  const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
   for (let c = 0; c < 3; c++) {
     const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
     histogramMatch(ref, own).mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
@@ -107,12 +112,9 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
       const slope = (mapping[hi]! - mapping[lo]!) / (hi - lo);
       return 1 / Math.sqrt(1 + slope * slope);
     });
-    const residual = new Float32Array(pixels);
-    // the frame's values in the reference's (for the detail below)
-    const mapped = new Float64Array(pixels);
-    // histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
-    const bins = 256 * RESIDUAL_STEPS, bands = 256 >> BAND_SHIFT;
-    const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
+    byOwn.fill(0);
+    byRef.fill(0);
+    whole.fill(0);
     // each frame's value as the range its true value lies in: a clipped value says only "this or beyond" (by value, looked up per pixel)
     const [refLowOf, refHighOf, ownLowOf, ownHighOf] = [new Float64Array(256), new Float64Array(256), new Float64Array(256), new Float64Array(256)];
     const clipped = new Uint8Array(256);

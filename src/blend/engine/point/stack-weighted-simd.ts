@@ -24,7 +24,9 @@ const resultAt = (n: number) => 4 * n * WEIGHTED_CHUNK;
 export function weightedMeanModule(n: number): ModuleSource {
   const run = fn({ params: { pixels: I32 }, locals: { i: I32, q: I32 } }, (code, { pixels, i, q }) => {
     const { v, m, mLow, mHigh, product } = code.declare({ v: V128, m: V128, mLow: V128, mHigh: V128, product: V128 });
-    const sums = code.locals(V128, 4);
+    // Σ m·v of the vector's four quarters (32-bit lanes)
+    const { s0, s1, s2, s3 } = code.declare({ s0: V128, s1: V128, s2: V128, s3: V128 });
+    const sums = [s0, s1, s2, s3];
     // Σ m ≤ 32 · 255 fits 16-bit lanes: the weights are summed there, widened once
     const { wLow, wHigh } = code.declare({ wLow: V128, wHigh: V128 });
     const zero = () => code.i32(0).op('i32x4.splat');
