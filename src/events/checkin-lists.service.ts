@@ -75,6 +75,7 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
   checkedWindow(validFrom, validUntil);
   const now = Date.now();
   const row: ListRow = {
+    ...repo.NO_COUNTS,
     id: newId('checkinList'),
     accountId: scope.accountId,
     eventId,
@@ -84,16 +85,11 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
     validUntil,
     allowMultipleEntries: input.allowMultipleEntries ? 1 : 0,
     scanExits: input.scanExits ? 1 : 0,
-    inside: 0,
-    entries: 0,
-    exits: 0,
-    admittedTickets: 0,
-    conflicts: 0,
-    scans: 0,
     createdAt: now,
     updatedAt: now,
   };
-  await repo.insertList(scope, row);
+  const { inside: _i, entries: _e, exits: _x, admittedTickets: _a, conflicts: _c, scans: _s, ...settings } = row;
+  await repo.insertList(scope, settings);
   return presentList(row);
 }
 
@@ -136,7 +132,8 @@ export async function deleteList(scope: TenantScope, eventId: string, listId: st
     const list = await repo.lockList(tx, eventId, listId, 'delete');
     if (!list) throw notFound('check-in list', listId);
     if (!(await repo.deleteUnusedList(tx, listId))) {
-      throw new AppError('list_in_use', `Check-in list ${listId} has ${list.scans} recorded scans; it cannot be deleted.`, { scans: list.scans });
+      const [{ scans }] = (await repo.withCounts(tx, [list])) as [ListRow];
+      throw new AppError('list_in_use', `Check-in list ${listId} has ${scans} recorded scans; it cannot be deleted.`, { scans });
     }
   });
 }
@@ -211,7 +208,6 @@ interface Kept {
 async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, ListRow> }> {
   const listIds = [...new Set(scans.map((s) => s.listId))];
   const lists = new Map((await repo.listsForScans(tx, eventId, listIds)).map((l) => [l.id, l]));
-  const countsAsRead = new Map([...lists.values()].map((l) => [l.id, { ...countsOf(l), scans: l.scans }]));
   const known = scans.filter((s) => lists.has(s.listId));
   const foundIds = [...lists.keys()];
 
@@ -421,21 +417,11 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     m.event === 'checkin.undone' ? [m] : m.row.outcome === 'admitted' ? [{ event: m.event, data: admission(m.row, m.ticket) }] : [],
   );
   if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
-  // Last: what this transaction changed is added to each list's counts, which concurrent scans of
-  // the list change too (the list was only read). The answer shows the counts with theirs.
-  for (const list of [...lists.values()]) {
-    const before = countsAsRead.get(list.id)!;
-    const change: repo.CountsChange = {
-      inside: list.inside - before.inside,
-      entries: list.entries - before.entries,
-      exits: list.exits - before.exits,
-      admittedTickets: list.admittedTickets - before.admittedTickets,
-      conflicts: list.conflicts - before.conflicts,
-      scans: list.scans - before.scans,
-    };
-    if (Object.values(change).every((n) => n === 0)) continue;
-    const counted = await repo.addCounts(tx, list.id, change, now);
-    if (counted) lists.set(list.id, counted);
+  // Last: what this transaction changed (the lists' counts were read as zero) is added to a counter
+  // row of each list, which concurrent scans of the list add to too (the list was only read).
+  for (const list of lists.values()) {
+    const change = repo.countsChange(list);
+    if (Object.values(change).some((n) => n !== 0)) await repo.addCounts(tx, list.id, change);
   }
   return { decided, lists };
 }
@@ -620,7 +606,8 @@ export async function sync(scope: TenantScope, eventId: string, body: Static<typ
     const answers = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
     let next = 0;
     const results = checked.map((c) => ('key' in c ? answers[next++]! : { scanId: c.scanId, outcome: 'refused' as const, reason: 'invalid_scan', detail: c.detail }));
-    const presented = [...lists.values()].map(presentList);
+    // The lists' counts as they are now, with what concurrent scans added.
+    const presented = (await repo.withCounts(tx, [...lists.values()])).map(presentList);
     return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
   }));
 }
@@ -677,7 +664,7 @@ export async function undoOnList(scope: TenantScope, eventId: string, ticketId: 
     await repo.saveListTickets(tx, [state]);
     const undone = { ...presentTicket(ticket), listId, direction: 'entry' as const };
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: undone }], now);
-    await repo.addCounts(tx, listId, change, now);
+    await repo.addCounts(tx, listId, change);
     return undone;
   });
 }
