@@ -5,6 +5,8 @@ import { listTag, type Page, type PageParams, pageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { onPostgres } from '../db/prepared.js';
+import * as online from './checkin-lists.online.repository.js';
 import * as repo from './checkin-lists.repository.js';
 import type { CreateCheckinListBody, SyncBody, UpdateCheckinListBody } from './checkin-lists.schemas.js';
 import { checkScanCodes, whyCodesUnknown } from './door.service.js';
@@ -444,7 +446,7 @@ async function onceMoreIfRaced<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /** The first rule of the ticket and the list (before the ticket's state on the list) that refuses the scan. */
-function ruleRefusal(list: ListRow, ticket: TicketRow | undefined, input: ScanInput): RefusalCode | null {
+function ruleRefusal(list: Pick<ListRow, 'ticketTypeIds' | 'validFrom' | 'validUntil' | 'scanExits'>, ticket: TicketRow | undefined, input: ScanInput): RefusalCode | null {
   if (!ticket) return 'not_found';
   if (ticket.status === 'cancelled') return 'ticket_cancelled';
   const types = JSON.parse(list.ticketTypeIds) as string[];
@@ -521,6 +523,10 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
     deviceId: null,
     gate: input.gate ?? null,
   };
+  if (onPostgres(scope.db)) {
+    const admitted = await admitAsRead(scope, eventId, scan, keyId, now);
+    if (admitted) return admitted;
+  }
   // A refusal is recorded too (so that its scanId answers the same later): it is returned from
   // the transaction, which commits, and thrown after.
   const decision = await onceMoreIfRaced(() => scope.transaction(async (tx) => {
@@ -542,6 +548,56 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
 }
 
 export type ListAdmission = ReturnType<typeof admission>;
+
+/**
+ * PostgreSQL: an online entry that the rules admit, in two round trips (online.readOnlineScan,
+ * then online.writeOnlineEntry's one statement, which writes only if the ticket's state on the
+ * list is still as read), as the check-in without a list is made (checkins.service.ts). Undefined
+ * for everything else, which recordScans decides in a transaction: a list or ticket not found, a
+ * scan id recorded already, a code or a rule that refuses (refusals are recorded there), an exit,
+ * a list that scans exits (an entry may take up an exit that arrived before it), a state changed
+ * between the read and the write.
+ */
+async function admitAsRead(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number): Promise<ListAdmission | undefined> {
+  if (scan.direction !== 'entry') return undefined;
+  const read = await online.readOnlineScan(scope, eventId, scan.listId, scan.key, scan.scanId);
+  if (!read || read.scanRecorded || read.list.scanExits === 1) return undefined;
+  const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }]);
+  if (codeRefusal || ruleRefusal(read.list, read.ticket, scan)) return undefined;
+  const was = read.state ?? { inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null };
+  if (read.list.allowMultipleEntries === 0 && was.entries > 0) return undefined;
+  const rowId = newId('checkin');
+  const state = {
+    ...was,
+    inside: 1,
+    entries: was.entries + 1,
+    ...(was.keptRowId === null ? { keptScanId: scan.scanId, keptScannedAt: scan.scannedAt, keptDeviceId: null, keptRowId: rowId } : {}),
+  };
+  const row: ScanRow = {
+    id: rowId,
+    accountId: scope.accountId,
+    eventId,
+    listId: scan.listId,
+    scanId: scan.scanId,
+    ticketId: read.ticket.id,
+    direction: 'entry',
+    scannedAt: scan.scannedAt,
+    deviceId: null,
+    gate: scan.gate,
+    keyId,
+    localResult: null,
+    outcome: 'admitted',
+    reason: null,
+    keptScanId: null,
+    keptScannedAt: null,
+    keptDeviceId: null,
+    conflictedAt: null,
+    createdAt: now,
+  };
+  const admitted = admission(row, read.ticket);
+  const entry = { read, eventId, listId: scan.listId, rowId, scanId: scan.scanId, scannedAt: scan.scannedAt, gate: scan.gate, keyId, now, state, addInside: was.inside === 0 ? 1 : 0, addAdmitted: was.entries === 0 ? 1 : 0 };
+  return (await online.writeOnlineEntry(scope, entry, { event: 'checkin.completed', data: admitted })) ? admitted : undefined;
+}
 
 function syncResult(d: Decided, typeNames: Map<string, string>) {
   const row = d.row!;
