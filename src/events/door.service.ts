@@ -1,6 +1,6 @@
 import { createHash, type KeyObject, sign } from 'node:crypto';
 import type { TenantScope } from '../db/tenant.js';
-import { AppError } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
@@ -46,11 +46,22 @@ function privateKeyOf(row: repo.SigningKeyRow): KeyObject {
   return key;
 }
 
-/** What signs an event's new codes: its active key. */
+/** What signs an event's new codes: its active key, and the end of the window its codes admit in (unix seconds). */
 export interface Signer {
   kid: string;
   key: KeyObject;
+  validUntil: number;
 }
+
+/**
+ * A code's window (docs/events.md, "Validity window"): from an hour before it was issued (a
+ * scanner's clock may be behind; no code admits before it existed) to a day after the event ends
+ * (a late night, a time zone mistake). Not from the event's start: tickets are checked in early
+ * (a venue's own early entry, a test before the doors open), which the lists' windows govern.
+ */
+export const CODE_VALID_BEFORE_ISSUE_S = 3600;
+export const CODE_VALID_AFTER_END_S = 24 * 3600;
+const codeValidUntil = (endsAt: number) => Math.min(Math.floor(endsAt / 1000) + CODE_VALID_AFTER_END_S, 0xffffffff);
 
 /** A new active key of the event, written in the transaction (which holds the event's lock). */
 async function createActiveKey(tx: TenantScope, eventId: string, now: number): Promise<repo.SigningKeyRow> {
@@ -62,8 +73,10 @@ async function createActiveKey(tx: TenantScope, eventId: string, now: number): P
 
 /** The event's signer, its first key made now if it has none (events made before signed codes). Needs the event's lock. */
 export async function eventSigner(tx: TenantScope, eventId: string): Promise<Signer> {
-  const row = (await repo.activeSigningKey(tx, eventId)) ?? (await createActiveKey(tx, eventId, Date.now()));
-  return { kid: row.kid, key: privateKeyOf(row) };
+  const found = await repo.signerOf(tx, eventId);
+  if (!found) throw notFound('event', eventId);
+  const row = found.key ?? (await createActiveKey(tx, eventId, Date.now()));
+  return { kid: row.kid, key: privateKeyOf(row), validUntil: codeValidUntil(found.endsAt) };
 }
 
 /** The first key of a new event, in the transaction that creates it. */
@@ -71,9 +84,11 @@ export async function firstSigningKey(tx: TenantScope, eventId: string, now: num
   await createActiveKey(tx, eventId, now);
 }
 
-/** A new signed code (new serial) for a ticket, without time bounds: the event's own times and the door's lists bound entry. */
-export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }): string {
-  return signCode({ kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom: 0, validUntil: 0 }, signer.key);
+/** A new signed code (new serial) for a ticket, valid in the signer's window from now (none, for an event over for a day). */
+export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }, now = Date.now()): string {
+  const validFrom = Math.floor(now / 1000) - CODE_VALID_BEFORE_ISSUE_S;
+  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: signer.validUntil };
+  return signCode(claims, signer.key);
 }
 
 export type RevocationReason = 'cancelled' | 'transferred' | 'reissued';
