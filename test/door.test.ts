@@ -612,6 +612,27 @@ for (const engine of ENGINES) {
       assert.deepEqual([counts.inside, counts.entries, counts.admittedTickets, counts.conflicts], [2, 2, 2, 0]);
     });
 
+    test('the offline data\'s ETag changes with the event, its keys, its ticket types and its revocations, and only then', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c);
+      const [ticket] = await buy(c, event.id, types[0].id, 2);
+      const tag = async () => (await c.send('GET', `/events/${event.id}/checkin/offline`)).headers.get('etag')!;
+      const tags = [await tag()];
+      assert.equal(await tag(), tags[0], 'nothing changed: the same tag');
+      await c.expect(200, 'PATCH', `/events/${event.id}`, { name: 'Door night, moved' });
+      tags.push(await tag());
+      await c.expect(201, 'POST', `/events/${event.id}/signing-keys/rotate`);
+      tags.push(await tag());
+      await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Late entry', price: 1000, quantity: 10 });
+      tags.push(await tag());
+      await c.expect(200, 'POST', `/tickets/${ticket.id}/cancel`);
+      tags.push(await tag());
+      assert.equal(new Set(tags).size, tags.length, `a new tag after each change: ${tags.join(' ')}`);
+      const last = tags.at(-1)!;
+      const res = await c.send('GET', `/events/${event.id}/checkin/offline`, undefined, { 'if-none-match': last });
+      assert.equal(res.status, 304);
+    });
+
     test('the offline data carries the check-in lists; its ETag changes when a list is made, changed or deleted, not when a scan moves the counts', async () => {
       const c = await client();
       const { event, types } = await publishedEvent(c, [

@@ -82,9 +82,14 @@ export async function pageLists(scope: TenantScope, eventId: string, page: Keyse
   return withCounts(scope, await keysetPage(scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId), page, 'checkinLists.id', 'checkinLists.id', 'asc').execute());
 }
 
-/** Every list of the event, oldest first (analytics; an event has a handful). */
+/** Every list of the event, oldest first, without counts (an event has a handful). */
+export function listSettingsOfEvent(scope: TenantScope, eventId: string): Promise<ListSettingsRow[]> {
+  return scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).orderBy('id').limit(1000).execute();
+}
+
+/** Every list of the event with its counts, oldest first (analytics). */
 export async function listsOfEvent(scope: TenantScope, eventId: string): Promise<CheckinListRow[]> {
-  return withCounts(scope, await scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).orderBy('id').limit(1000).execute());
+  return withCounts(scope, await listSettingsOfEvent(scope, eventId));
 }
 
 export async function insertList(scope: TenantScope, row: Insertable<CheckinListTable>): Promise<void> {

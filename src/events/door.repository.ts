@@ -94,6 +94,20 @@ export async function revokedSerials(scope: TenantScope, eventId: string): Promi
   return rows.map((r) => r.serial);
 }
 
+/**
+ * What versions the revocation list without reading it: how many serials and when the last came.
+ * Revocations are only ever added (a serial is never taken off), so these two change with it.
+ */
+export async function revocationsVersion(scope: TenantScope, eventId: string): Promise<{ count: number; latest: number | null }> {
+  const row = await scope
+    .selectFrom('ticketRevocations')
+    .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.max<number | string | null>('createdAt').as('latest')])
+    .where('eventId', '=', eventId)
+    .executeTakeFirstOrThrow();
+  // PostgreSQL answers count and max of a bigint as strings.
+  return { count: Number(row.count), latest: row.latest === null ? null : Number(row.latest) };
+}
+
 /** Up to `limit` valid tickets of the event with a signed code (`M1...`), by id, after `afterId`. */
 export function signedTicketsOfEvent(scope: TenantScope, eventId: string, afterId: string, limit: number): Promise<TicketRow[]> {
   return scope
