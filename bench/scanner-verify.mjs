@@ -8,9 +8,9 @@ import { generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto'
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import ts from 'typescript';
+import { runAlone } from './lib.mjs';
 
 export const CODES = 1000;
 export const REVOKED = 5000;
@@ -90,8 +90,8 @@ export async function verifyInBrowser() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+await runAlone(import.meta.url, async () => {
   const result = await verifyInBrowser();
   console.log(`Chromium ${result.version}${result.isolated ? '' : ' (not cross-origin isolated: coarse timer)'}: verify one signed code, ${CODES} codes, ${REVOKED} revoked serials`);
   console.log(`median ${result.median.toFixed(3)} ms · p95 ${result.p95.toFixed(3)} ms · max ${result.max.toFixed(3)} ms`);
-}
+});
