@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { prepared, preparedNamed } from '../db/prepared.js';
+import { onPostgres, prepared, preparedNamed } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { fanOut, type OneMessageFanOutValues, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
 import { countSlot } from './checkin-lists.repository.js';
@@ -24,9 +24,9 @@ export interface OnlineScanRead {
   subscriptions: Subscriptions;
 }
 
-const readQuery = (by: 'id' | 'code') =>
-  prepared((db: Db, accountId: string, eventId: string, listId: string, value: string, scanId: string) =>
-    new TenantScope(db, accountId)
+const readQuery = (by: 'id' | 'code', engine: 'postgres' | 'sqlite') =>
+  prepared((db: Db, accountId: string, eventId: string, listId: string, value: string, scanId: string) => {
+    const query = new TenantScope(db, accountId)
       .selectFrom('checkinLists')
       .innerJoin('tickets', (j) => j.onRef('tickets.eventId', '=', 'checkinLists.eventId').onRef('tickets.accountId', '=', 'checkinLists.accountId').on(`tickets.${by}`, '=', value))
       .leftJoin('checkinListTickets', (j) => j.onRef('checkinListTickets.listId', '=', 'checkinLists.id').onRef('checkinListTickets.ticketId', '=', 'tickets.id'))
@@ -46,17 +46,21 @@ const readQuery = (by: 'id' | 'code') =>
         'checkinListTickets.keptRowId as stateKeptRowId',
       ])
       .select((eb) => eb.exists(eb.selectFrom('checkinScans').select('checkinScans.id').whereRef('checkinScans.listId', '=', 'checkinLists.id').where('checkinScans.scanId', '=', scanId)).as('scanRecorded'))
-      .select(fanOut.subscriptions('checkinLists.accountId').as('subscriptions'))
       .where('checkinLists.eventId', '=', eventId)
-      .where('checkinLists.id', '=', listId),
-  );
-const readById = readQuery('id');
-const readByCode = readQuery('code');
+      .where('checkinLists.id', '=', listId);
+    // On SQLite the message is written in the transaction, which reads the subscriptions itself.
+    return engine === 'postgres' ? query.select(fanOut.subscriptions('checkinLists.accountId').as('subscriptions')) : query.select(sql<Subscriptions>`null`.as('subscriptions'));
+  });
+const reads = {
+  postgres: { id: readQuery('id', 'postgres'), code: readQuery('code', 'postgres') },
+  sqlite: { id: readQuery('id', 'sqlite'), code: readQuery('code', 'sqlite') },
+};
 
-/** PostgreSQL: the read of an online scan of `key` through the list; undefined when the list or the ticket is not the event's. */
+/** The read of an online scan of `key` through the list; undefined when the list or the ticket is not the event's. */
 export async function readOnlineScan(scope: TenantScope, eventId: string, listId: string, key: TicketKey, scanId: string): Promise<OnlineScanRead | undefined> {
   const db = scope.db as Db;
-  const [row] = await (key.ticketId !== undefined ? readById : readByCode)(db, scope.accountId, eventId, listId, key.ticketId ?? key.code!, scanId);
+  const read = reads[onPostgres(db) ? 'postgres' : 'sqlite'][key.ticketId !== undefined ? 'id' : 'code'];
+  const [row] = await read(db, scope.accountId, eventId, listId, key.ticketId ?? key.code!, scanId);
   if (!row) return undefined;
   const ticket = Object.fromEntries(TICKET_COLUMNS.map((column) => [column, row[column]])) as TicketRow;
   return {
@@ -67,7 +71,7 @@ export async function readOnlineScan(scope: TenantScope, eventId: string, listId
         ? null
         : { inside: row.stateInside!, entries: row.stateEntries!, keptScanId: row.stateKeptScanId, keptScannedAt: row.stateKeptScannedAt, keptDeviceId: row.stateKeptDeviceId, keptRowId: row.stateKeptRowId },
     scanRecorded: Boolean(row.scanRecorded),
-    subscriptions: row.subscriptions,
+    subscriptions: row.subscriptions ?? [],
   };
 }
 

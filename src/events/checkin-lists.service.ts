@@ -523,10 +523,8 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
     deviceId: null,
     gate: input.gate ?? null,
   };
-  if (onPostgres(scope.db)) {
-    const admitted = await admitAsRead(scope, eventId, scan, keyId, now);
-    if (admitted) return admitted;
-  }
+  const admitted = await admitAsRead(scope, eventId, scan, keyId, now);
+  if (admitted) return admitted;
   // A refusal is recorded too (so that its scanId answers the same later): it is returned from
   // the transaction, which commits, and thrown after.
   const decision = await onceMoreIfRaced(() => scope.transaction(async (tx) => {
@@ -550,16 +548,36 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
 export type ListAdmission = ReturnType<typeof admission>;
 
 /**
- * PostgreSQL: an online entry that the rules admit, in two round trips (online.readOnlineScan,
- * then online.writeOnlineEntry's one statement, which writes only if the ticket's state on the
- * list is still as read), as the check-in without a list is made (checkins.service.ts). Undefined
- * for everything else, which recordScans decides in a transaction: a list or ticket not found, a
- * scan id recorded already, a code or a rule that refuses (refusals are recorded there), an exit,
- * a list that scans exits (an entry may take up an exit that arrived before it), a state changed
- * between the read and the write.
+ * An online entry that the rules admit, decided from one read (online.readOnlineScan) and written
+ * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket's state on the list
+ * is still as read: two round trips, as the check-in without a list), or in a transaction on
+ * SQLite (whose write lock holds from the read to the commit). Undefined for everything else,
+ * which recordScans decides in a transaction: a list or ticket not found, a scan id recorded
+ * already, a code or a rule that refuses (refusals are recorded there), an exit, a list that scans
+ * exits (an entry may take up an exit that arrived before it), a state changed between the read
+ * and the write.
  */
 async function admitAsRead(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number): Promise<ListAdmission | undefined> {
   if (scan.direction !== 'entry') return undefined;
+  if (!onPostgres(scope.db)) {
+    return scope.transaction(async (tx) => {
+      const decided = await decideOnlineEntry(tx, eventId, scan, keyId, now);
+      if (!decided) return undefined;
+      const { entry, row, admitted } = decided;
+      await repo.saveListTickets(tx, [{ listId: scan.listId, ticketId: row.ticketId!, accountId: tx.accountId, ...entry.state }]);
+      await repo.insertScans(tx, [row]);
+      await fanOut.inTransaction(tx.db, tx.accountId, [{ event: 'checkin.completed', data: admitted }], now);
+      await repo.addCounts(tx, scan.listId, { ...repo.NO_COUNTS, inside: entry.addInside, entries: 1, admittedTickets: entry.addAdmitted, scans: 1 });
+      return admitted;
+    });
+  }
+  const decided = await decideOnlineEntry(scope, eventId, scan, keyId, now);
+  if (!decided) return undefined;
+  return (await online.writeOnlineEntry(scope, decided.entry, { event: 'checkin.completed', data: decided.admitted })) ? decided.admitted : undefined;
+}
+
+/** The entry admitAsRead writes, from its read: the ticket's state after it, its scan row and its admission; undefined when it is not one. */
+async function decideOnlineEntry(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number) {
   const read = await online.readOnlineScan(scope, eventId, scan.listId, scan.key, scan.scanId);
   if (!read || read.scanRecorded || read.list.scanExits === 1) return undefined;
   const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }]);
@@ -594,9 +612,8 @@ async function admitAsRead(scope: TenantScope, eventId: string, scan: ScanInput,
     conflictedAt: null,
     createdAt: now,
   };
-  const admitted = admission(row, read.ticket);
-  const entry = { read, eventId, listId: scan.listId, rowId, scanId: scan.scanId, scannedAt: scan.scannedAt, gate: scan.gate, keyId, now, state, addInside: was.inside === 0 ? 1 : 0, addAdmitted: was.entries === 0 ? 1 : 0 };
-  return (await online.writeOnlineEntry(scope, entry, { event: 'checkin.completed', data: admitted })) ? admitted : undefined;
+  const entry: online.OnlineEntry = { read, eventId, listId: scan.listId, rowId, scanId: scan.scanId, scannedAt: scan.scannedAt, gate: scan.gate, keyId, now, state, addInside: was.inside === 0 ? 1 : 0, addAdmitted: was.entries === 0 ? 1 : 0 };
+  return { entry, row, admitted: admission(row, read.ticket) };
 }
 
 function syncResult(d: Decided, typeNames: Map<string, string>) {
