@@ -8,11 +8,11 @@ import { TICKET_COLUMNS } from './events.table.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
 import './checkin-lists.table.js';
 
-// Raw SQL in the common table expressions: Kysely cannot write an upsert whose `on conflict do update`
-// has a `where`, as one. PostgreSQL: one online scan through a list in two round trips, as the check-in without a list
-// (checkins.repository.ts, readForCheckIn and writeCheckInAsRead): one read that brings all the
-// scan is decided on, then one statement that writes it only if the ticket's state on the list is
-// still as read. What this path does not decide takes the transactional one (checkin-lists.service.ts).
+// One online entry through a list, decided from one read. On PostgreSQL in two round trips, as the
+// check-in without a list (checkins.repository.ts, readForCheckIn and writeCheckInAsRead): the read,
+// then one statement that writes the entry only if the ticket's state on the list is still as read.
+// On SQLite the caller's transaction holds the write lock from the read to its writes. What this
+// path does not decide takes the transactional one (checkin-lists.service.ts, recordScans).
 
 /** What the read brings: the list's settings, the ticket, its state on the list, whether the scan id is taken, and the subscriptions. */
 export interface OnlineScanRead {
@@ -109,6 +109,8 @@ const ADMIT_ENTRY = [
   'inside', 'entries', 'keptScanId', 'keptScannedAt', 'keptDeviceId', 'keptRowId', 'addInside', 'addAdmitted', ...fanOut.oneNames,
 ] as const satisfies ReadonlyArray<keyof AdmitEntry>;
 
+// Its common table expressions are SQL: inserts of the statement's arguments, each cast as an
+// `insert ... select` needs it, read more plainly so than built.
 const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =>
   fanOut
     .into(
