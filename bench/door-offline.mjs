@@ -12,11 +12,9 @@
 //
 // Run on its own it prints its figures and writes nothing; `npm run bench -- door` (bench/door.mjs)
 // runs it with the other door benchmarks and writes their section of docs/benchmarks.md.
-import { pathToFileURL } from 'node:url';
 import {
   build,
   checkedJson,
-  cleanupAll,
   createAccountAndKey,
   freePort,
   freshPostgres,
@@ -27,6 +25,7 @@ import {
   median,
   percentile,
   postgresAdminUrl,
+  runAlone,
   seconds,
   startProcess,
   waitForHttp,
@@ -145,17 +144,8 @@ export async function offlineRun(s, engine) {
   return { engine, tickets: s.tickets, revocations: s.revocations, runs: s.runs, bytes, download, parse, total, notModified, line };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+await runAlone(import.meta.url, async () => {
   const s = offlineSettings();
-  let code = 0;
-  try {
-    await build();
-    for (const engine of s.engines) await offlineRun(s, engine);
-  } catch (err) {
-    console.error(`\nBenchmark failed: ${err.stack ?? err}`);
-    code = 1;
-  } finally {
-    await cleanupAll();
-  }
-  process.exit(code);
-}
+  await build();
+  for (const engine of s.engines) await offlineRun(s, engine);
+});

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { nearestRank } from './answers.mjs';
 import { formatSummary, summarise } from './profile-summary.mjs';
 
@@ -56,6 +56,25 @@ export function cleanupAll() {
     cleaning = null;
   });
   return cleaning;
+}
+
+/**
+ * Runs `main` if the module at `moduleUrl` is the script node was started with (a benchmark run on
+ * its own, not imported by run.mjs), then exits: a failure is printed and exits 1, every clean-up
+ * runs first, and a number that `main` resolves to is the exit code (0 otherwise).
+ */
+export async function runAlone(moduleUrl, main) {
+  if (moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  let code = 1;
+  try {
+    const result = await main();
+    code = typeof result === 'number' ? result : 0;
+  } catch (err) {
+    console.error(`\nBenchmark failed: ${err.stack ?? err}`);
+  } finally {
+    await cleanupAll();
+  }
+  process.exit(code);
 }
 
 // Last resort when the runner exits without getting through cleanupAll (a crash in it, process.exit).

@@ -4,7 +4,7 @@
 // { text, markdown, pass, writeDoc, section? }: `text` is printed, `markdown` replaces the module's own
 // section of docs/benchmarks.md (or, with `section`, the section of that name: a partial run's). See bench/README.md for the environment variables.
 import path from 'node:path';
-import { cleanupAll, DOC_FILE, ROOT, writeDocSection } from './lib.mjs';
+import { cleanupAll, DOC_FILE, ROOT, runAlone, writeDocSection } from './lib.mjs';
 
 /** Every benchmark, in the order they run. Add new ones here. */
 const BENCHMARKS = {
@@ -53,13 +53,4 @@ async function main(args) {
   return 0;
 }
 
-let code = 1;
-try {
-  code = await main(process.argv.slice(2));
-} catch (err) {
-  console.error(`\nBenchmark failed: ${err.stack ?? err}`);
-  code = 1;
-} finally {
-  await cleanupAll();
-}
-process.exit(code);
+await runAlone(import.meta.url, () => main(process.argv.slice(2)));

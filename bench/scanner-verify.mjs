@@ -8,18 +8,21 @@ import { generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto'
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import ts from 'typescript';
+import { runAlone } from './lib.mjs';
 
 export const CODES = 1000;
 export const REVOKED = 5000;
 const WARMUP = 50;
 const root = path.resolve(import.meta.dirname, '..');
 
-// The module as the page bundles it, only without its types (it imports nothing).
-const source = fs.readFileSync(path.join(root, 'web/scanner/src/verify.ts'), 'utf8');
-const verifyJs = ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+/** A module of the repository as the page bundles it, only without its types: `/x/y.js` is x/y.ts (imports included, as the browser asks for them). */
+function moduleJs(url) {
+  const file = path.join(root, url.replace(/\.js$/, '.ts'));
+  if (!file.startsWith(root + path.sep) || !/^\/(src|web\/scanner\/src)\/[\w/.-]+\.js$/.test(url) || !fs.existsSync(file)) return undefined;
+  return ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
+}
 
 /**
  * Signs the codes, verifies each of them once in Chromium and resolves to
@@ -50,7 +53,8 @@ export async function verifyInBrowser() {
   // performance.now() has its fine resolution.
   const server = http.createServer((req, res) => {
     const headers = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
-    if (req.url === '/verify.js') return res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end(verifyJs);
+    const js = req.url.endsWith('.js') ? moduleJs(req.url) : undefined;
+    if (js !== undefined) return res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end(js);
     res.writeHead(200, { ...headers, 'content-type': 'text/html' }).end('<!doctype html><title>verify bench</title>');
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -60,7 +64,8 @@ export async function verifyInBrowser() {
     await page.goto(`http://127.0.0.1:${server.address().port}/`);
     const result = await page.evaluate(
       async ({ codes, key, revoked, eventBytes, warmup }) => {
-        const { Verifier, typeIdFromBytes } = await import('/verify.js');
+        const { Verifier } = await import('/web/scanner/src/verify.js');
+        const { typeIdFromBytes } = await import('/src/typeid.js');
         const eventId = typeIdFromBytes('evt', new Uint8Array(eventBytes));
         const verifier = await Verifier.create(eventId, [key], revoked);
         const now = Math.floor(Date.now() / 1000);
@@ -85,8 +90,8 @@ export async function verifyInBrowser() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+await runAlone(import.meta.url, async () => {
   const result = await verifyInBrowser();
   console.log(`Chromium ${result.version}${result.isolated ? '' : ' (not cross-origin isolated: coarse timer)'}: verify one signed code, ${CODES} codes, ${REVOKED} revoked serials`);
   console.log(`median ${result.median.toFixed(3)} ms · p95 ${result.p95.toFixed(3)} ms · max ${result.max.toFixed(3)} ms`);
-}
+});

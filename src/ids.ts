@@ -1,4 +1,5 @@
 import { randomBytes, randomFillSync } from 'node:crypto';
+import { TYPEID_SUFFIX, typeIdBytes, typeIdFromBytes, typeIdSuffix } from './typeid.js';
 
 /** TypeID prefixes of every resource (docs/api.md, IDs and times). */
 export const ID_PREFIXES = {
@@ -22,9 +23,6 @@ export const ID_PREFIXES = {
 
 export type IdKind = keyof typeof ID_PREFIXES;
 
-// TypeID's alphabet: Crockford base32, lower case.
-const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
-const SUFFIX = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
 let lastMs = 0;
 let counter = 0;
@@ -75,38 +73,17 @@ function uuidv7(bytes: Buffer): Buffer {
   return bytes;
 }
 
-/**
- * Encodes 128 bits as 26 base32 characters: two zero bits in front, so the first holds 3 bits.
- * Bits enter an accumulator a byte at a time and leave it five at a time (every request makes
- * an ID, so this is a hot path).
- */
-function encodeBase32(bytes: Buffer): string {
-  let out = '';
-  let acc = 0;
-  let bits = 2;
-  for (let i = 0; i < 16; i++) {
-    acc = (acc << 8) | bytes[i]!;
-    bits += 8;
-    while (bits >= 5) {
-      bits -= 5;
-      out += ALPHABET[(acc >> bits) & 31];
-    }
-    acc &= (1 << bits) - 1;
-  }
-  return out;
-}
-
 // One buffer for every ID: an ID is encoded before the next one is made.
 const scratch = Buffer.alloc(16);
 
 export function newId(kind: IdKind): string {
-  return `${ID_PREFIXES[kind]}_${encodeBase32(uuidv7(scratch))}`;
+  return `${ID_PREFIXES[kind]}_${typeIdSuffix(uuidv7(scratch))}`;
 }
 
 /** True when `id` has the shape of a `kind` ID; a wrong shape is answered 404 like an unknown ID. */
 export function isId(kind: IdKind, id: string): boolean {
   const prefix = ID_PREFIXES[kind];
-  return id.length === prefix.length + 27 && id.startsWith(`${prefix}_`) && SUFFIX.test(id.slice(prefix.length + 1));
+  return id.length === prefix.length + 27 && id.startsWith(`${prefix}_`) && TYPEID_SUFFIX.test(id.slice(prefix.length + 1));
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -123,25 +100,16 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-const BASE32_VALUES = new Map([...ALPHABET].map((char, value) => [char, BigInt(value)]));
-
 /**
  * The 16 bytes (the UUID) behind an ID of `kind`: the inverse of `newId`'s encoding. Signed ticket
- * codes carry IDs this way (src/events/ticket-codes.ts). Throws on an ID not of that shape.
+ * codes carry IDs this way (src/events/ticket-code-format.ts). Throws on an ID not of that shape.
  */
 export function idBytes(kind: IdKind, id: string): Buffer {
   if (!isId(kind, id)) throw new Error(`not a ${kind} id: ${id}`);
-  let value = 0n;
-  for (const char of id.slice(ID_PREFIXES[kind].length + 1)) value = (value << 5n) | BASE32_VALUES.get(char)!;
-  const bytes = Buffer.alloc(16);
-  for (let i = 15; i >= 0; i--) {
-    bytes[i] = Number(value & 0xffn);
-    value >>= 8n;
-  }
-  return bytes;
+  return Buffer.from(typeIdBytes(id)!);
 }
 
 /** The ID of `kind` whose UUID is `bytes` (16 bytes). */
 export function idFromBytes(kind: IdKind, bytes: Uint8Array): string {
-  return `${ID_PREFIXES[kind]}_${encodeBase32(Buffer.from(bytes.buffer, bytes.byteOffset, 16))}`;
+  return typeIdFromBytes(ID_PREFIXES[kind], bytes);
 }

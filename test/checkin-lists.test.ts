@@ -218,6 +218,33 @@ for (const engine of ENGINES) {
       assert.equal((await counts(c, event.id, vipList.id)).entries, 1);
     });
 
+    test('a list deleted while its first scans arrive: either the deletion or the scans win, whole, and nothing deadlocks', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals, vips } = await door(c, 12);
+      for (let round = 0; round < 12; round++) {
+        // Both paths of a scan: the one-statement entry (a list without exits) and the transactional one (a sync batch, a list with exits).
+        const list = await newList(c, event.id, { name: `Gate ${round}`, scanExits: round % 2 === 1 });
+        const online = [generals[round], vips[round]].map((ticket) => scan(c, event.id, { listId: list.id, ticketId: ticket.id }));
+        const synced = c.send('POST', `/events/${event.id}/checkin/sync`, {
+          deviceId: 'door-1',
+          scans: [{ scanId: `s-${round}`, listId: list.id, code: generals[(round + 1) % 12].code, scannedAt: iso(Date.now() - 1000), localResult: 'admitted' }],
+        });
+        const deleted = c.send('DELETE', `/events/${event.id}/checkin-lists/${list.id}`);
+        const [a, b, batch, deletion] = await Promise.all([...online, synced, deleted]);
+        const scans = [a!.status, b!.status];
+        const result = (await batch!.json()).results[0];
+        if (deletion!.status === 204) {
+          assert.deepEqual(scans, [404, 404], 'the list went first: its scans find no list');
+          assert.deepEqual([result.outcome, result.reason], ['refused', 'not_found']);
+        } else {
+          await problem(deletion!, 409, 'list_in_use');
+          assert.deepEqual(scans, [201, 201], 'the scans went first: the list stays');
+          assert.equal(result.outcome, 'admitted');
+        }
+      }
+    });
+
     test('scans of different tickets on one list do not wait for each other; one ticket is admitted once and the counts stay exact', async (t) => {
       const storage = await freshStorage(t, engine);
       const api = await startApp(t, storage);

@@ -15,6 +15,7 @@ import sharp from 'sharp';
 import type { Engine } from '../src/db/database.js';
 import { idBytes, idFromBytes, newId } from '../src/ids.js';
 import { CODE_LENGTH, encodePayload, newKeyPair, parseCode, privateKeyObject, publicKeyObject, revocationText, signCode, verifyCode } from '../src/events/ticket-codes.js';
+import { Verifier } from '../web/scanner/src/verify.js';
 import { type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
 type Json = any;
@@ -51,7 +52,7 @@ describe('signed ticket code, format v1', () => {
 
   test('the payload is the contract\'s 69 bytes, big-endian, and the code 180 characters', () => {
     const claims = { kid: '0a1b2c3d', serial: Buffer.from('0102030405060708', 'hex').toString('base64url'), ticketId, eventId, ticketTypeId, validFrom: 0x01020304, validUntil: 0xfffffffe };
-    const payload = encodePayload(claims);
+    const payload = Buffer.from(encodePayload(claims));
     assert.equal(payload.length, 69);
     assert.equal(payload[0], 1, '[0] version');
     assert.equal(payload.subarray(1, 5).toString('hex'), '0a1b2c3d', '[1..4] kid');
@@ -70,7 +71,7 @@ describe('signed ticket code, format v1', () => {
     assert.match(code, /^M1[A-Za-z0-9_-]{178}$/);
     const bytes = Buffer.from(code.slice(2), 'base64url');
     assert.equal(bytes.length, 133);
-    assert.deepEqual(bytes.subarray(0, 69), encodePayload({ ...claims, kid: pair.kid }));
+    assert.deepEqual(bytes.subarray(0, 69), Buffer.from(encodePayload({ ...claims, kid: pair.kid })));
     // The signature is plain Ed25519 over the payload: any verifier can check it.
     assert.ok(verify(null, bytes.subarray(0, 69), publicKeyObject(pair.publicKey), bytes.subarray(69)));
     assert.deepEqual(parseCode(code)!.claims, { ...claims, kid: pair.kid });
@@ -268,10 +269,14 @@ for (const engine of ENGINES) {
       assert.match(keys[0].kid, /^[0-9a-f]{8}$/);
       assert.equal(Buffer.from(keys[0].publicKey, 'base64url').length, 32);
 
+      const issuedFrom = Math.floor(Date.now() / 1000);
       const [ticket, second] = await buy(c, event.id, types[0].id, 2);
+      const issuedTo = Math.floor(Date.now() / 1000);
       assert.equal(ticket.code.length, 180);
       const claims = parseCode(ticket.code)!.claims;
-      assert.deepEqual({ ...claims, serial: undefined }, { kid: keys[0].kid, serial: undefined, ticketId: ticket.id, eventId: event.id, ticketTypeId: types[0].id, validFrom: 0, validUntil: 0 });
+      // The window: from an hour before the code was issued to a day after the event ends.
+      assert.deepEqual({ ...claims, serial: undefined, validFrom: undefined }, { kid: keys[0].kid, serial: undefined, ticketId: ticket.id, eventId: event.id, ticketTypeId: types[0].id, validFrom: undefined, validUntil: Date.parse(event.endsAt) / 1000 + 86_400 });
+      assert.ok(claims.validFrom >= issuedFrom - 3600 && claims.validFrom <= issuedTo - 3600, `validFrom ${claims.validFrom}`);
       assert.notEqual(serialOf(second.code), claims.serial, 'a serial per code');
       assert.equal(verifyCode(ticket.code, { eventId: event.id, keys, nowSeconds: Math.floor(Date.now() / 1000), revoked: () => false }).ok, true);
 
@@ -327,6 +332,26 @@ for (const engine of ENGINES) {
       const next = await c.expect(200, 'GET', `/events/${event.id}/signing-keys?limit=1&cursor=${page.nextCursor}`);
       assert.deepEqual([...page.data, ...next.data].map((k: Json) => k.kid), [first.kid, rotated.kid]);
       assert.equal(next.hasMore, false);
+    });
+
+    test('a code admits until a day after its event ends: past that, refused code_expired online and by the page offline', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c);
+      const [ticket] = await buy(c, event.id, types[0].id, 1);
+      const [first] = await keysOf(c, event.id);
+      // The event moved to two days ago: codes keep the window they were issued with until reissued.
+      const endsAt = Date.now() - 2 * 24 * HOUR;
+      await c.expect(200, 'PATCH', `/events/${event.id}`, { startsAt: iso(endsAt - 3 * HOUR), endsAt: iso(endsAt) });
+      await c.expect(201, 'POST', `/events/${event.id}/signing-keys/rotate`);
+      await c.expect(200, 'POST', `/events/${event.id}/signing-keys/${first.kid}/retire`);
+      const { code } = await c.expect(200, 'GET', `/tickets/${ticket.id}`);
+      assert.equal(parseCode(code)!.claims.validUntil, Math.floor(endsAt / 1000) + 86_400);
+      const refused = await problem(await c.post(`/events/${event.id}/checkin`, { code }), 409, 'code_expired');
+      assert.equal(refused.validUntil, iso((Math.floor(endsAt / 1000) + 86_400) * 1000));
+      assert.equal((await c.expect(200, 'GET', `/tickets/${ticket.id}`)).checkedIn, false);
+      const data = await offline(c, event.id);
+      const verifier = await Verifier.create(event.id, data.keys, data.revocations.serials);
+      assert.deepEqual(await verifier.verify(code, Math.floor(Date.now() / 1000)), { ok: false, reason: 'code_expired', ticket: parseCode(code)!.claims });
     });
 
     test('retiring: 409 for the active key; a retiring key\'s tickets get new codes in one go, the old codes are refused key_retired', async () => {
@@ -585,6 +610,27 @@ for (const engine of ENGINES) {
       assert.deepEqual([inWindow.results[0].outcome, inWindow.results[0].reason], ['refused', 'not_found']);
       const counts = (await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts;
       assert.deepEqual([counts.inside, counts.entries, counts.admittedTickets, counts.conflicts], [2, 2, 2, 0]);
+    });
+
+    test('the offline data\'s ETag changes with the event, its keys, its ticket types and its revocations, and only then', async () => {
+      const c = await client();
+      const { event, types } = await publishedEvent(c);
+      const [ticket] = await buy(c, event.id, types[0].id, 2);
+      const tag = async () => (await c.send('GET', `/events/${event.id}/checkin/offline`)).headers.get('etag')!;
+      const tags = [await tag()];
+      assert.equal(await tag(), tags[0], 'nothing changed: the same tag');
+      await c.expect(200, 'PATCH', `/events/${event.id}`, { name: 'Door night, moved' });
+      tags.push(await tag());
+      await c.expect(201, 'POST', `/events/${event.id}/signing-keys/rotate`);
+      tags.push(await tag());
+      await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Late entry', price: 1000, quantity: 10 });
+      tags.push(await tag());
+      await c.expect(200, 'POST', `/tickets/${ticket.id}/cancel`);
+      tags.push(await tag());
+      assert.equal(new Set(tags).size, tags.length, `a new tag after each change: ${tags.join(' ')}`);
+      const last = tags.at(-1)!;
+      const res = await c.send('GET', `/events/${event.id}/checkin/offline`, undefined, { 'if-none-match': last });
+      assert.equal(res.status, 304);
     });
 
     test('the offline data carries the check-in lists; its ETag changes when a list is made, changed or deleted, not when a scan moves the counts', async () => {

@@ -4,41 +4,15 @@
  * scanner page refuses a link without `list`. In Chromium, as npm run build makes the pages.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { after, before, describe, test, type TestContext } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { describe, test } from 'node:test';
 import { createAccount } from '../src/accounts/accounts.service.js';
-import { SCANNER_DIR } from '../src/dashboard/scanner.routes.js';
 import { freshStorage, onCleanup, startApp, type TestApp } from './helpers.js';
-
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
-
-function watchErrors(t: TestContext, page: Page, explained: RegExp) {
-  const errors: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && !explained.test(m.text()) && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  onCleanup(t, () => assert.deepEqual(errors, [], 'no script or CSP errors'));
-}
-
-async function publishedEvent(api: TestApp, key: string) {
-  const event = await (
-    await api.fetch('/v1/events', { method: 'POST', key, json: { name: 'Harbour concert', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR' } })
-  ).json();
-  assert.equal((await api.fetch(`/v1/events/${event.id}/tickets`, { method: 'POST', key, json: { name: 'Standing', price: 0, quantity: 20 } })).status, 201);
-  assert.equal((await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key })).status, 200);
-  return event as { id: string };
-}
+import { chromiumForSuite, doorKey, eventOnSale, newList, pairingLink, watchErrors } from './scanner-helpers.js';
 
 const listsOf = async (api: TestApp, key: string, eventId: string) => (await (await api.fetch(`/v1/events/${eventId}/checkin-lists`, { key })).json()).data as Array<{ id: string; name: string; ticketTypeIds: string[]; allowMultipleEntries: boolean }>;
 
 describe('scanner pairing names a check-in list', () => {
-  let browser: Browser;
-  before(async () => {
-    if (!fs.existsSync(path.join(SCANNER_DIR, 'index.html'))) throw new Error('scanner not built: run npm run build');
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('the dashboard offers no list-less pairing; an event without a list gets "Main entrance" (every ticket type) and the link names it', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
@@ -46,9 +20,9 @@ describe('scanner pairing names a check-in list', () => {
     const email = `pair${Date.now()}@example.com`;
     const account = await createAccount(api.database.db, { email, plan: 'business', password });
     const key = await api.key(account.id, 'business');
-    const event = await publishedEvent(api, key);
+    const { event } = await eventOnSale(api, key, { price: 0 });
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 } });
     onCleanup(t, () => context.close());
     const page = await context.newPage();
     watchErrors(t, page, /status of 401/);
@@ -86,20 +60,18 @@ describe('scanner pairing names a check-in list', () => {
   test('the scanner page refuses a pairing link without a list, and stays unpaired', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { key } = await api.account();
-    const event = await publishedEvent(api, key);
-    const page = await browser.newPage();
+    const { event } = await eventOnSale(api, key, { price: 0 });
+    const page = await browser().newPage();
     onCleanup(t, () => page.close());
     watchErrors(t, page, /status of 404/);
-    const made = await api.fetch('/v1/keys', { method: 'POST', key, json: { name: 'Door scanner', scopes: ['checkin'], expiresAt: new Date(Date.now() + 86_400_000).toISOString() } });
-    assert.equal(made.status, 201);
-    const door = (await made.json()).key as string;
-    await page.goto(`${api.url}/scanner#event=${event.id}&key=${door}`);
+    const door = await doorKey(api, key);
+    await page.goto(pairingLink(api, { eventId: event.id, door }));
     await page.getByRole('alert').filter({ hasText: 'The pairing link names no check-in list' }).waitFor();
     assert.equal(new URL(page.url()).hash, '', 'the key leaves the address bar all the same');
     await page.getByRole('heading', { name: 'This scanner is not paired' }).waitFor();
     // A link with a list pairs as before.
-    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main entrance' } })).json();
-    await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${door}`);
+    const list = await newList(api, key, event.id, 'Main entrance');
+    await page.goto(pairingLink(api, { eventId: event.id, listId: list.id, door }));
     await page.getByRole('button', { name: 'Start camera' }).waitFor();
   });
 });

@@ -3,22 +3,21 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { AxeBuilder } from '@axe-core/playwright';
 import jsQRModule from 'jsqr';
-import { type Browser, type BrowserContext, chromium, type ConsoleMessage, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import QRCode from 'qrcode';
 import sharp from 'sharp';
 import { createAccount } from '../src/accounts/accounts.service.js';
-import { SCANNER_DIR } from '../src/dashboard/scanner.routes.js';
-import { freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
+import { CHROMIUM_ARGS, chromiumForSuite, doorKey, eventOnSale, newList, pairingLink, watchErrors } from './scanner-helpers.js';
 
 // jsqr is CommonJS with a `default` export: under NodeNext the default import is its module object.
 const jsQR = jsQRModule.default;
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../test-output/screenshots');
 const DOC_IMAGE = path.resolve(import.meta.dirname, '../docs/img/scanner.png');
 const PHONE = { width: 390, height: 844 };
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 
 /** The scanner's IndexedDB, read from inside the page. */
 function readStore(page: Page, store: 'settings' | 'scans', key?: string): Promise<any> {
@@ -44,59 +43,19 @@ async function accessible(page: Page, what: string) {
   assert.deepEqual(found, [], `axe violations on ${what}`);
 }
 
-/** Script errors fail the test; a request the network refused (the point of going offline) does not. */
-function watchErrors(t: TestContext, page: Page, explained = /ERR_INTERNET_DISCONNECTED|status of 404|Failed to fetch/) {
-  const errors: string[] = [];
-  const expected = (m: ConsoleMessage) => explained.test(m.text());
-  page.on('console', (m) => m.type() === 'error' && !expected(m) && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(String(e)));
-  onCleanup(t, () => assert.deepEqual(errors, [], 'no script or CSP errors'));
-}
-
 const noSidewaysScroll = async (page: Page) => {
   const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth as number);
   assert.ok(width <= PHONE.width, `no sideways scrolling on a phone (${width} px)`);
 };
 
-/** An event on sale with one ticket type, and an order of `count` tickets. */
-async function eventWithTickets(api: TestApp, key: string, count: number) {
-  const event = await (
-    await api.fetch('/v1/events', { method: 'POST', key, json: { name: 'Harbour concert', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR' } })
-  ).json();
-  const type = await (await api.fetch(`/v1/events/${event.id}/tickets`, { method: 'POST', key, json: { name: 'Standing', price: 2500, quantity: 20 } })).json();
-  assert.equal((await api.fetch(`/v1/events/${event.id}/publish`, { method: 'POST', key })).status, 200);
-  const names = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Edsger Dijkstra', 'Barbara Liskov'].slice(0, count);
-  const res = await api.fetch(`/v1/events/${event.id}/orders`, {
-    method: 'POST',
-    key,
-    json: { buyer: { name: names[0], email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: count, attendees: names.map((name, i) => ({ name, email: `holder${i}@example.com` })) }] },
-  });
-  assert.equal(res.status, 201, await res.clone().text());
-  const order = await res.json();
-  return { event, type, tickets: order.tickets as Array<{ id: string; attendee: { name: string } }> };
-}
-
-/** A door key as the dashboard makes it: scope checkin, expiring. */
-async function doorKey(api: TestApp, key: string) {
-  const res = await api.fetch('/v1/keys', { method: 'POST', key, json: { name: 'Door scanner', scopes: ['checkin'], expiresAt: new Date(Date.now() + 86_400_000).toISOString() } });
-  assert.equal(res.status, 201, await res.clone().text());
-  return (await res.json()).key as string;
-}
-
 describe('the scanner page in Chromium', () => {
-  let browser: Browser;
-  before(async () => {
-    // The page is tested as npm run build makes it.
-    if (!fs.existsSync(path.join(SCANNER_DIR, 'index.html'))) throw new Error('scanner not built: run npm run build');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
+  before(() => fs.mkdirSync(SCREENSHOTS, { recursive: true }));
 
   test('served at /scanner with its headers; pairs from the fragment, forgets the fragment, opens offline from its service worker', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { key } = await api.account();
-    const { event } = await eventWithTickets(api, key, 1);
+    const { event } = await eventOnSale(api, key, { count: 1 });
     const door = await doorKey(api, key);
 
     for (const url of ['/scanner', '/scanner/']) {
@@ -116,7 +75,7 @@ describe('the scanner page in Chromium', () => {
     assert.equal(manifest.display, 'standalone');
     await problem(await api.fetch('/scanner/missing.js'), 404, 'not_found');
 
-    const context = await browser.newContext({ viewport: PHONE });
+    const context = await browser().newContext({ viewport: PHONE });
     onCleanup(t, () => context.close());
     const page = await context.newPage();
     watchErrors(t, page);
@@ -127,8 +86,8 @@ describe('the scanner page in Chromium', () => {
     await accessible(page, 'the unpaired scanner');
     await noSidewaysScroll(page);
 
-    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
-    await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${door}`);
+    const list = await newList(api, key, event.id);
+    await page.goto(pairingLink(api, { eventId: event.id, listId: list.id, door }));
     await page.getByRole('button', { name: 'Start camera' }).waitFor();
     assert.equal(new URL(page.url()).hash, '', 'the key leaves the address bar');
     const pairing = await readStore(page, 'settings', 'pairing');
@@ -136,7 +95,20 @@ describe('the scanner page in Chromium', () => {
     assert.ok(!(await page.content()).includes(door), 'the key is not shown');
 
     await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
-    const bad = await browser.newPage();
+    // A megabyte of foreign text (a paste past the field's maxlength, a foreign QR code) is refused
+    // on the page: no request, nothing in IndexedDB.
+    const sent: string[] = [];
+    page.on('request', (r) => r.url().includes('/checkin') && r.method() === 'POST' && sent.push(r.url()));
+    await page.evaluate(() => {
+      const d = (globalThis as any).document;
+      d.getElementById('code').value = 'https://example.com/?' + 'x'.repeat(1_000_000);
+      d.getElementById('typed').requestSubmit();
+    });
+    await page.locator('#reason').filter({ hasText: 'Not a ticket code: the scanned text has 1,000,021 characters, a ticket code at most 256.' }).waitFor();
+    assert.equal(await page.locator('#verdict').textContent(), 'Refused');
+    assert.deepEqual(await readStore(page, 'scans'), [], 'nothing queued or kept');
+    assert.deepEqual(sent, [], 'nothing sent');
+    const bad = await browser().newPage();
     onCleanup(t, () => bad.close());
     await bad.goto(`${api.url}/scanner#event=not-an-event&key=x`);
     await bad.getByRole('alert').filter({ hasText: 'The pairing link is incomplete' }).waitFor();
@@ -174,9 +146,9 @@ describe('the scanner page in Chromium', () => {
     const email = `door${Date.now()}@example.com`;
     const account = await createAccount(api.database.db, { email, plan: 'business', password });
     const key = await api.key(account.id, 'business');
-    const { event } = await eventWithTickets(api, key, 1);
+    const { event } = await eventOnSale(api, key, { count: 1 });
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
+    const context = await browser().newContext({ viewport: { width: 1280, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
     onCleanup(t, () => context.close());
     const page = await context.newPage();
     // The dashboard asks for its session before signing in (401).
@@ -213,7 +185,7 @@ describe('the scanner page in Chromium', () => {
     assert.equal(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText()), link);
 
     // The door's phone opens it: paired with the event, the key kept and out of the address bar.
-    const phone = await browser.newContext({ viewport: PHONE });
+    const phone = await browser().newContext({ viewport: PHONE });
     onCleanup(t, () => phone.close());
     const door = await phone.newPage();
     watchErrors(t, door);
@@ -227,9 +199,9 @@ describe('the scanner page in Chromium', () => {
   test('at the door: camera scans online, then offline (a revoked ticket refused), then the queue is uploaded and counted once', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { key } = await api.account();
-    const { event, tickets } = await eventWithTickets(api, key, 4);
+    const { event, tickets } = await eventOnSale(api, key, { count: 4 });
     const door = await doorKey(api, key);
-    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
+    const list = await newList(api, key, event.id);
     assert.equal(list.object, 'checkin_list', JSON.stringify(list));
 
     // Each ticket's code, read back from its QR image as a phone camera would.
@@ -283,7 +255,7 @@ describe('the scanner page in Chromium', () => {
 
     // Online: paired by the link, the first ticket goes to the server, which names its holder.
     let page = await phone(await video(codes[0]!, 'first'), false);
-    await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${door}`);
+    await page.goto(pairingLink(api, { eventId: event.id, listId: list.id, door }));
     await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
     await page.getByText('Main door').waitFor();
     await scanWithCamera(page, 'Admit', async () => {
@@ -344,8 +316,8 @@ describe('the scanner page in Chromium', () => {
   test('two doors offline admit the same ticket: the server keeps the earliest scan, the other is a conflict, and both pages show it', async (t) => {
     const api = await startApp(t, await freshStorage(t, 'sqlite'));
     const { key } = await api.account();
-    const { event, tickets } = await eventWithTickets(api, key, 1);
-    const list = await (await api.fetch(`/v1/events/${event.id}/checkin-lists`, { method: 'POST', key, json: { name: 'Main door' } })).json();
+    const { event, tickets } = await eventOnSale(api, key, { count: 1 });
+    const list = await newList(api, key, event.id);
     const png = await api.fetch(`/v1/tickets/${tickets[0]!.id}/qr.png`, { key });
     const { data, info } = await sharp(Buffer.from(await png.arrayBuffer())).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
     const code = jsQR(new Uint8ClampedArray(data), info.width, info.height)!.data;
@@ -353,12 +325,12 @@ describe('the scanner page in Chromium', () => {
     // Two phones, each paired by its own link to the same list; their clocks are the page's own,
     // so the later one can be moved on to its minute refresh.
     const open = async (name: string) => {
-      const context = await browser.newContext({ viewport: PHONE });
+      const context = await browser().newContext({ viewport: PHONE });
       onCleanup(t, () => context.close());
       await context.clock.install();
       const page = await context.newPage();
       watchErrors(t, page);
-      await page.goto(`${api.url}/scanner#event=${event.id}&list=${list.id}&key=${await doorKey(api, key)}`);
+      await page.goto(pairingLink(api, { eventId: event.id, listId: list.id, door: await doorKey(api, key) }));
       await page.getByText('Main door').waitFor();
       await page.getByRole('heading', { name: 'Harbour concert' }).waitFor();
       return { name, context, page };

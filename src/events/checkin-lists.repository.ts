@@ -2,11 +2,24 @@ import type { Insertable, Selectable } from 'kysely';
 import { onPostgres } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
 import { keysetPage, type KeysetPage } from '../db/keyset.js';
-import type { CheckinListTable, CheckinListTicketTable, CheckinScanTable } from './checkin-lists.table.js';
+import type { CheckinListCountsTable, CheckinListTable, CheckinListTicketTable, CheckinScanTable } from './checkin-lists.table.js';
 import type { TicketRow } from './tickets.repository.js';
 import './checkin-lists.table.js';
 
-export type CheckinListRow = Selectable<CheckinListTable>;
+export type ListSettingsRow = Selectable<CheckinListTable>;
+export type ListCounts = Pick<CheckinListCountsTable, 'inside' | 'entries' | 'exits' | 'admittedTickets' | 'conflicts' | 'scans'>;
+/** A list with its counts (summed over its counter rows). */
+export type CheckinListRow = ListSettingsRow & ListCounts;
+
+const COUNT_COLUMNS = ['inside', 'entries', 'exits', 'admittedTickets', 'conflicts', 'scans'] as const satisfies ReadonlyArray<keyof ListCounts>;
+export const NO_COUNTS: ListCounts = { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0, scans: 0 };
+
+/**
+ * Counter rows per list: each transaction that changes a list's counts adds to one of them, at
+ * random, so that concurrent scans of one list seldom wait for each other's row lock (and no one
+ * row collects a dead version per scan on PostgreSQL). Read sums at most this many rows a list.
+ */
+export const COUNT_SLOTS = 16;
 export type ListTicketRow = Selectable<CheckinListTicketTable>;
 export type ScanRow = Selectable<CheckinScanTable>;
 
@@ -14,8 +27,26 @@ export type ScanRow = Selectable<CheckinScanTable>;
 const CHUNK = 200;
 const chunks = <T>(items: T[]): T[][] => Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
 
-export function findList(scope: TenantScope, eventId: string, id: string): Promise<CheckinListRow | undefined> {
-  return scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
+export async function findList(scope: TenantScope, eventId: string, id: string): Promise<CheckinListRow | undefined> {
+  const row = await scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', '=', id).executeTakeFirst();
+  return row && (await withCounts(scope, [row]))[0];
+}
+
+/** These lists with their counts, in one query over their counter rows. */
+export async function withCounts(scope: TenantScope, rows: ListSettingsRow[]): Promise<CheckinListRow[]> {
+  const sums = new Map<string, ListCounts>();
+  for (const part of chunks(rows.map((r) => r.id))) {
+    const found = await scope
+      .selectFrom('checkinListCounts')
+      .select('listId')
+      .select((eb) => COUNT_COLUMNS.map((column) => eb.fn.sum<number | string>(column).as(column)))
+      .where('listId', 'in', part)
+      .groupBy('listId')
+      .execute();
+    // PostgreSQL sums integers as bigint, which the driver reads as a string.
+    for (const f of found) sums.set(f.listId, Object.fromEntries(COUNT_COLUMNS.map((c) => [c, Number(f[c])])) as ListCounts);
+  }
+  return rows.map((r) => ({ ...r, ...(sums.get(r.id) ?? NO_COUNTS) }));
 }
 
 /**
@@ -23,10 +54,12 @@ export function findList(scope: TenantScope, eventId: string, id: string): Promi
  * delete it. On PostgreSQL a change takes `FOR NO KEY UPDATE`, which scans in flight (they hold the
  * list `FOR KEY SHARE`, listsForScans) do not hold up: they decide by the settings they read, and
  * the change applies to the scans after it. A deletion takes `FOR UPDATE`, so it waits for those
- * scans and then sees whether they recorded any. On SQLite the transaction holds the database's
- * write lock already.
+ * scans and then sees whether they recorded any. Scans never write the list's row (their counts go
+ * to its counter rows), so a scan never waits for the list behind a deletion that waits for it:
+ * the one lock both take on the list is taken first by each. On SQLite the transaction holds the
+ * database's write lock already.
  */
-export async function lockList(tx: TenantScope, eventId: string, id: string, purpose: 'change' | 'delete'): Promise<CheckinListRow | undefined> {
+export async function lockList(tx: TenantScope, eventId: string, id: string, purpose: 'change' | 'delete'): Promise<ListSettingsRow | undefined> {
   if (!tx.db.isTransaction) throw new Error('lockList needs a transaction');
   const query = tx.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', '=', id);
   if (!onPostgres(tx.db)) return query.executeTakeFirst();
@@ -34,37 +67,47 @@ export async function lockList(tx: TenantScope, eventId: string, id: string, pur
 }
 
 /**
- * The event's lists of these ids, to scan through them. On PostgreSQL with `FOR KEY SHARE`: the
- * list is not deleted while the scan is decided (lockList), but scans of one list do not wait for
- * each other here: each locks only its tickets' states on the
- * list (lockListTickets) and adds to the list's counts at the very end (addCounts).
+ * The event's lists of these ids, to scan through them, with their counts at zero: what the
+ * caller adds to them is its transaction's change (addCounts). On PostgreSQL with `FOR KEY SHARE`:
+ * the list is not deleted while the scan is decided (lockList), but scans of one list do not wait
+ * for each other here: each locks only its tickets' states on the list (lockListTickets).
  */
 export async function listsForScans(tx: TenantScope, eventId: string, ids: string[]): Promise<CheckinListRow[]> {
   if (!tx.db.isTransaction) throw new Error('listsForScans needs a transaction');
   const query = tx.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', 'in', ids).orderBy('id');
-  return onPostgres(tx.db) ? query.forKeyShare().execute() : query.execute();
+  return (await (onPostgres(tx.db) ? query.forKeyShare().execute() : query.execute())).map((row) => ({ ...row, ...NO_COUNTS }));
 }
 
-export function pageLists(scope: TenantScope, eventId: string, page: KeysetPage): Promise<CheckinListRow[]> {
-  return keysetPage(scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId), page, 'checkinLists.id', 'checkinLists.id', 'asc').execute();
+export async function pageLists(scope: TenantScope, eventId: string, page: KeysetPage): Promise<CheckinListRow[]> {
+  return withCounts(scope, await keysetPage(scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId), page, 'checkinLists.id', 'checkinLists.id', 'asc').execute());
 }
 
-/** Every list of the event, oldest first (analytics; an event has a handful). */
-export function listsOfEvent(scope: TenantScope, eventId: string): Promise<CheckinListRow[]> {
+/** Every list of the event, oldest first, without counts (an event has a handful). */
+export function listSettingsOfEvent(scope: TenantScope, eventId: string): Promise<ListSettingsRow[]> {
   return scope.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).orderBy('id').limit(1000).execute();
+}
+
+/** Every list of the event with its counts, oldest first (analytics). */
+export async function listsOfEvent(scope: TenantScope, eventId: string): Promise<CheckinListRow[]> {
+  return withCounts(scope, await listSettingsOfEvent(scope, eventId));
 }
 
 export async function insertList(scope: TenantScope, row: Insertable<CheckinListTable>): Promise<void> {
   await scope.db.insertInto('checkinLists').values(row).execute();
 }
 
-export function updateList(scope: TenantScope, id: string, changes: Partial<CheckinListTable>): Promise<CheckinListRow | undefined> {
-  return scope.updateTable('checkinLists').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+export async function updateList(scope: TenantScope, id: string, changes: Partial<CheckinListTable>): Promise<CheckinListRow | undefined> {
+  const row = await scope.updateTable('checkinLists').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+  return row && (await withCounts(scope, [row]))[0];
 }
 
-/** Deletes the list if no scan was ever recorded on it; whether it did. */
+/** Deletes the list (and its counter rows) if no scan was ever recorded on it; whether it did. */
 export async function deleteUnusedList(scope: TenantScope, id: string): Promise<boolean> {
-  const deleted = await scope.deleteFrom('checkinLists').where('id', '=', id).where('scans', '=', 0).executeTakeFirst();
+  const deleted = await scope
+    .deleteFrom('checkinLists')
+    .where('id', '=', id)
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('checkinScans').select('checkinScans.id').whereRef('checkinScans.listId', '=', 'checkinLists.id'))))
+    .executeTakeFirst();
   return Number(deleted.numDeletedRows) > 0;
 }
 
@@ -200,28 +243,27 @@ export async function setOutcome(scope: TenantScope, rowId: string, outcome: str
   await scope.updateTable('checkinScans').set({ outcome }).where('id', '=', rowId).execute();
 }
 
-export type CountsChange = Pick<CheckinListRow, 'inside' | 'entries' | 'exits' | 'admittedTickets' | 'conflicts' | 'scans'>;
+export type CountsChange = ListCounts;
+
+/** The counts of a list row read by listsForScans (as zero): its transaction's change. */
+export const countsChange = (row: CheckinListRow): CountsChange => Object.fromEntries(COUNT_COLUMNS.map((c) => [c, row[c]])) as CountsChange;
+
+/** A counter row of the list, at random (COUNT_SLOTS). */
+export const countSlot = () => Math.floor(Math.random() * COUNT_SLOTS);
 
 /**
- * Adds to the list's counts in one statement (`entries = entries + ?`, ...), and answers the list
- * as it is then. Its row lock is held until the commit, so a scan makes it its last statement: the
- * only moment at which scans of one list wait for each other.
+ * Adds to the list's counts in one statement: an upsert of one of its counter rows (`entries =
+ * entries + ?`, ...). Its row lock is held until the commit, so a scan makes it its last
+ * statement; concurrent scans of one list wait for each other only when they drew the same row.
  */
-export function addCounts(scope: TenantScope, listId: string, change: CountsChange, now: number): Promise<CheckinListRow | undefined> {
-  return scope
-    .updateTable('checkinLists')
-    .set((eb) => ({
-      inside: eb('inside', '+', change.inside),
-      entries: eb('entries', '+', change.entries),
-      exits: eb('exits', '+', change.exits),
-      admittedTickets: eb('admittedTickets', '+', change.admittedTickets),
-      conflicts: eb('conflicts', '+', change.conflicts),
-      scans: eb('scans', '+', change.scans),
-      updatedAt: now,
-    }))
-    .where('id', '=', listId)
-    .returningAll()
-    .executeTakeFirst();
+export async function addCounts(scope: TenantScope, listId: string, change: CountsChange): Promise<void> {
+  await scope.db
+    .insertInto('checkinListCounts')
+    .values({ listId, slot: countSlot(), accountId: scope.accountId, ...change })
+    .onConflict((oc) =>
+      oc.columns(['listId', 'slot']).doUpdateSet((eb) => Object.fromEntries(COUNT_COLUMNS.map((column) => [column, eb(eb.ref(`checkinListCounts.${column}`), '+', eb.ref(`excluded.${column}`))]))),
+    )
+    .execute();
 }
 
 /** The ticket's last admitted entry on the list. */

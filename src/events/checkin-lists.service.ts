@@ -5,6 +5,8 @@ import { listTag, type Page, type PageParams, pageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso, parseTime } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { onPostgres } from '../db/prepared.js';
+import * as online from './checkin-lists.online.repository.js';
 import * as repo from './checkin-lists.repository.js';
 import type { CreateCheckinListBody, SyncBody, UpdateCheckinListBody } from './checkin-lists.schemas.js';
 import { checkScanCodes, whyCodesUnknown } from './door.service.js';
@@ -75,6 +77,7 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
   checkedWindow(validFrom, validUntil);
   const now = Date.now();
   const row: ListRow = {
+    ...repo.NO_COUNTS,
     id: newId('checkinList'),
     accountId: scope.accountId,
     eventId,
@@ -84,16 +87,11 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
     validUntil,
     allowMultipleEntries: input.allowMultipleEntries ? 1 : 0,
     scanExits: input.scanExits ? 1 : 0,
-    inside: 0,
-    entries: 0,
-    exits: 0,
-    admittedTickets: 0,
-    conflicts: 0,
-    scans: 0,
     createdAt: now,
     updatedAt: now,
   };
-  await repo.insertList(scope, row);
+  const { inside: _i, entries: _e, exits: _x, admittedTickets: _a, conflicts: _c, scans: _s, ...settings } = row;
+  await repo.insertList(scope, settings);
   return presentList(row);
 }
 
@@ -136,7 +134,8 @@ export async function deleteList(scope: TenantScope, eventId: string, listId: st
     const list = await repo.lockList(tx, eventId, listId, 'delete');
     if (!list) throw notFound('check-in list', listId);
     if (!(await repo.deleteUnusedList(tx, listId))) {
-      throw new AppError('list_in_use', `Check-in list ${listId} has ${list.scans} recorded scans; it cannot be deleted.`, { scans: list.scans });
+      const [{ scans }] = (await repo.withCounts(tx, [list])) as [ListRow];
+      throw new AppError('list_in_use', `Check-in list ${listId} has ${scans} recorded scans; it cannot be deleted.`, { scans });
     }
   });
 }
@@ -211,7 +210,6 @@ interface Kept {
 async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, ListRow> }> {
   const listIds = [...new Set(scans.map((s) => s.listId))];
   const lists = new Map((await repo.listsForScans(tx, eventId, listIds)).map((l) => [l.id, l]));
-  const countsAsRead = new Map([...lists.values()].map((l) => [l.id, { ...countsOf(l), scans: l.scans }]));
   const known = scans.filter((s) => lists.has(s.listId));
   const foundIds = [...lists.keys()];
 
@@ -421,21 +419,11 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     m.event === 'checkin.undone' ? [m] : m.row.outcome === 'admitted' ? [{ event: m.event, data: admission(m.row, m.ticket) }] : [],
   );
   if (messages.length > 0) await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
-  // Last: what this transaction changed is added to each list's counts, which concurrent scans of
-  // the list change too (the list was only read). The answer shows the counts with theirs.
-  for (const list of [...lists.values()]) {
-    const before = countsAsRead.get(list.id)!;
-    const change: repo.CountsChange = {
-      inside: list.inside - before.inside,
-      entries: list.entries - before.entries,
-      exits: list.exits - before.exits,
-      admittedTickets: list.admittedTickets - before.admittedTickets,
-      conflicts: list.conflicts - before.conflicts,
-      scans: list.scans - before.scans,
-    };
-    if (Object.values(change).every((n) => n === 0)) continue;
-    const counted = await repo.addCounts(tx, list.id, change, now);
-    if (counted) lists.set(list.id, counted);
+  // Last: what this transaction changed (the lists' counts were read as zero) is added to a counter
+  // row of each list, which concurrent scans of the list add to too (the list was only read).
+  for (const list of lists.values()) {
+    const change = repo.countsChange(list);
+    if (Object.values(change).some((n) => n !== 0)) await repo.addCounts(tx, list.id, change);
   }
   return { decided, lists };
 }
@@ -458,7 +446,7 @@ async function onceMoreIfRaced<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /** The first rule of the ticket and the list (before the ticket's state on the list) that refuses the scan. */
-function ruleRefusal(list: ListRow, ticket: TicketRow | undefined, input: ScanInput): RefusalCode | null {
+function ruleRefusal(list: Pick<ListRow, 'ticketTypeIds' | 'validFrom' | 'validUntil' | 'scanExits'>, ticket: TicketRow | undefined, input: ScanInput): RefusalCode | null {
   if (!ticket) return 'not_found';
   if (ticket.status === 'cancelled') return 'ticket_cancelled';
   const types = JSON.parse(list.ticketTypeIds) as string[];
@@ -535,6 +523,8 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
     deviceId: null,
     gate: input.gate ?? null,
   };
+  const admitted = await admitAsRead(scope, eventId, scan, keyId, now);
+  if (admitted) return admitted;
   // A refusal is recorded too (so that its scanId answers the same later): it is returned from
   // the transaction, which commits, and thrown after.
   const decision = await onceMoreIfRaced(() => scope.transaction(async (tx) => {
@@ -556,6 +546,75 @@ export async function checkInOnList(scope: TenantScope, eventId: string, input: 
 }
 
 export type ListAdmission = ReturnType<typeof admission>;
+
+/**
+ * An online entry that the rules admit, decided from one read (online.readOnlineScan) and written
+ * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket's state on the list
+ * is still as read: two round trips, as the check-in without a list), or in a transaction on
+ * SQLite (whose write lock holds from the read to the commit). Undefined for everything else,
+ * which recordScans decides in a transaction: a list or ticket not found, a scan id recorded
+ * already, a code or a rule that refuses (refusals are recorded there), an exit, a list that scans
+ * exits (an entry may take up an exit that arrived before it), a state changed between the read
+ * and the write.
+ */
+async function admitAsRead(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number): Promise<ListAdmission | undefined> {
+  if (scan.direction !== 'entry') return undefined;
+  if (!onPostgres(scope.db)) {
+    return scope.transaction(async (tx) => {
+      const decided = await decideOnlineEntry(tx, eventId, scan, keyId, now);
+      if (!decided) return undefined;
+      const { entry, row, admitted } = decided;
+      await repo.saveListTickets(tx, [{ listId: scan.listId, ticketId: row.ticketId!, accountId: tx.accountId, ...entry.state }]);
+      await repo.insertScans(tx, [row]);
+      await fanOut.inTransaction(tx.db, tx.accountId, [{ event: 'checkin.completed', data: admitted }], now);
+      await repo.addCounts(tx, scan.listId, { ...repo.NO_COUNTS, inside: entry.addInside, entries: 1, admittedTickets: entry.addAdmitted, scans: 1 });
+      return admitted;
+    });
+  }
+  const decided = await decideOnlineEntry(scope, eventId, scan, keyId, now);
+  if (!decided) return undefined;
+  return (await online.writeOnlineEntry(scope, decided.entry, { event: 'checkin.completed', data: decided.admitted })) ? decided.admitted : undefined;
+}
+
+/** The entry admitAsRead writes, from its read: the ticket's state after it, its scan row and its admission; undefined when it is not one. */
+async function decideOnlineEntry(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number) {
+  const read = await online.readOnlineScan(scope, eventId, scan.listId, scan.key, scan.scanId);
+  if (!read || read.scanRecorded || read.list.scanExits === 1) return undefined;
+  const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }]);
+  if (codeRefusal || ruleRefusal(read.list, read.ticket, scan)) return undefined;
+  const was = read.state ?? { inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null };
+  if (read.list.allowMultipleEntries === 0 && was.entries > 0) return undefined;
+  const rowId = newId('checkin');
+  const state = {
+    ...was,
+    inside: 1,
+    entries: was.entries + 1,
+    ...(was.keptRowId === null ? { keptScanId: scan.scanId, keptScannedAt: scan.scannedAt, keptDeviceId: null, keptRowId: rowId } : {}),
+  };
+  const row: ScanRow = {
+    id: rowId,
+    accountId: scope.accountId,
+    eventId,
+    listId: scan.listId,
+    scanId: scan.scanId,
+    ticketId: read.ticket.id,
+    direction: 'entry',
+    scannedAt: scan.scannedAt,
+    deviceId: null,
+    gate: scan.gate,
+    keyId,
+    localResult: null,
+    outcome: 'admitted',
+    reason: null,
+    keptScanId: null,
+    keptScannedAt: null,
+    keptDeviceId: null,
+    conflictedAt: null,
+    createdAt: now,
+  };
+  const entry: online.OnlineEntry = { read, eventId, listId: scan.listId, rowId, scanId: scan.scanId, scannedAt: scan.scannedAt, gate: scan.gate, keyId, now, state, addInside: was.inside === 0 ? 1 : 0, addAdmitted: was.entries === 0 ? 1 : 0 };
+  return { entry, row, admitted: admission(row, read.ticket) };
+}
 
 function syncResult(d: Decided, typeNames: Map<string, string>) {
   const row = d.row!;
@@ -620,7 +679,8 @@ export async function sync(scope: TenantScope, eventId: string, body: Static<typ
     const answers = decided.map((d) => ('listMissing' in d ? { scanId: d.input.scanId, outcome: 'refused' as const, reason: 'not_found' } : syncResult(d, typeNames)));
     let next = 0;
     const results = checked.map((c) => ('key' in c ? answers[next++]! : { scanId: c.scanId, outcome: 'refused' as const, reason: 'invalid_scan', detail: c.detail }));
-    const presented = [...lists.values()].map(presentList);
+    // The lists' counts as they are now, with what concurrent scans added.
+    const presented = (await repo.withCounts(tx, [...lists.values()])).map(presentList);
     return { results, lists: presented, list: presented.length === 1 ? presented[0]! : null };
   }));
 }
@@ -677,7 +737,7 @@ export async function undoOnList(scope: TenantScope, eventId: string, ticketId: 
     await repo.saveListTickets(tx, [state]);
     const undone = { ...presentTicket(ticket), listId, direction: 'entry' as const };
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'checkin.undone', data: undone }], now);
-    await repo.addCounts(tx, listId, change, now);
+    await repo.addCounts(tx, listId, change);
     return undone;
   });
 }

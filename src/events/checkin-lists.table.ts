@@ -11,6 +11,19 @@ export interface CheckinListTable {
   allowMultipleEntries: number;
   /** 0 | 1 */
   scanExits: number;
+  createdAt: number;
+  /** When its settings last changed (its counts are not on its row: CheckinListCountsTable). */
+  updatedAt: number;
+}
+
+/**
+ * A list's counts, spread over a few rows (`slot`) that scans add to, summed on read: one row
+ * updated by every scan of a busy list would make them wait for each other on PostgreSQL.
+ */
+export interface CheckinListCountsTable {
+  listId: string;
+  slot: number;
+  accountId: string;
   /** Tickets inside now. */
   inside: number;
   /** Admitted entry scans. */
@@ -21,10 +34,8 @@ export interface CheckinListTable {
   admittedTickets: number;
   /** Scans recorded as conflicts (a second admission of a ticket on a list that admits once). */
   conflicts: number;
-  /** Scans of any outcome recorded on the list: a list with scans is not deleted. */
+  /** Scans of any outcome recorded on the list. */
   scans: number;
-  createdAt: number;
-  updatedAt: number;
 }
 
 /** Per list and ticket: inside or not, its admitted entries, and its kept admission (the earliest). */
@@ -74,6 +85,7 @@ export interface CheckinScanTable {
 declare module '../db/database.js' {
   interface Database {
     checkinLists: CheckinListTable;
+    checkinListCounts: CheckinListCountsTable;
     checkinListTickets: CheckinListTicketTable;
     checkinScans: CheckinScanTable;
   }

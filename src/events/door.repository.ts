@@ -32,6 +32,19 @@ export function activeSigningKey(scope: TenantScope, eventId: string): Promise<S
   return scope.selectFrom('signingKeys').selectAll().where('eventId', '=', eventId).where('status', '=', 'active').executeTakeFirst();
 }
 
+/** The event's end and its active key, in one read (what signs new codes, and until when they admit). */
+export async function signerOf(scope: TenantScope, eventId: string): Promise<{ endsAt: number; key: SigningKeyRow | undefined } | undefined> {
+  const found = await scope
+    .selectFrom('events')
+    .leftJoin('signingKeys', (j) => j.onRef('signingKeys.eventId', '=', 'events.id').on('signingKeys.status', '=', 'active'))
+    .select(['events.endsAt', 'signingKeys.id', 'signingKeys.kid', 'signingKeys.publicKey', 'signingKeys.privateKey', 'signingKeys.status', 'signingKeys.createdAt', 'signingKeys.retiredAt'])
+    .where('events.id', '=', eventId)
+    .executeTakeFirst();
+  if (!found) return undefined;
+  const { endsAt, id, ...key } = found;
+  return { endsAt, key: id === null ? undefined : ({ ...key, id, accountId: scope.accountId, eventId } as SigningKeyRow) };
+}
+
 export async function insertSigningKey(scope: TenantScope, row: SigningKeyRow): Promise<void> {
   await scope.db.insertInto('signingKeys').values(row).execute();
 }
@@ -79,6 +92,20 @@ export async function insertRevocations(scope: TenantScope, rows: RevocationRow[
 export async function revokedSerials(scope: TenantScope, eventId: string): Promise<string[]> {
   const rows = await scope.selectFrom('ticketRevocations').select('serial').where('eventId', '=', eventId).execute();
   return rows.map((r) => r.serial);
+}
+
+/**
+ * What versions the revocation list without reading it: how many serials and when the last came.
+ * Revocations are only ever added (a serial is never taken off), so these two change with it.
+ */
+export async function revocationsVersion(scope: TenantScope, eventId: string): Promise<{ count: number; latest: number | null }> {
+  const row = await scope
+    .selectFrom('ticketRevocations')
+    .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.max<number | string | null>('createdAt').as('latest')])
+    .where('eventId', '=', eventId)
+    .executeTakeFirstOrThrow();
+  // PostgreSQL answers count and max of a bigint as strings.
+  return { count: Number(row.count), latest: row.latest === null ? null : Number(row.latest) };
 }
 
 /** Up to `limit` valid tickets of the event with a signed code (`M1...`), by id, after `afterId`. */

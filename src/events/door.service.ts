@@ -1,10 +1,10 @@
 import { createHash, type KeyObject, sign } from 'node:crypto';
 import type { TenantScope } from '../db/tenant.js';
-import { AppError } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
-import { listsOfEvent } from './checkin-lists.repository.js';
+import { listSettingsOfEvent, NO_COUNTS, withCounts } from './checkin-lists.repository.js';
 import { type PresentedList, presentList } from './checkin-lists.service.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
@@ -46,11 +46,22 @@ function privateKeyOf(row: repo.SigningKeyRow): KeyObject {
   return key;
 }
 
-/** What signs an event's new codes: its active key. */
+/** What signs an event's new codes: its active key, and the end of the window its codes admit in (unix seconds). */
 export interface Signer {
   kid: string;
   key: KeyObject;
+  validUntil: number;
 }
+
+/**
+ * A code's window (docs/events.md, "Validity window"): from an hour before it was issued (a
+ * scanner's clock may be behind; no code admits before it existed) to a day after the event ends
+ * (a late night, a time zone mistake). Not from the event's start: tickets are checked in early
+ * (a venue's own early entry, a test before the doors open), which the lists' windows govern.
+ */
+export const CODE_VALID_BEFORE_ISSUE_S = 3600;
+export const CODE_VALID_AFTER_END_S = 24 * 3600;
+const codeValidUntil = (endsAt: number) => Math.min(Math.floor(endsAt / 1000) + CODE_VALID_AFTER_END_S, 0xffffffff);
 
 /** A new active key of the event, written in the transaction (which holds the event's lock). */
 async function createActiveKey(tx: TenantScope, eventId: string, now: number): Promise<repo.SigningKeyRow> {
@@ -62,8 +73,10 @@ async function createActiveKey(tx: TenantScope, eventId: string, now: number): P
 
 /** The event's signer, its first key made now if it has none (events made before signed codes). Needs the event's lock. */
 export async function eventSigner(tx: TenantScope, eventId: string): Promise<Signer> {
-  const row = (await repo.activeSigningKey(tx, eventId)) ?? (await createActiveKey(tx, eventId, Date.now()));
-  return { kid: row.kid, key: privateKeyOf(row) };
+  const found = await repo.signerOf(tx, eventId);
+  if (!found) throw notFound('event', eventId);
+  const row = found.key ?? (await createActiveKey(tx, eventId, Date.now()));
+  return { kid: row.kid, key: privateKeyOf(row), validUntil: codeValidUntil(found.endsAt) };
 }
 
 /** The first key of a new event, in the transaction that creates it. */
@@ -71,9 +84,11 @@ export async function firstSigningKey(tx: TenantScope, eventId: string, now: num
   await createActiveKey(tx, eventId, now);
 }
 
-/** A new signed code (new serial) for a ticket, without time bounds: the event's own times and the door's lists bound entry. */
-export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }): string {
-  return signCode({ kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom: 0, validUntil: 0 }, signer.key);
+/** A new signed code (new serial) for a ticket, valid in the signer's window from now (none, for an event over for a day). */
+export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }, now = Date.now()): string {
+  const validFrom = Math.floor(now / 1000) - CODE_VALID_BEFORE_ISSUE_S;
+  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: signer.validUntil };
+  return signCode(claims, signer.key);
 }
 
 export type RevocationReason = 'cancelled' | 'transferred' | 'reissued';
@@ -250,20 +265,20 @@ export async function whyCodesUnknown(scope: TenantScope, eventId: string, codes
 
 /**
  * What a scanner downloads to check this event's tickets offline: the event, its keys that still
- * verify, the signed revocation list, its ticket types, its check-in lists. One query per part;
- * the serials are sorted by code unit (base64url is ASCII), so the list signs the same every time.
- * `etag` covers everything but the times of the answer and the lists' counts: the same tag means
- * the same keys, revocations, names and list settings.
+ * verify, the signed revocation list, its ticket types, its check-in lists. `etag` is computed
+ * first, from what the answer holds but the revocation list, which it stands for by its version
+ * (repo.revocationsVersion: a count and a time, not the serials), and without the lists' counts:
+ * the same tag means the same keys, revocations, names and list settings. So a scanner's refresh
+ * that gets a 304 costs a few small reads; `body()` reads the serials, counts and signs.
  */
-export async function offlineData(scope: TenantScope, eventId: string): Promise<{ etag: string; body(): OfflineData }> {
-  const [event, keys, serials, ticketTypes, lists] = await Promise.all([
+export async function offlineData(scope: TenantScope, eventId: string): Promise<{ etag: string; body(): Promise<OfflineData> }> {
+  const [event, keys, ticketTypes, lists, revocations] = await Promise.all([
     requireEvent(scope, eventId),
     repo.verifyingKeys(scope, eventId),
-    repo.revokedSerials(scope, eventId),
     repo.ticketTypeNames(scope, eventId),
-    listsOfEvent(scope, eventId),
+    listSettingsOfEvent(scope, eventId),
+    repo.revocationsVersion(scope, eventId),
   ]);
-  serials.sort();
   const active = keys.find((k) => k.status === 'active');
   if (!active) {
     // An event made before signed codes, that never issued a ticket since: its first key, now.
@@ -282,17 +297,22 @@ export async function offlineData(scope: TenantScope, eventId: string): Promise<
     venue: event.venue === null ? null : (JSON.parse(event.venue) as { name: string; address?: string; city?: string; country?: string }),
   };
   const presentedKeys = keys.map((k) => ({ kid: k.kid, algorithm: 'Ed25519' as const, publicKey: k.publicKey, status: k.status as 'active' | 'retiring' }));
-  const checkinLists = lists.map(presentList);
-  // A list's settings are in the tag, its counts (and the updatedAt they move) are not: a busy
-  // door's scans change counts every second, and the scanners' minute refresh must not download
-  // the whole revocation list again for them. Counts reach a door through its sync answers.
-  const listSettings = checkinLists.map(({ counts: _counts, updatedAt: _updatedAt, ...settings }) => settings);
-  const etag = `"${createHash('sha256').update(JSON.stringify([presentedEvent, presentedKeys, serials, ticketTypes, listSettings])).digest('base64url').slice(0, 27)}"`;
+  // A list's settings are in the tag, its counts are not: a busy door's scans change counts every
+  // second, and the scanners' minute refresh must not download the whole revocation list again for
+  // them. Counts reach a door through its sync answers.
+  const listSettings = lists.map((list) => {
+    const { counts: _counts, updatedAt: _updatedAt, ...settings } = presentList({ ...list, ...NO_COUNTS });
+    return settings;
+  });
+  const etag = `"${createHash('sha256').update(JSON.stringify([presentedEvent, presentedKeys, revocations, ticketTypes, listSettings])).digest('base64url').slice(0, 27)}"`;
   const signer = active;
   return {
     etag,
-    /** The answer, made and signed now (not needed for a 304). */
-    body() {
+    /** The answer, read, made and signed now (not needed for a 304). */
+    async body() {
+      const [serials, counted] = await Promise.all([repo.revokedSerials(scope, eventId), withCounts(scope, lists)]);
+      // Sorted by code unit (base64url is ASCII), so the list signs the same every time.
+      serials.sort();
       const issuedAt = iso(Date.now())!;
       const signature = sign(null, Buffer.from(revocationText(eventId, issuedAt, serials), 'utf8'), privateKeyOf(signer)).toString('base64url');
       return {
@@ -303,7 +323,7 @@ export async function offlineData(scope: TenantScope, eventId: string): Promise<
         keys: presentedKeys,
         revocations: { eventId, issuedAt, serials, kid: signer.kid, signature },
         ticketTypes,
-        checkinLists,
+        checkinLists: counted.map(presentList),
       };
     },
   };

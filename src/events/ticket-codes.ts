@@ -1,100 +1,31 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign, verify } from 'node:crypto';
-import { idBytes, idFromBytes } from '../ids.js';
 
-/**
- * Signed ticket codes, format v1 (docs/events.md, "Signed ticket codes"): what a ticket's QR code
- * holds, so that a scanner with the event's public keys can check a ticket offline.
- *
- *   code    = "M1" + base64url, no padding, of payload || signature   (133 bytes, 180 characters)
- *   payload = 69 bytes, big-endian:
- *     [0]       version, 1
- *     [1..4]    key id (kid: these 4 bytes as 8 lowercase hex characters)
- *     [5..12]   serial, random, new every time a code is issued
- *     [13..28]  ticket id (the UUID behind `tkt_...`)
- *     [29..44]  event id (`evt_...`)
- *     [45..60]  ticket type id (`tt_...`)
- *     [61..64]  validFrom, unix seconds, 0: no lower bound
- *     [65..68]  validUntil, unix seconds, 0: no upper bound
- *   signature = Ed25519 by the key `kid` over the payload (64 bytes).
- *
- * This file holds the format alone (no database): door.service.ts issues and checks codes.
- */
+import { type CodeClaims, decodeCode, encodeCode, encodePayload } from './ticket-code-format.js';
 
-export const CODE_PREFIX = 'M1';
-export const CODE_VERSION = 1;
-export const PAYLOAD_BYTES = 69;
-export const SIGNATURE_BYTES = 64;
-export const CODE_LENGTH = CODE_PREFIX.length + Math.ceil(((PAYLOAD_BYTES + SIGNATURE_BYTES) * 4) / 3);
+// Signing and verifying signed ticket codes with Node's crypto; their layout is in
+// ticket-code-format.ts, which the scanner page shares. This file holds no database: door.service.ts
+// issues and checks codes.
 
-/** What a signed code says. Times are unix seconds (0: no bound). */
-export interface CodeClaims {
-  kid: string;
-  /** base64url of the 8 serial bytes (11 characters): what the revocation list holds. */
-  serial: string;
-  ticketId: string;
-  eventId: string;
-  ticketTypeId: string;
-  validFrom: number;
-  validUntil: number;
-}
+export { CODE_LENGTH, type CodeClaims, encodePayload, isSignedCode, revocationText } from './ticket-code-format.js';
 
 /** A code taken apart: its claims, and the bytes its signature covers. */
 export interface ParsedCode {
   claims: CodeClaims;
-  payload: Buffer;
-  signature: Buffer;
+  payload: Uint8Array;
+  signature: Uint8Array;
 }
-
-/** Whether `code` has the shape of a signed code (tickets issued before signing have 22 base62 characters). */
-export const isSignedCode = (code: string) => code.length === CODE_LENGTH && code.startsWith(CODE_PREFIX);
 
 export const newSerial = () => randomBytes(8).toString('base64url');
-
-/** The payload bytes of `claims`, laid out as above. */
-export function encodePayload(claims: CodeClaims): Buffer {
-  const payload = Buffer.alloc(PAYLOAD_BYTES);
-  payload[0] = CODE_VERSION;
-  const kid = Buffer.from(claims.kid, 'hex');
-  const serial = Buffer.from(claims.serial, 'base64url');
-  if (kid.length !== 4 || claims.kid !== kid.toString('hex')) throw new Error(`kid must be 8 lowercase hex characters: ${claims.kid}`);
-  if (serial.length !== 8) throw new Error(`serial must be 8 bytes: ${claims.serial}`);
-  kid.copy(payload, 1);
-  serial.copy(payload, 5);
-  idBytes('ticket', claims.ticketId).copy(payload, 13);
-  idBytes('event', claims.eventId).copy(payload, 29);
-  idBytes('ticketType', claims.ticketTypeId).copy(payload, 45);
-  payload.writeUInt32BE(claims.validFrom, 61);
-  payload.writeUInt32BE(claims.validUntil, 65);
-  return payload;
-}
 
 /** A code for `claims`, signed by `privateKey` (whose kid the claims name). */
 export function signCode(claims: CodeClaims, privateKey: KeyObject): string {
   const payload = encodePayload(claims);
-  return CODE_PREFIX + Buffer.concat([payload, sign(null, payload, privateKey)]).toString('base64url');
+  return encodeCode(payload, sign(null, payload, privateKey));
 }
 
-/** The parts of a code of the signed shape, or undefined when it is not one (prefix, length, version). */
+/** The parts of a code of the signed shape, or undefined when it is not one (prefix, length, version, spelling). */
 export function parseCode(code: string): ParsedCode | undefined {
-  if (!isSignedCode(code)) return undefined;
-  const bytes = Buffer.from(code.slice(CODE_PREFIX.length), 'base64url');
-  // Buffer's decoder skips characters outside the alphabet: only a clean code gives 133 bytes that encode back to it.
-  if (bytes.length !== PAYLOAD_BYTES + SIGNATURE_BYTES || bytes.toString('base64url') !== code.slice(CODE_PREFIX.length)) return undefined;
-  if (bytes[0] !== CODE_VERSION) return undefined;
-  const payload = bytes.subarray(0, PAYLOAD_BYTES);
-  return {
-    payload,
-    signature: bytes.subarray(PAYLOAD_BYTES),
-    claims: {
-      kid: payload.subarray(1, 5).toString('hex'),
-      serial: payload.subarray(5, 13).toString('base64url'),
-      ticketId: idFromBytes('ticket', payload.subarray(13, 29)),
-      eventId: idFromBytes('event', payload.subarray(29, 45)),
-      ticketTypeId: idFromBytes('ticketType', payload.subarray(45, 61)),
-      validFrom: payload.readUInt32BE(61),
-      validUntil: payload.readUInt32BE(65),
-    },
-  };
+  return decodeCode(code) ?? undefined;
 }
 
 /** Why a verifier refuses a code, in the order it checks (see verifyCode). */
@@ -151,6 +82,3 @@ export function newKeyPair(): { kid: string; publicKey: string; privateKey: stri
 }
 
 export const privateKeyObject = (pkcs8: string) => createPrivateKey({ key: Buffer.from(pkcs8, 'base64'), format: 'der', type: 'pkcs8' });
-
-/** The text a revocation list's signature covers (docs/events.md, "Revocation list"). */
-export const revocationText = (eventId: string, issuedAt: string, serials: string[]) => `montage-revocations-v1\n${eventId}\n${issuedAt}\n${serials.join('\n')}`;

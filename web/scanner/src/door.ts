@@ -3,7 +3,7 @@
  * keeps every scan in the store, uploads the queue through /checkin/sync, and keeps the event's
  * offline data fresh. The page (main.ts) only shows what this reports.
  */
-import { type CheckinList, decide, type Direction } from './rules.js';
+import { type CheckinList, decide, type Direction, notACode } from './rules.js';
 import type { ConflictInfo, ConflictView, InsideCount, KnownConflicts, OfflineData, Outcome, Pairing, ScanRecord, ServerConflict, Store, StoredOffline } from './store.js';
 import { isSignedCode, type Verdict, Verifier, verifyRevocations } from './verify.js';
 
@@ -227,6 +227,8 @@ export class Door {
   async scan(raw: string, direction: Direction): Promise<ScanResult> {
     const pairing = this.state.pairing;
     if (!pairing) throw new Error('not paired');
+    const foreign = notACode(raw);
+    if (foreign) throw new Error(foreign);
     const code = raw.trim();
     const scannedAt = new Date().toISOString();
     const scan: ScanRecord = {

@@ -1,7 +1,7 @@
 /** The scanner page: pairing from the URL fragment, the camera and the typed code, and what the door decided. */
 import { Camera } from './camera.js';
 import { Door } from './door.js';
-import { type Direction, refusalText } from './rules.js';
+import { type Direction, notACode, refusalText } from './rules.js';
 import { type Pairing, type ScanRecord, Store } from './store.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -82,6 +82,16 @@ function show(scan: ScanRecord, byServer: boolean) {
   navigator.vibrate?.(admitted ? 80 : [80, 60, 80]);
 }
 
+/** A text refused before it is a scan (notACode): red, with why, and nothing kept. */
+function showNotACode(why: string) {
+  $('result').className = 'result refused';
+  $('verdict').textContent = 'Refused';
+  $('reason').textContent = why;
+  $('attendee').textContent = '';
+  $('ticket-type').textContent = '';
+  navigator.vibrate?.([80, 60, 80]);
+}
+
 async function main() {
   if ('serviceWorker' in navigator) {
     navigator.serviceWorker.register('/scanner/sw.js', { scope: '/scanner' }).catch((err: unknown) => {
@@ -112,6 +122,9 @@ async function main() {
   });
 
   const scan = async (code: string) => {
+    // First the length: a megabyte of foreign text is not trimmed, stored or sent.
+    const foreign = notACode(code);
+    if (foreign) return showNotACode(foreign);
     if (!code.trim()) return;
     try {
       const { scan: done, byServer } = await door.scan(code, direction());

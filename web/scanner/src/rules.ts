@@ -60,6 +60,18 @@ export function decide(verdict: Verdict, list: CheckinList | null, earlier: read
   return { result: 'admitted' };
 }
 
+/**
+ * The longest text the door takes as a code: the server's limit for a code (a signed code has
+ * 180 characters, an older one 22). A longer text (a foreign QR code, a paste) is refused before
+ * anything else: it never reaches the server, the queue or IndexedDB.
+ */
+export const MAX_CODE_CHARS = 256;
+
+/** Why `text` is no code at all, as the door shows it; null when it may be one. Looks at the length only, so a megabyte costs nothing. */
+export function notACode(text: string): string | null {
+  return text.length > MAX_CODE_CHARS ? `Not a ticket code: the scanned text has ${text.length.toLocaleString('en')} characters, a ticket code at most ${MAX_CODE_CHARS}.` : null;
+}
+
 /** What the door shows for a refusal code, its own or the server's. */
 export const REFUSALS: Record<string, string> = {
   invalid_code: 'Not a valid ticket code',
