@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { expireOrder } from '../src/events/orders.service.js';
 import { enqueueMessages, WEBHOOK_EVENTS } from '../src/webhooks/outbox.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -52,6 +53,12 @@ async function everyOperation(api: TestApp, key: string) {
   await post(`/v1/events/${event.id}/publish`);
   const order = await post(`/v1/events/${event.id}/orders`, { buyer: { name: 'B', email: 'b@example.com' }, items: [{ ticketTypeId: paid.id, quantity: 2 }] });
   await post(`/v1/events/${event.id}/orders`, { buyer: { name: 'R', email: 'r@example.com' }, items: [{ ticketTypeId: free.id, quantity: 1 }] });
+  // Pending orders: one cancelled, one whose hold runs out (its expiry run with a clock a day ahead).
+  const held = { buyer: { name: 'H', email: 'h@example.com' }, items: [{ ticketTypeId: paid.id, quantity: 1 }], payment: { provider: 'manual' } };
+  await post(`/v1/orders/${(await post(`/v1/events/${event.id}/orders`, held)).id}/cancel`);
+  const lapsing = await post(`/v1/events/${event.id}/orders`, held);
+  const accountId = (await (await api.fetch('/v1/account', { key })).json()).id;
+  assert.equal(await expireOrder(api.database.db, { accountId, eventId: event.id, orderId: lapsing.id }, Date.now() + 86_400_000), 0);
   await post(`/v1/tickets/${order.tickets[0].id}/transfer`, { attendee: { name: 'T', email: 't@example.com' } });
   await post(`/v1/events/${event.id}/checkin`, { ticketId: order.tickets[1].id });
   assert.equal((await api.fetch(`/v1/events/${event.id}/checkin/${order.tickets[1].id}`, { method: 'DELETE', key })).status, 200);
@@ -115,7 +122,7 @@ for (const engine of ENGINES) {
       assert.equal(created.headers.get('cache-control'), 'no-store', 'the secret is not cached');
     });
 
-    test('each of the 15 events reaches its subscribers, signed, and no one else', async (t) => {
+    test('each of the 17 events reaches its subscribers, signed, and no one else', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
       const all = await receiver(t);
@@ -132,14 +139,14 @@ for (const engine of ENGINES) {
       const eventId = await everyOperation(api, key);
       const expected = [
         'event.created', 'event.published', 'ticket.purchased', 'ticket.purchased', 'payment.completed', 'ticket.purchased', 'rsvp.submitted',
-        'ticket.transferred', 'checkin.completed', 'checkin.undone', 'ticket.cancelled', 'payment.refunded', 'payout.processed',
+        'order.cancelled', 'order.expired', 'ticket.transferred', 'checkin.completed', 'checkin.undone', 'ticket.cancelled', 'payment.refunded', 'payout.processed',
         'event.cancelled', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled',
         'blend.started', 'blend.completed', 'blend.failed',
       ];
       await until(() => all.got.length >= expected.length, 10_000, 'every message delivered');
       const outbox = await api.database.db.selectFrom('webhookMessages').select(['id', 'eventType']).where('accountId', '=', (await (await api.fetch('/v1/account', { key })).json()).id).orderBy('id').execute();
       assert.deepEqual(outbox.map((m) => m.eventType), expected);
-      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 15 event names occur');
+      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 17 event names occur');
       assert.deepEqual([...all.got.map((d) => d.json.id)].sort(), outbox.map((m) => m.id), 'each message once to the * subscriber');
 
       const verifier = new Webhook(allSub.secret);

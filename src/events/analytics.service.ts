@@ -13,7 +13,13 @@ const n = (value: unknown) => Number(value ?? 0);
 
 export async function eventAnalytics(scope: TenantScope, eventId: string) {
   const event = await requireEvent(scope, eventId);
-  const [types, totals, paid, lists] = await Promise.all([listTicketTypes(scope, eventId), repo.ticketTotals(scope, eventId), paidOut(scope, eventId), listsOfEvent(scope, eventId)]);
+  const [types, totals, paid, lists, ordersPending] = await Promise.all([
+    listTicketTypes(scope, eventId),
+    repo.ticketTotals(scope, eventId),
+    paidOut(scope, eventId),
+    listsOfEvent(scope, eventId),
+    repo.pendingOrders(scope, eventId),
+  ]);
   const byType = new Map(totals.map((t) => [t.ticketTypeId, t]));
   const byTicketType = types.map((type) => {
     const t = byType.get(type.id);
@@ -22,6 +28,7 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
       name: type.name,
       quantity: type.quantity,
       ticketsSold: n(t?.ticketsSold),
+      ticketsHeld: type.held,
       ticketsCancelled: n(t?.ticketsCancelled),
       grossRevenue: n(t?.grossRevenue),
       refunded: n(t?.refunded),
@@ -36,6 +43,8 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
     eventId,
     currency: event.currency,
     ticketsSold,
+    ticketsHeld: event.held,
+    ordersPending,
     ticketsCancelled: sum('ticketsCancelled'),
     grossRevenue: sum('grossRevenue'),
     refunded: sum('refunded'),
