@@ -255,6 +255,24 @@ export const ERROR_CODES = {
     happened: 'The ticket type has sold tickets, so its price is fixed: buyers paid the old one.',
     next: 'Keep the price, or create a new ticket type with the new price and end the sales of the old one (`salesEndAt`).',
   },
+  stripe_signature_invalid: {
+    status: 400,
+    title: 'Stripe signature invalid',
+    happened: "A post to an account's Stripe webhook endpoint did not carry a valid `Stripe-Signature` for its body (a wrong or missing signature, a body changed on the way, a timestamp older than 5 minutes, or another webhook signing secret than the account's). Nothing was done.",
+    next: "Give Montage the signing secret of the endpoint in Stripe's dashboard (`PUT /v1/payment-providers/stripe`), and forward Stripe's body byte for byte. Stripe retries the event on its own schedule.",
+  },
+  payment_provider_not_configured: {
+    status: 422,
+    title: 'Payment provider not configured',
+    happened: 'The order asked for a payment provider this account has not set up (for Stripe: no keys saved).',
+    next: "Save the account's Stripe keys (`PUT /v1/payment-providers/stripe`), or take the payment with the `manual` provider.",
+  },
+  payment_provider_error: {
+    status: 502,
+    title: 'Payment provider error',
+    happened: 'The payment provider refused the call or could not be reached; `detail` says what it answered. For a new order, the order was cancelled and its places returned; for a refund, no money moved.',
+    next: 'Retry later; if it keeps failing, check the account\'s provider settings (keys revoked, missing permissions) in the provider\'s own dashboard.',
+  },
   conflict: {
     status: 409,
     title: 'Conflict',

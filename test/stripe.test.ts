@@ -1,0 +1,244 @@
+/**
+ * Stripe as a payment provider (docs/events.md, "Stripe"), on every engine of the run, against a
+ * local stand-in of Stripe's API (test/stripe-standin.ts): Stripe itself cannot be reached from the
+ * test machines. The account's keys over the API (never shown back), the provider's Checkout
+ * Session and Refund calls through the official `stripe` package, the webhook endpoint's signature
+ * check and its exactly-once effect, and an order paid end to end with a real webhook receiver.
+ */
+import assert from 'node:assert/strict';
+import { describe, test, type TestContext } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import { sessionExpiry, stripeProvider } from '../src/events/payments/stripe.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp } from './helpers.js';
+import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
+
+type Json = any;
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const FAST = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
+
+/** One account's key, speaking JSON to the API. */
+function client(api: TestApp, key: string) {
+  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
+  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<Json> => {
+    const res = await send(method, path, json);
+    const text = await res.text();
+    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+  return { send, expect };
+}
+
+async function standin(t: TestContext): Promise<StripeStandin> {
+  const s = await startStripeStandin();
+  onCleanup(t, () => s.close());
+  return s;
+}
+
+/** An app whose Stripe calls go to the stand-in, and an account with the stand-in's keys saved. */
+async function stripeApp(t: TestContext, engine: (typeof ENGINES)[number], s: StripeStandin, options: { workers?: boolean } = {}) {
+  const api = await startApp(t, await freshStorage(t, engine), { ...FAST, MONTAGE_STRIPE_API_BASE: s.apiBase }, options);
+  const account = await api.account();
+  const c = client(api, account.key);
+  await c.expect(200, 'PUT', '/payment-providers/stripe', { secretKey: s.secretKey, webhookSecret: s.webhookSecret });
+  // The settings name the URL under PUBLIC_URL; the test server listens on a port of its own.
+  s.webhookUrl = `${api.url}/v1/payments/stripe/webhook/${account.accountId}`;
+  return { api, account, c };
+}
+
+const checkoutRequest = (accountId: string, overrides: Record<string, unknown> = {}) => ({
+  accountId,
+  orderId: 'ord_01m80eg3tperaacsapew6ns732',
+  eventId: 'evt_01m80eg3tperaacsapew6ns732',
+  eventName: 'Night Market',
+  total: 7500,
+  currency: 'EUR',
+  buyer: { name: 'Ada Lovelace', email: 'ada@example.com' },
+  items: [
+    { name: 'Standing', quantity: 2, unitPrice: 2500 },
+    { name: 'Seated', quantity: 1, unitPrice: 2500 },
+  ],
+  expiresAt: Date.now() + 15 * MINUTE,
+  successUrl: 'https://shop.example.com/thanks',
+  cancelUrl: 'https://shop.example.com/basket',
+  ...overrides,
+});
+
+describe('Stripe settings (configuration)', () => {
+  test('MONTAGE_STRIPE_API_BASE: scheme, host and port for the package; anything more is refused', () => {
+    assert.equal(loadConfig({}).stripeApiBase, null);
+    assert.deepEqual(loadConfig({ MONTAGE_STRIPE_API_BASE: 'http://127.0.0.1:12111' }).stripeApiBase, { host: '127.0.0.1', port: 12111, protocol: 'http' });
+    assert.deepEqual(loadConfig({ MONTAGE_STRIPE_API_BASE: 'https://stripe-proxy.internal' }).stripeApiBase, { host: 'stripe-proxy.internal', port: 443, protocol: 'https' });
+    assert.deepEqual(loadConfig({ MONTAGE_STRIPE_API_BASE: 'http://[::1]:9000/' }).stripeApiBase, { host: '::1', port: 9000, protocol: 'http' });
+    assert.throws(() => loadConfig({ MONTAGE_STRIPE_API_BASE: 'http://127.0.0.1:12111/v1' }), /MONTAGE_STRIPE_API_BASE: must be a scheme, a host/);
+    assert.throws(() => loadConfig({ MONTAGE_STRIPE_API_BASE: 'ftp://example.com' }), /MONTAGE_STRIPE_API_BASE: must start with http:\/\/ or https:\/\//);
+  });
+
+  test("a Checkout Session ends with the hold, but never before Stripe's 30 minutes nor after its 24 hours", () => {
+    const now = Date.UTC(2026, 10, 27, 12, 0, 0);
+    assert.equal(sessionExpiry(now + 2 * HOUR, now), (now + 2 * HOUR) / 1000, 'a 2-hour hold: the session ends with it');
+    assert.equal(sessionExpiry(now + 15 * MINUTE, now), (now + 32 * MINUTE) / 1000, 'a 15-minute hold: 30 minutes and a 2-minute margin');
+    assert.equal(sessionExpiry(now + 48 * HOUR, now), (now + 24 * HOUR - 2 * MINUTE) / 1000, 'never past 24 hours');
+  });
+});
+
+for (const engine of ENGINES) {
+  describe(`Stripe (${engine})`, () => {
+    test('keys over the API: saved, shown by their last 4 characters only, replaced, deleted; validated; needs a key with every scope; per account', async (t) => {
+      const s = await standin(t);
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_STRIPE_API_BASE: s.apiBase, PUBLIC_URL: 'https://tickets.example.com' });
+      const { key, accountId } = await api.account();
+      const c = client(api, key);
+
+      await problem(await c.send('GET', '/payment-providers/stripe'), 404, 'not_found');
+      const saved = await c.expect(200, 'PUT', '/payment-providers/stripe', { secretKey: s.secretKey, webhookSecret: s.webhookSecret });
+      assert.deepEqual(
+        { ...saved, createdAt: undefined, updatedAt: undefined },
+        {
+          object: 'stripe_settings',
+          mode: 'test',
+          keyType: 'secret',
+          secretKeyLast4: s.secretKey.slice(-4),
+          webhookUrl: `https://tickets.example.com/v1/payments/stripe/webhook/${accountId}`,
+          createdAt: undefined,
+          updatedAt: undefined,
+        },
+      );
+      const shown = await c.expect(200, 'GET', '/payment-providers/stripe');
+      assert.deepEqual(shown, saved);
+      assert.ok(!JSON.stringify(shown).includes(s.secretKey.slice(8, -4)) && !JSON.stringify(shown).includes(s.webhookSecret), 'no secret in the answer');
+
+      const restricted = 'rk_live_' + 'R'.repeat(20) + 'Zq9x';
+      const replaced = await c.expect(200, 'PUT', '/payment-providers/stripe', { secretKey: restricted, webhookSecret: s.webhookSecret });
+      assert.deepEqual([replaced.mode, replaced.keyType, replaced.secretKeyLast4, replaced.createdAt], ['live', 'restricted', 'Zq9x', saved.createdAt]);
+
+      for (const [body, path] of [
+        [{ secretKey: 'pk_test_' + 'x'.repeat(24), webhookSecret: s.webhookSecret }, '/secretKey'],
+        [{ secretKey: s.secretKey, webhookSecret: 'secret' }, '/webhookSecret'],
+        [{ secretKey: s.secretKey }, '/webhookSecret'],
+        [{ secretKey: s.secretKey, webhookSecret: s.webhookSecret, apiBase: 'http://evil.example' }, '/apiBase'],
+      ] as const) {
+        const err = await problem(await c.send('PUT', '/payment-providers/stripe', body), 400, 'invalid_request');
+        assert.ok(err.errors.some((e: Json) => e.path === path), JSON.stringify(err.errors));
+        assert.ok(!JSON.stringify(err).includes(s.secretKey), 'the key is not echoed');
+      }
+
+      const other = client(api, (await api.account()).key);
+      await problem(await other.send('GET', '/payment-providers/stripe'), 404, 'not_found');
+      await problem(await other.send('DELETE', '/payment-providers/stripe'), 404, 'not_found');
+      const readOnly = client(api, await api.key(accountId, 'business', { scopes: ['events:read', 'events:write'] }));
+      await problem(await readOnly.send('GET', '/payment-providers/stripe'), 403, 'insufficient_scope');
+      await problem(await readOnly.send('PUT', '/payment-providers/stripe', { secretKey: s.secretKey, webhookSecret: s.webhookSecret }), 403, 'insufficient_scope');
+
+      await c.expect(204, 'DELETE', '/payment-providers/stripe');
+      await problem(await c.send('GET', '/payment-providers/stripe'), 404, 'not_found');
+      const row = await api.database.db.selectFrom('stripeAccounts').selectAll().where('accountId', '=', accountId).executeTakeFirst();
+      assert.equal(row, undefined, 'the keys are gone from the database');
+    });
+
+    test('the provider opens a Checkout Session through the package: line items, metadata, expiry within Stripe\'s bounds, one session per order', async (t) => {
+      const s = await standin(t);
+      const { api, account } = await stripeApp(t, engine, s);
+      const provider = await stripeProvider(api.database.db, account.accountId);
+      assert.equal(provider.name, 'stripe');
+
+      const before = Math.floor(Date.now() / 1000);
+      const checkout = await provider.begin(checkoutRequest(account.accountId));
+      assert.match(checkout.reference!, /^cs_test_/);
+      assert.equal(checkout.checkoutUrl, `https://checkout.stripe.com/c/pay/${checkout.reference}`);
+      const session = s.sessions.get(checkout.reference!)!;
+      assert.deepEqual(
+        { ...session, id: undefined, created: undefined, expires_at: undefined, url: undefined },
+        {
+          id: undefined,
+          object: 'checkout.session',
+          amount_subtotal: 7500,
+          amount_total: 7500,
+          cancel_url: 'https://shop.example.com/basket',
+          client_reference_id: 'ord_01m80eg3tperaacsapew6ns732',
+          created: undefined,
+          currency: 'eur',
+          customer_email: 'ada@example.com',
+          expires_at: undefined,
+          line_items: [
+            { quantity: 2, price_data: { currency: 'eur', unit_amount: 2500, product_data: { name: 'Night Market: Standing' } } },
+            { quantity: 1, price_data: { currency: 'eur', unit_amount: 2500, product_data: { name: 'Night Market: Seated' } } },
+          ],
+          livemode: false,
+          metadata: { order_id: 'ord_01m80eg3tperaacsapew6ns732', account_id: account.accountId, event_id: 'evt_01m80eg3tperaacsapew6ns732' },
+          mode: 'payment',
+          payment_intent: null,
+          payment_status: 'unpaid',
+          status: 'open',
+          success_url: 'https://shop.example.com/thanks',
+          url: undefined,
+        },
+      );
+      // The 15-minute hold is shorter than Stripe allows: the session lives 32 minutes.
+      assert.ok(session.expires_at >= before + 32 * 60 && session.expires_at <= before + 33 * 60, String(session.expires_at - before));
+      const call = s.requests.at(-1)!;
+      assert.equal(call.idempotencyKey, 'montage-checkout-ord_01m80eg3tperaacsapew6ns732');
+      assert.deepEqual((call.body.payment_intent_data as Json).metadata, session.metadata, 'the PaymentIntent carries the order too');
+
+      // A retried begin of the same order gets the same session back (Stripe's idempotency), not a second one.
+      const again = await provider.begin(checkoutRequest(account.accountId));
+      assert.equal(again.reference, checkout.reference);
+      assert.equal(s.sessions.size, 1);
+
+      // Items that do not add up to the total (a discount): one line with the total.
+      const discounted = await provider.begin(checkoutRequest(account.accountId, { orderId: 'ord_01m80eg3tperaacsapew6ns733', total: 6000, expiresAt: Date.now() + 3 * HOUR }));
+      const single = s.sessions.get(discounted.reference!)!;
+      assert.deepEqual(single.line_items, [{ quantity: 1, price_data: { currency: 'eur', unit_amount: 6000, product_data: { name: 'Night Market: order ord_01m80eg3tperaacsapew6ns733' } } }]);
+      assert.ok(Math.abs(single.expires_at - Math.floor((Date.now() + 3 * HOUR) / 1000)) <= 5, 'a 3-hour hold: the session ends with it');
+
+      // The package retries Stripe's 500s with the same idempotency key; past its retries: 502.
+      s.failNext(1);
+      const retried = await provider.begin(checkoutRequest(account.accountId, { orderId: 'ord_01m80eg3tperaacsapew6ns734' }));
+      assert.match(retried.reference!, /^cs_test_/);
+      s.failNext(10);
+      await assert.rejects(provider.begin(checkoutRequest(account.accountId, { orderId: 'ord_01m80eg3tperaacsapew6ns735' })), (err: Json) => err.code === 'payment_provider_error' && /api_error \(HTTP 500\)/.test(err.detail));
+      s.failNext(0);
+      await assert.rejects(provider.begin(checkoutRequest(account.accountId, { orderId: 'ord_01m80eg3tperaacsapew6ns736', successUrl: null })), (err: Json) => err.code === 'invalid_request');
+
+      // A wrong key: Stripe's 401 becomes 502 payment_provider_error, and the key does not show in it.
+      const wrongKey = 'sk_test_' + 'W'.repeat(24) + 'abcd';
+      await client(api, account.key).expect(200, 'PUT', '/payment-providers/stripe', { secretKey: wrongKey, webhookSecret: s.webhookSecret });
+      const wrong = await stripeProvider(api.database.db, account.accountId);
+      await assert.rejects(wrong.begin(checkoutRequest(account.accountId, { orderId: 'ord_01m80eg3tperaacsapew6ns737' })), (err: Json) => err.code === 'payment_provider_error' && !err.detail.includes('WWWW'));
+
+      // No keys: the provider cannot be had.
+      const bare = await api.account();
+      await assert.rejects(stripeProvider(api.database.db, bare.accountId), (err: Json) => err.code === 'payment_provider_not_configured');
+    });
+
+    test('the provider refunds the PaymentIntent with the idempotency key: a retry refunds once; more than was paid is refused', async (t) => {
+      const s = await standin(t);
+      const { api, account } = await stripeApp(t, engine, s);
+      const provider = await stripeProvider(api.database.db, account.accountId);
+      const { reference } = await provider.begin(checkoutRequest(account.accountId));
+      s.webhookUrl = 'http://127.0.0.1:1/nowhere';
+      await s.pay(reference!).catch(() => undefined);
+      const paymentIntent = s.sessions.get(reference!)!.payment_intent!;
+
+      const refund = { accountId: account.accountId, orderId: 'ord_01m80eg3tperaacsapew6ns732', paymentReference: paymentIntent, amount: 2500, currency: 'EUR', idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7aa' };
+      const first = await provider.refund(refund);
+      assert.match(first.reference!, /^re_/);
+      assert.deepEqual(await provider.refund(refund), first, 'the same idempotency key: the same refund');
+      assert.equal(s.refunds.length, 1);
+      assert.deepEqual(
+        { ...s.refunds[0]!, id: undefined, charge: undefined, created: undefined },
+        { id: undefined, object: 'refund', amount: 2500, charge: undefined, created: undefined, currency: 'eur', metadata: { order_id: refund.orderId, account_id: account.accountId }, payment_intent: paymentIntent, reason: null, status: 'succeeded' },
+      );
+      assert.equal(s.requests.at(-1)!.idempotencyKey, refund.idempotencyKey);
+
+      await assert.rejects(provider.refund({ ...refund, amount: 6000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ab' }), (err: Json) => err.code === 'payment_provider_error' && /amount_too_large/.test(err.detail));
+      await assert.rejects(provider.refund({ ...refund, paymentReference: null, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ac' }), (err: Json) => err.code === 'payment_provider_error');
+      const rest = await provider.refund({ ...refund, amount: 5000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ad' });
+      assert.match(rest.reference!, /^re_/);
+      assert.equal(s.refunds.reduce((sum, r) => sum + r.amount, 0), 7500);
+    });
+  });
+}
+
