@@ -26,6 +26,7 @@ import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
 import { useStripeApi } from './events/payments/stripe.js';
 import { stripeSettingsRoutes } from './events/payments/stripe.routes.js';
+import { stripeWebhookRoutes } from './events/payments/stripe-webhook.routes.js';
 import { stripeComponents } from './events/payments/stripe.schemas.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
@@ -126,6 +127,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(sampleRoutes);
   await app.register(dashboardRoutes);
   await app.register(scannerRoutes);
+  // Stripe's webhook posts carry no API key: their own context, beside the guarded API.
+  await app.register(stripeWebhookRoutes, { prefix: '/v1', listed: true });
+  await app.register(stripeWebhookRoutes, { prefix: '/api/v1', listed: false });
   await app.register(versioned, { prefix: '/v1', listed: true });
   await app.register(versioned, { prefix: '/api/v1', listed: false });
 

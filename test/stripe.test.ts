@@ -6,10 +6,14 @@
  * check and its exactly-once effect, and an order paid end to end with a real webhook receiver.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
+import Stripe from 'stripe';
 import { loadConfig } from '../src/config.js';
+import { providerFor } from '../src/events/payments/providers.js';
 import { sessionExpiry, stripeProvider } from '../src/events/payments/stripe.js';
-import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
 
 type Json = any;
@@ -30,6 +34,7 @@ function client(api: TestApp, key: string) {
   };
   return { send, expect };
 }
+type Client = ReturnType<typeof client>;
 
 async function standin(t: TestContext): Promise<StripeStandin> {
   const s = await startStripeStandin();
@@ -46,6 +51,22 @@ async function stripeApp(t: TestContext, engine: (typeof ENGINES)[number], s: St
   // The settings name the URL under PUBLIC_URL; the test server listens on a port of its own.
   s.webhookUrl = `${api.url}/v1/payments/stripe/webhook/${account.accountId}`;
   return { api, account, c };
+}
+
+/** A published paid event (EUR) with one ticket type of `quantity` places at `price`. */
+async function paidEvent(c: Client, { price = 2500, quantity = 10, holdMinutes }: { price?: number; quantity?: number; holdMinutes?: number } = {}) {
+  const startsAt = Date.now() + 24 * HOUR;
+  const event = await c.expect(201, 'POST', '/events', {
+    name: 'Night Market',
+    startsAt: iso(startsAt),
+    endsAt: iso(startsAt + 3 * HOUR),
+    timezone: 'UTC',
+    currency: 'EUR',
+    ...(holdMinutes === undefined ? {} : { holdMinutes }),
+  });
+  const type = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Standing', price, quantity });
+  await c.expect(200, 'POST', `/events/${event.id}/publish`);
+  return { event, type };
 }
 
 const checkoutRequest = (accountId: string, overrides: Record<string, unknown> = {}) => ({
@@ -65,6 +86,22 @@ const checkoutRequest = (accountId: string, overrides: Record<string, unknown> =
   cancelUrl: 'https://shop.example.com/basket',
   ...overrides,
 });
+
+/** A webhook receiver on loopback that answers 200 and keeps the bodies it got. */
+async function receiver(t: TestContext) {
+  const got: Json[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      got.push(JSON.parse(body));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
+}
 
 describe('Stripe settings (configuration)', () => {
   test('MONTAGE_STRIPE_API_BASE: scheme, host and port for the package; anything more is refused', () => {
@@ -238,6 +275,137 @@ for (const engine of ENGINES) {
       const rest = await provider.refund({ ...refund, amount: 5000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ad' });
       assert.match(rest.reference!, /^re_/);
       assert.equal(s.refunds.reduce((sum, r) => sum + r.amount, 0), 7500);
+    });
+
+    test("the webhook endpoint: no API key, Stripe's signature over the raw bytes or 400; unknown accounts 404; other events ignored; a repeated event acted on once", async (t) => {
+      const s = await standin(t);
+      const { api, account } = await stripeApp(t, engine, s);
+      const event = (type: string, object: Record<string, unknown> = {}) => ({
+        id: `evt_test_${Math.random().toString(36).slice(2)}`,
+        object: 'event',
+        api_version: Stripe.API_VERSION,
+        created: Math.floor(Date.now() / 1000),
+        data: { object: { id: 'cs_test_x', object: 'checkout.session', mode: 'payment', metadata: {}, ...object } },
+        livemode: false,
+        type,
+      });
+
+      const expired = event('checkout.session.expired');
+      assert.deepEqual(await s.deliver(expired), { status: 200, body: { received: true, outcome: 'ignored' } });
+      assert.deepEqual(await s.deliver(expired), { status: 200, body: { received: true, outcome: 'duplicate' } });
+      const unpaid = event('checkout.session.completed', { payment_status: 'unpaid', metadata: { order_id: 'ord_01m80eg3tperaacsapew6ns732', account_id: account.accountId } });
+      assert.deepEqual((await s.deliver(unpaid)).body.outcome, 'ignored', 'a delayed payment method: wait for async_payment_succeeded');
+      const foreign = event('checkout.session.completed', { payment_status: 'paid', metadata: { order_id: 'ord_01m80eg3tperaacsapew6ns732', account_id: 'acct_01m80eg3tperaacsapew6ns732' } });
+      assert.deepEqual((await s.deliver(foreign)).body.outcome, 'ignored', "a session of another account's orders is not acted on");
+
+      const forged = await s.deliver(event('checkout.session.expired'), 'whsec_' + 'f'.repeat(32));
+      assert.equal(forged.status, 400);
+      assert.equal(forged.body.code, 'stripe_signature_invalid');
+      const payload = JSON.stringify(event('checkout.session.expired'));
+      const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: s.webhookSecret });
+      const post = (body: string, headers: Record<string, string>) => fetch(s.webhookUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+      await problem(await post(payload.replace('"livemode":false', '"livemode": false'), { 'stripe-signature': header }), 400, 'stripe_signature_invalid');
+      await problem(await post(payload, {}), 400, 'stripe_signature_invalid');
+      const stale = Stripe.webhooks.generateTestHeaderString({ payload, secret: s.webhookSecret, timestamp: Math.floor(Date.now() / 1000) - 600 });
+      await problem(await post(payload, { 'stripe-signature': stale }), 400, 'stripe_signature_invalid');
+      assert.equal((await post(payload, { 'stripe-signature': header })).status, 200, 'the exact bytes Stripe signed pass');
+      assert.equal((await post(payload, { 'stripe-signature': header, authorization: 'Bearer nonsense' })).status, 200, 'an Authorization header is not looked at');
+      await problem(await fetch(s.webhookUrl, { method: 'POST', headers: { 'content-type': 'text/plain', 'stripe-signature': header }, body: payload }), 415, 'unsupported_media_type');
+
+      const elsewhere = await api.account();
+      await problem(await fetch(s.webhookUrl.replace(account.accountId, elsewhere.accountId), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 404, 'not_found');
+      await problem(await fetch(s.webhookUrl.replace(account.accountId, 'nonsense'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 404, 'not_found');
+      const api1 = await fetch(s.webhookUrl.replace('/v1/', '/api/v1/'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload: JSON.stringify(expired), secret: s.webhookSecret }) }, body: JSON.stringify(expired) });
+      assert.deepEqual(await api1.json(), { received: true, outcome: 'duplicate' }, 'the /api/v1 copy is the same endpoint');
+    });
+
+    test('end to end: a pending order paid on Stripe Checkout completes by the signed webhook, once; payment.completed says stripe; the refund reaches Stripe with its idempotency key', async (t) => {
+      const s = await standin(t);
+      const { api, account, c } = await stripeApp(t, engine, s, { workers: true });
+      const hook = await receiver(t);
+      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['payment.completed', 'ticket.purchased', 'order.cancelled'] });
+      const { event, type } = await paidEvent(c, { price: 2500, quantity: 3, holdMinutes: 45 });
+
+      const placedAt = Date.now();
+      const pending = await c.expect(201, 'POST', `/events/${event.id}/orders`, {
+        buyer: { name: 'Ada Lovelace', email: 'ada@example.com' },
+        items: [{ ticketTypeId: type.id, quantity: 2 }],
+        payment: { provider: 'stripe', successUrl: 'https://shop.example.com/thanks', cancelUrl: 'https://shop.example.com/basket' },
+      });
+      assert.equal(pending.status, 'pending');
+      assert.deepEqual(pending.tickets, [], 'no ticket before the money arrives');
+      assert.equal(pending.payment.provider, 'stripe');
+      const sessionId = /\/c\/pay\/(cs_test_\w+)$/.exec(pending.payment.checkoutUrl)?.[1];
+      assert.ok(sessionId && s.sessions.has(sessionId), pending.payment.checkoutUrl);
+      const session = s.sessions.get(sessionId)!;
+      assert.deepEqual([session.amount_total, session.currency, session.client_reference_id, session.metadata.order_id, session.metadata.account_id], [5000, 'eur', pending.id, pending.id, account.accountId]);
+      // A 45-minute hold: the Checkout Session ends with it.
+      assert.ok(Math.abs(session.expires_at - Math.floor(Date.parse(pending.expiresAt) / 1000)) <= 1, `${session.expires_at} vs ${pending.expiresAt}`);
+      assert.ok(Date.parse(pending.expiresAt) >= placedAt + 45 * MINUTE - 1000);
+      assert.equal((await c.expect(200, 'GET', `/events/${event.id}/tickets`)).data[0].held, 2);
+
+      // The buyer pays; Stripe sends the signed event, and again (at least once), and five at once.
+      const paid = await s.pay(sessionId);
+      assert.deepEqual({ status: paid.status, body: paid.body }, { status: 200, body: { received: true, outcome: 'completed' } });
+      const again = await Promise.all(Array.from({ length: 5 }, () => s.deliver(paid.event)));
+      assert.deepEqual(again.map((r) => r.body.outcome), Array(5).fill('duplicate'));
+      // A second event about the same payment (a new Stripe event id) finds the order completed: no second effect either.
+      const late = { ...paid.event, id: `${paid.event.id}_late`, type: 'checkout.session.async_payment_succeeded' };
+      assert.equal((await s.deliver(late)).body.outcome, 'completed');
+
+      const order = await c.expect(200, 'GET', `/orders/${pending.id}`);
+      const paymentIntent = s.sessions.get(sessionId)!.payment_intent!;
+      assert.equal(order.status, 'completed');
+      assert.equal(order.tickets.length, 2);
+      assert.deepEqual(order.payment, { provider: 'stripe', status: 'paid', checkoutUrl: order.payment.checkoutUrl });
+      assert.deepEqual(order.payments.map((p: Json) => [p.kind, p.provider, p.amount, p.currency, p.status, p.reference]), [['charge', 'stripe', 5000, 'EUR', 'succeeded', paymentIntent]]);
+      const inventory = (await c.expect(200, 'GET', `/events/${event.id}/tickets`)).data[0];
+      assert.deepEqual([inventory.sold, inventory.held, inventory.available], [2, 0, 1]);
+
+      await until(() => hook.got.filter((m) => m.event === 'payment.completed').length === 1 && hook.got.filter((m) => m.event === 'ticket.purchased').length === 2, 10_000, 'the webhooks');
+      await new Promise((r) => setTimeout(r, 300));
+      const completions = hook.got.filter((m) => m.event === 'payment.completed');
+      assert.equal(completions.length, 1, 'one payment.completed for all the deliveries');
+      assert.deepEqual([completions[0].data.id, completions[0].data.provider, completions[0].data.amount], [pending.id, 'stripe', 5000]);
+
+      // A refund through the provider (Montage's refund route is another part of the box office): Stripe gets the PaymentIntent and the key.
+      const provider = await providerFor(api.database.db, account.accountId, 'stripe');
+      const charge = order.payments[0];
+      const refund = await provider.refund({ accountId: account.accountId, orderId: order.id, paymentReference: charge.reference, amount: 2500, currency: 'EUR', idempotencyKey: 'pmt_01m80eg3tperaacsapew6ns7zz' });
+      assert.match(refund.reference!, /^re_/);
+      const call = s.requests.at(-1)!;
+      assert.deepEqual([call.method, call.path, call.idempotencyKey, call.body.payment_intent, call.body.amount], ['POST', '/v1/refunds', 'pmt_01m80eg3tperaacsapew6ns7zz', paymentIntent, '2500']);
+    });
+
+    test('a payment that arrives after its order ended: honoured while the places are free, refunded at once when they are gone', async (t) => {
+      const s = await standin(t);
+      const { c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 1500, quantity: 2 });
+      const order = (quantity: number, payment?: object) =>
+        c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity }], ...(payment ? { payment } : {}) });
+      const stripe = { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' };
+      const sessionOf = (o: Json) => /(cs_test_\w+)$/.exec(o.payment.checkoutUrl)![1]!;
+
+      // Cancelled, but nobody took its place: the money is honoured.
+      const first = await order(2, stripe);
+      await c.expect(200, 'POST', `/orders/${first.id}/cancel`);
+      assert.equal((await s.pay(sessionOf(first))).body.outcome, 'completed');
+      assert.equal((await c.expect(200, 'GET', `/orders/${first.id}`)).status, 'completed');
+
+      // Cancelled, and its places sold meanwhile: refunded in full, at once, once.
+      const event2 = await paidEvent(c, { price: 1500, quantity: 2 });
+      const second = await c.expect(201, 'POST', `/events/${event2.event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: event2.type.id, quantity: 2 }], payment: stripe });
+      await c.expect(200, 'POST', `/orders/${second.id}/cancel`);
+      await c.expect(201, 'POST', `/events/${event2.event.id}/orders`, { buyer: { name: 'Grace Hopper', email: 'grace@example.com' }, items: [{ ticketTypeId: event2.type.id, quantity: 2 }] });
+      const paid = await s.pay(sessionOf(second));
+      assert.deepEqual(paid.body, { received: true, outcome: 'refunded' });
+      const paymentIntent = s.sessions.get(sessionOf(second))!.payment_intent!;
+      assert.deepEqual(s.refunds.map((r) => [r.payment_intent, r.amount]), [[paymentIntent, 3000]]);
+      assert.equal(s.requests.at(-1)!.idempotencyKey, `montage-unhonoured-${paymentIntent}`);
+      assert.equal((await s.deliver(paid.event)).body.outcome, 'duplicate');
+      assert.equal(s.refunds.length, 1, 'a repeated delivery refunds nothing more');
+      const after = await c.expect(200, 'GET', `/orders/${second.id}`);
+      assert.deepEqual([after.status, after.tickets.length], ['cancelled', 0]);
     });
   });
 }

@@ -70,7 +70,7 @@ function lineItems(request: CheckoutRequest): Stripe.Checkout.SessionCreateParam
  */
 export async function stripeProvider(db: Db, accountId: string): Promise<PaymentProvider> {
   const settings = await findStripeAccount(db, accountId);
-  if (!settings) throw new AppError('payment_provider_not_configured', 'This account has no Stripe keys: save them with PUT /v1/payment-providers/stripe first.');
+  if (!settings) throw new AppError('payment_provider_not_configured', 'This account has no Stripe keys: save them with PUT /v1/payment-providers/stripe first.', { provider: 'stripe' });
   const stripe = stripeClient(settings.secretKey);
   return {
     name: 'stripe',
