@@ -13,6 +13,7 @@ import Stripe from 'stripe';
 import { loadConfig } from '../src/config.js';
 import { providerFor } from '../src/events/payments/providers.js';
 import { sessionExpiry, stripeProvider } from '../src/events/payments/stripe.js';
+import { purgeOldStripeEvents } from '../src/events/payments/stripe-webhook.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
 
@@ -317,6 +318,14 @@ for (const engine of ENGINES) {
       await problem(await fetch(s.webhookUrl.replace(account.accountId, 'nonsense'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 404, 'not_found');
       const api1 = await fetch(s.webhookUrl.replace('/v1/', '/api/v1/'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload: JSON.stringify(expired), secret: s.webhookSecret }) }, body: JSON.stringify(expired) });
       assert.deepEqual(await api1.json(), { received: true, outcome: 'duplicate' }, 'the /api/v1 copy is the same endpoint');
+
+      // Stripe's retries are long over after 30 days: the clean-up forgets older events, and only those.
+      const db = api.database.db;
+      await db.insertInto('stripeEvents').values({ accountId: account.accountId, eventId: 'evt_test_old', type: 'checkout.session.completed', orderId: null, outcome: 'ignored', createdAt: Date.now() - 31 * 24 * HOUR }).execute();
+      const kept = (await db.selectFrom('stripeEvents').select('eventId').execute()).length;
+      assert.equal(await purgeOldStripeEvents(db), 1);
+      assert.equal((await db.selectFrom('stripeEvents').select('eventId').execute()).length, kept - 1);
+      assert.equal((await s.deliver(expired)).body.outcome, 'duplicate', 'a recent event is still remembered');
     });
 
     test('end to end: a pending order paid on Stripe Checkout completes by the signed webhook, once; payment.completed says stripe; the refund reaches Stripe with its idempotency key', async (t) => {

@@ -4,7 +4,7 @@ import { TenantScope } from '../../db/tenant.js';
 import { AppError } from '../../errors.js';
 import { completeOrder } from '../orders.service.js';
 import { stripeProvider } from './stripe.js';
-import { findStripeAccount, findStripeEvent, recordStripeEvent } from './stripe.repository.js';
+import { deleteStripeEventsBefore, findStripeAccount, findStripeEvent, recordStripeEvent } from './stripe.repository.js';
 
 /** What the endpoint did with an event (StripeWebhookReceipt). */
 export type StripeOutcome = 'completed' | 'refunded' | 'ignored' | 'duplicate';
@@ -73,4 +73,12 @@ async function actOn(db: Db, accountId: string, event: Stripe.Event, log: Webhoo
     log.warn({ orderId, stripeEvent: event.id, paymentIntent: reference, refund: refund.reference, reason: err.code }, 'Stripe payment not honoured: refunded at once');
     return { outcome: 'refunded', orderId };
   }
+}
+
+/**
+ * Forgets the Stripe events acted on more than `keepMs` ago (the workers' clean-up). Stripe retries
+ * an event for 3 days and its dashboard resends older ones by hand: 30 days covers both.
+ */
+export function purgeOldStripeEvents(db: Db, keepMs = 30 * 86_400_000, now = Date.now()): Promise<number> {
+  return deleteStripeEventsBefore(db, now - keepMs);
 }

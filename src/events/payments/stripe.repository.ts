@@ -29,3 +29,8 @@ export function findStripeEvent(db: Db, accountId: string, eventId: string): Pro
 export async function recordStripeEvent(db: Db, row: StripeEventTable): Promise<void> {
   await db.insertInto('stripeEvents').values(row).onConflict((oc) => oc.columns(['accountId', 'eventId']).doNothing()).execute();
 }
+
+export async function deleteStripeEventsBefore(db: Db, before: number): Promise<number> {
+  const result = await db.deleteFrom('stripeEvents').where('createdAt', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
