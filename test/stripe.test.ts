@@ -332,8 +332,18 @@ for (const engine of ENGINES) {
       const s = await standin(t);
       const { api, account, c } = await stripeApp(t, engine, s, { workers: true });
       const hook = await receiver(t);
-      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['payment.completed', 'ticket.purchased', 'order.cancelled'] });
+      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['payment.completed', 'ticket.purchased'] });
       const { event, type } = await paidEvent(c, { price: 2500, quantity: 3, holdMinutes: 45 });
+
+      // Stripe's hosted page needs somewhere to send the buyer back: without successUrl, 400 and nothing held.
+      const noReturn = await problem(
+        await c.send('POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: { provider: 'stripe' } }),
+        400,
+        'invalid_request',
+      );
+      assert.deepEqual(noReturn.errors.map((e: Json) => e.path), ['/payment/successUrl']);
+      assert.equal(s.sessions.size, 0);
+      assert.deepEqual((({ held, sold }) => ({ held, sold }))((await c.expect(200, 'GET', `/events/${event.id}/tickets`)).data[0]), { held: 0, sold: 0 });
 
       const placedAt = Date.now();
       const pending = await c.expect(201, 'POST', `/events/${event.id}/orders`, {
