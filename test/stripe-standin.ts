@@ -67,8 +67,8 @@ export interface StripeStandin {
   requests: StandinRequest[];
   /** Makes the call after the next `n` fail with Stripe's `api_error` (500). */
   failNext(n: number): void;
-  /** The buyer pays the session: it completes, and `checkout.session.completed` is sent. */
-  pay(sessionId: string): Promise<{ event: Stripe.Event; status: number; body: any }>;
+  /** The buyer pays the session: it completes, and `checkout.session.completed` is sent (`copies` times at once: Stripe may race itself). */
+  pay(sessionId: string, copies?: number): Promise<{ event: Stripe.Event; status: number; body: any; all: Array<{ status: number; body: any }> }>;
   /** Sends an event (again): Stripe delivers each event at least once. `secret` signs it instead of the webhook secret. */
   deliver(event: object, secret?: string): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
@@ -271,7 +271,7 @@ export async function startStripeStandin(): Promise<StripeStandin> {
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : null };
     },
-    async pay(sessionId) {
+    async pay(sessionId, copies = 1) {
       const session = sessions.get(sessionId);
       if (!session) throw new Error(`no session ${sessionId}`);
       if (session.status === 'open') {
@@ -292,7 +292,8 @@ export async function startStripeStandin(): Promise<StripeStandin> {
         request: { id: null, idempotency_key: null },
         type: 'checkout.session.completed',
       } as unknown as Stripe.Event;
-      return { event, ...(await standin.deliver(event)) };
+      const all = await Promise.all(Array.from({ length: copies }, () => standin.deliver(event)));
+      return { event, ...all[0]!, all };
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

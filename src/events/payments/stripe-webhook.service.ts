@@ -23,7 +23,8 @@ export interface WebhookLog {
  *    Stripe's 5 minutes (the package's own `constructEvent`; else 400 stripe_signature_invalid);
  * 3. an event acted on before has no second effect (`duplicate`);
  * 4. a paid Checkout Session that Montage opened for this account completes its order; a payment
- *    that cannot be honoured (hold over and places gone, or no such order) is refunded at once;
+ *    that cannot be honoured (hold over and places gone, no such order, or the order paid already
+ *    by another payment) is refunded at once;
  * 5. the event is noted as acted on. A failure before that answers 5xx: Stripe delivers it again,
  *    and steps 4's completion and refund are idempotent, so the retry does no harm.
  */
@@ -55,24 +56,29 @@ async function actOn(db: Db, accountId: string, event: Stripe.Event, log: Webhoo
 
   const reference = typeof session.payment_intent === 'string' ? session.payment_intent : (session.payment_intent?.id ?? null);
   const amount = session.amount_total ?? 0;
+  let reason: string;
   try {
-    await completeOrder(new TenantScope(db, accountId), orderId, { provider: 'stripe', reference, amount });
-    return { outcome: 'completed', orderId };
+    const order = await completeOrder(new TenantScope(db, accountId), orderId, { provider: 'stripe', reference, amount });
+    const charge = order.payments.find((p) => p.kind === 'charge');
+    if (charge === undefined || charge.reference === reference) return { outcome: 'completed', orderId };
+    // Completed already by another payment (a second Checkout Session of the same order): this one is paid twice.
+    reason = 'already_paid';
   } catch (err) {
     if (!(err instanceof AppError) || !UNHONOURED.has(err.code)) throw err;
-    // The buyer paid for places Montage can no longer give: the money goes back at once, once.
-    const provider = await stripeProvider(db, accountId);
-    const refund = await provider.refund({
-      accountId,
-      orderId,
-      paymentReference: reference,
-      amount,
-      currency: (session.currency ?? '').toUpperCase(),
-      idempotencyKey: `montage-unhonoured-${reference ?? session.id}`,
-    });
-    log.warn({ orderId, stripeEvent: event.id, paymentIntent: reference, refund: refund.reference, reason: err.code }, 'Stripe payment not honoured: refunded at once');
-    return { outcome: 'refunded', orderId };
+    reason = err.code;
   }
+  // The buyer paid for places Montage cannot give (or gave for another payment): the money goes back at once, once.
+  const provider = await stripeProvider(db, accountId);
+  const refund = await provider.refund({
+    accountId,
+    orderId,
+    paymentReference: reference,
+    amount,
+    currency: (session.currency ?? '').toUpperCase(),
+    idempotencyKey: `montage-unhonoured-${reference ?? session.id}`,
+  });
+  log.warn({ orderId, stripeEvent: event.id, paymentIntent: reference, refund: refund.reference, reason }, 'Stripe payment not honoured: refunded at once');
+  return { outcome: 'refunded', orderId };
 }
 
 /**
