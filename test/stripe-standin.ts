@@ -5,8 +5,8 @@ import Stripe from 'stripe';
 
 /**
  * A local stand-in for the few calls of Stripe's API that Montage's Stripe provider makes, answering
- * with the shapes of Stripe's API reference (https://docs.stripe.com/api): create a Checkout Session,
- * read one, create a Refund. Form-encoded bodies as the `stripe` package sends them; secret key
+ * with the shapes of Stripe's API reference (https://docs.stripe.com/api): create a Checkout Session
+ * and a Refund (and read a session, for the tests to look through the package). Form-encoded bodies as the `stripe` package sends them; secret key
  * checked; `Idempotency-Key` honoured (the same key and body replay the first answer, another body
  * is an `idempotency_error`). It "pays" a session the way a buyer would and sends the signed event
  * (`Stripe-Signature`, made with the package's own `generateTestHeaderString`) to a webhook URL.

@@ -377,7 +377,9 @@ for (const engine of ENGINES) {
       assert.equal((await s.deliver(late)).body.outcome, 'completed');
 
       const order = await c.expect(200, 'GET', `/orders/${pending.id}`);
-      const paymentIntent = s.sessions.get(sessionId)!.payment_intent!;
+      const retrieved = await stripeClient(s.secretKey).checkout.sessions.retrieve(sessionId);
+      assert.deepEqual([retrieved.status, retrieved.payment_status, retrieved.client_reference_id], ['complete', 'paid', pending.id]);
+      const paymentIntent = retrieved.payment_intent as string;
       assert.equal(order.status, 'completed');
       assert.equal(order.tickets.length, 2);
       assert.deepEqual(order.payment, { provider: 'stripe', status: 'paid', checkoutUrl: null });
