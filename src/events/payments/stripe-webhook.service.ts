@@ -26,7 +26,7 @@ export interface WebhookLog {
  *    that cannot be honoured (hold over and places gone, no such order, or the order paid already
  *    by another payment) is refunded at once;
  * 5. the event is noted as acted on. A failure before that answers 5xx: Stripe delivers it again,
- *    and steps 4's completion and refund are idempotent, so the retry does no harm.
+ *    and step 4's completion and refund are idempotent, so the retry does no harm.
  */
 export async function receiveStripeEvent(db: Db, accountId: string, payload: Buffer, signature: string | undefined, log: WebhookLog): Promise<StripeOutcome> {
   const settings = await findStripeAccount(db, accountId);
