@@ -24,6 +24,10 @@ import { checkinListComponents } from './events/checkin-lists.schemas.js';
 import { checkinListRoutes } from './events/checkin-lists.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
+import { useStripeApi } from './events/payments/stripe.js';
+import { stripeSettingsRoutes } from './events/payments/stripe.routes.js';
+import { stripeWebhookRoutes } from './events/payments/stripe-webhook.routes.js';
+import { stripeComponents } from './events/payments/stripe.schemas.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { type Authenticators, guardPlugin } from './http/guard.js';
@@ -71,6 +75,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.server.on('checkExpectation', (_req, res) => writeProblem(res, new AppError('expectation_failed', 'The only expectation this server meets is 100-continue.')));
 
   app.decorate('config', config);
+  useStripeApi(config.stripeApiBase);
   app.decorate('database', database);
   app.decorate('db', database.db);
   app.decorate('rateLimits', new RateLimits(config));
@@ -96,7 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...doorComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...doorComponents, ...checkinListComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -113,6 +118,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(eventRoutes);
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
+    await api.register(stripeSettingsRoutes);
     await api.register(webhookRoutes);
     await api.register(blendRoutes);
     if (options.extraRoutes) await api.register(options.extraRoutes);
@@ -121,6 +127,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(sampleRoutes);
   await app.register(dashboardRoutes);
   await app.register(scannerRoutes);
+  // Stripe's webhook posts carry no API key: their own context, beside the guarded API.
+  await app.register(stripeWebhookRoutes, { prefix: '/v1', listed: true });
+  await app.register(stripeWebhookRoutes, { prefix: '/api/v1', listed: false });
   await app.register(versioned, { prefix: '/v1', listed: true });
   await app.register(versioned, { prefix: '/api/v1', listed: false });
 

@@ -41,6 +41,15 @@ export interface Config {
   corsOrigins: string[];
   /** Proxies whose X-Forwarded-For names the client (MONTAGE_TRUST_PROXY): a hop count, or addresses and CIDR ranges; null: none. */
   trustProxy: number | string[] | null;
+  /** Where the Stripe provider sends its API calls (MONTAGE_STRIPE_API_BASE); null: Stripe's own (api.stripe.com). */
+  stripeApiBase: StripeApiBase | null;
+}
+
+/** The address of Stripe's API as the `stripe` package takes it (its constructor's host, port and protocol). */
+export interface StripeApiBase {
+  host: string;
+  port: number;
+  protocol: 'http' | 'https';
 }
 
 /** Bounds on every blend job (docs/blend.md, Limits and configuration); each breach is a failure code. */
@@ -238,7 +247,24 @@ export function loadConfig(env: Env = process.env): Config {
     ...metricsListener(env, port),
     corsOrigins: corsOrigins(env, 'MONTAGE_CORS_ORIGINS'),
     trustProxy: trustProxy(env, 'MONTAGE_TRUST_PROXY'),
+    stripeApiBase: stripeApiBase(env, 'MONTAGE_STRIPE_API_BASE'),
   };
+}
+
+/**
+ * `https://stripe-proxy.internal:8443` or `http://127.0.0.1:12111`: a stand-in or a proxy that
+ * answers as Stripe's API does. Scheme, host and port only: the package adds the paths itself.
+ */
+function stripeApiBase(env: Env, name: string): StripeApiBase | null {
+  const raw = url(env, name, ['http:', 'https:']);
+  if (raw === null) return null;
+  const parsed = new URL(raw);
+  if (parsed.pathname !== '/' || parsed.search || parsed.hash || parsed.username || parsed.password) {
+    throw new ConfigError(name, 'must be a scheme, a host and optionally a port, nothing after (e.g. http://127.0.0.1:12111)');
+  }
+  const protocol = parsed.protocol === 'http:' ? 'http' : 'https';
+  const port = parsed.port ? Number(parsed.port) : protocol === 'http' ? 80 : 443;
+  return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port, protocol };
 }
 
 /**

@@ -255,6 +255,12 @@ export const ERROR_CODES = {
     happened: 'The ticket type has sold tickets, so its price is fixed: buyers paid the old one.',
     next: 'Keep the price, or create a new ticket type with the new price and end the sales of the old one (`salesEndAt`).',
   },
+  stripe_signature_invalid: {
+    status: 400,
+    title: 'Stripe signature invalid',
+    happened: "A post to an account's Stripe webhook endpoint did not carry a valid `Stripe-Signature` for its body (a wrong or missing signature, a body changed on the way, a timestamp older than 5 minutes, or another webhook signing secret than the account's). Nothing was done.",
+    next: "Give Montage the signing secret of the endpoint in Stripe's dashboard (`PUT /v1/payment-providers/stripe`), and forward Stripe's body byte for byte. Stripe retries the event on its own schedule.",
+  },
   order_not_pending: {
     status: 409,
     title: 'Order not pending',
@@ -283,7 +289,7 @@ export const ERROR_CODES = {
     status: 422,
     title: 'Payment provider not configured',
     happened: 'The order asked to be paid through a provider this account has not set up (Stripe without its keys, for example); no order was placed.',
-    next: 'Set the provider up for the account first (docs/events.md, "Orders and payments"), or place the order with the `manual` provider.',
+    next: 'Set the provider up for the account first (for Stripe: `PUT /v1/payment-providers/stripe`, docs/events.md, "Stripe"), or place the order with the `manual` provider.',
   },
   payment_provider_error: {
     status: 502,

@@ -5,6 +5,7 @@ import { createResultStore } from './blend/storage.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
 import { EXPIRE_ORDER_KIND, orderExpiryHandler } from './events/orders.job.js';
+import { purgeOldStripeEvents } from './events/payments/stripe-webhook.service.js';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
 import { purgeFinishedJobs } from './jobs/queue.js';
 import { runWorkers, type Workers } from './jobs/workers.js';
@@ -28,6 +29,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       webhookMessages: (db) => purgeOldWebhookMessages(db),
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
+      stripeEvents: (db) => purgeOldStripeEvents(db),
     },
     close: () => blend.close(),
   });

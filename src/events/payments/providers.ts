@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
-import { AppError } from '../../errors.js';
 import type { PaymentProvider, ProviderName } from './provider.js';
+import { stripeProvider } from './stripe.js';
 
 /**
  * `manual`: bank transfer or cash at the box office. Nothing to start and nothing to send back
@@ -21,11 +21,12 @@ export const manualProvider: PaymentProvider = {
  * The provider `name` as the account has it set up. A provider the account cannot use is 422
  * `payment_provider_not_configured`, before any order is placed.
  */
-export async function providerFor(_db: Db, accountId: string, name: ProviderName): Promise<PaymentProvider> {
+export async function providerFor(db: Db, accountId: string, name: ProviderName): Promise<PaymentProvider> {
   switch (name) {
     case 'manual':
       return manualProvider;
     case 'stripe':
-      throw new AppError('payment_provider_not_configured', `Account ${accountId} has no Stripe set up.`, { provider: name });
+      // The account's own keys (docs/events.md, "Stripe"); without them, 422 payment_provider_not_configured.
+      return stripeProvider(db, accountId);
   }
 }
