@@ -10,6 +10,7 @@ import type { CreateOrderBody } from './events.schemas.js';
 import * as repo from './orders.repository.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
+import { prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -78,6 +79,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       }
       return { ...item, type };
     });
+    const answers = await prepareAnswers(tx, eventId, input);
 
     // Inventory with conditional updates (the event's capacity, then the ticket types): the
     // database refuses to sell what is not there. `sorted`: the order of soldOut's answer.
@@ -140,6 +142,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
     const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, taken, messages, subscriptions, now });
     if (!written) throw soldOut(event, sorted, count);
+    await writeAnswers(tx, { accountId: scope.accountId, orderId, tickets: ticketPlaces(items, tickets.map((t) => t.id)), prepared: answers });
     return order;
   });
 }
