@@ -39,10 +39,10 @@ export const QuestionSchema = Type.Object(
     label: Type.String(),
     help: Nullable(Type.String()),
     kind: QuestionKind,
-    options: Nullable(Type.Array(Type.String()), { description: 'The allowed answers of a choice question; null for the other kinds.' }),
+    options: Nullable(Type.Array(Type.String(), { maxItems: MAX_OPTIONS }), { description: 'The allowed answers of a choice question; null for the other kinds.' }),
     required: Type.Boolean(),
     askedPer: AskedPer,
-    ticketTypeIds: Nullable(Type.Array(Type.String()), { description: 'The ticket types the question is asked for; null: all of them.' }),
+    ticketTypeIds: Nullable(Type.Array(Type.String(), { maxItems: 100 }), { description: 'The ticket types the question is asked for; null: all of them.' }),
     position: Type.Integer(),
     maxLength: Nullable(Type.Integer(), { description: 'Text questions: the most characters; null for the other kinds.' }),
     min: Nullable(Type.Number(), { description: 'Number questions: the smallest answer allowed, if any.' }),
@@ -132,12 +132,12 @@ export const PutAnswersBody = Type.Object(
 );
 
 export const TicketAnswersSchema = Type.Object(
-  { ticketId: Type.String(), orderId: Type.String(), answers: Type.Array(ref(AnswerSchema), { maxItems: MAX_QUESTIONS_PER_EVENT }) },
+  { ticketId: Type.String({ examples: ['tkt_01m80eg3tperaacsapew6ns732'] }), orderId: Type.String(), answers: Type.Array(ref(AnswerSchema), { maxItems: MAX_QUESTIONS_PER_EVENT }) },
   { $id: 'TicketAnswers' },
 );
 
 export const OrderAnswersSchema = Type.Object(
-  { orderId: Type.String(), answers: Type.Array(ref(AnswerSchema), { maxItems: MAX_QUESTIONS_PER_EVENT }) },
+  { orderId: Type.String({ examples: ['ord_01m80eg3tperaacsapew6ns732'] }), answers: Type.Array(ref(AnswerSchema), { maxItems: MAX_QUESTIONS_PER_EVENT }) },
   { $id: 'OrderAnswers' },
 );
 
