@@ -123,6 +123,31 @@ for (const engine of ENGINES) {
       await problem(await other.send('POST', `/events/${theirs.event.id}/questions`, { label: 'x', kind: 'text', ticketTypeIds: [vip.id] }), 400, 'invalid_request');
     });
 
+    test('at most 100 questions an event, also when created at once; deleting a draft event takes its questions', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e } = await event(c);
+      const results = await Promise.all(Array.from({ length: 110 }, (_, i) => c.send('POST', `/events/${e.id}/questions`, { label: `Q${i}`, kind: 'boolean' })));
+      const statuses = results.map((r) => r.status).sort();
+      assert.deepEqual({ created: statuses.filter((s) => s === 201).length, refused: statuses.filter((s) => s === 409).length }, { created: 100, refused: 10 });
+      const refused = await problem(await c.send('POST', `/events/${e.id}/questions`, { label: 'One more', kind: 'text' }), 409, 'too_many_questions');
+      assert.equal(refused.limit, 100);
+      let listed = 0;
+      for (let cursor = ''; ; ) {
+        const page = await c.expect(200, 'GET', `/events/${e.id}/questions?limit=100${cursor}`);
+        listed += page.data.length;
+        if (!page.nextCursor) break;
+        cursor = `&cursor=${page.nextCursor}`;
+      }
+      assert.equal(listed, 100);
+
+      const startsAt = Date.now() + 24 * HOUR;
+      const draft = await c.expect(201, 'POST', '/events', { name: 'Draft', startsAt: iso(startsAt), endsAt: iso(startsAt + HOUR), timezone: 'UTC', currency: 'EUR' });
+      const q = await c.expect(201, 'POST', `/events/${draft.id}/questions`, { label: 'Size', kind: 'choice', options: ['S', 'M'] });
+      await c.expect(204, 'DELETE', `/events/${draft.id}`);
+      await problem(await c.send('GET', `/events/${draft.id}/questions/${q.id}`), 404, 'not_found');
+    });
+
     test('answers at order time: errors at their pointers, required per attendee and per order, ticket-type scoping', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);
