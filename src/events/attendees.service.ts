@@ -4,7 +4,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
 import * as repo from './attendees.repository.js';
-import { requireEvent } from './events.repository.js';
+import { type EventRow, requireEvent } from './events.repository.js';
 import type { ExportQuery } from './events.schemas.js';
 import { answersOfAttendees, type AnswerValue, presentAnswers } from './questions.answers.js';
 import { questionsOfEvent, type QuestionRow } from './questions.repository.js';
@@ -28,6 +28,9 @@ function presentAttendee(row: AttendeeRow, questions: QuestionRow[], answers: An
   };
 }
 
+/** The event's live questions; none read for an event that asks none. */
+const askedQuestions = async (scope: TenantScope, event: EventRow) => (event.questions === 0 ? [] : questionsOfEvent(scope, event.id));
+
 /** Attendees as the API shows them, with their answers and their orders' (read in one go per batch). */
 async function presentAttendees(scope: TenantScope, eventId: string, questions: QuestionRow[], rows: AttendeeRow[]): Promise<Attendee[]> {
   const answers = await answersOfAttendees(scope, eventId, questions, rows);
@@ -45,10 +48,10 @@ export { attendeePageQuery } from './attendees.repository.js';
 export async function listAttendees(scope: TenantScope, eventId: string, query: Filters & PageParams): Promise<Page<Attendee>> {
   const page = pageRequest(query, attendeesListTag(eventId, query));
   const filters: Filters = { checkedIn: query.checkedIn, ticketTypeId: query.ticketTypeId, q: query.q };
-  await requireEvent(scope, eventId);
+  const event = await requireEvent(scope, eventId);
   const rows = await repo.attendeePage(scope, eventId, filters, page);
   const listed = toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), (row) => row);
-  return { ...listed, data: await presentAttendees(scope, eventId, await questionsOfEvent(scope, eventId), listed.data) };
+  return { ...listed, data: await presentAttendees(scope, eventId, await askedQuestions(scope, event), listed.data) };
 }
 
 const EXPORT_BATCH = 1000;
@@ -139,9 +142,9 @@ export const EXPORT_EXAMPLES = {
  * flat however many there are, and written as fast as the client reads (backpressure).
  */
 export async function exportAttendees(scope: TenantScope, eventId: string, query: Static<typeof ExportQuery>) {
-  await requireEvent(scope, eventId);
+  const event = await requireEvent(scope, eventId);
   const format = query.format ?? 'csv';
-  const questions = await questionsOfEvent(scope, eventId);
+  const questions = await askedQuestions(scope, event);
   async function* lines() {
     if (format === 'csv') yield csvHeader(questions);
     let after: string | null = null;

@@ -96,6 +96,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     metadata: JSON.stringify(input.metadata ?? {}),
     sold: 0,
     ticketsIssued: 0,
+    questions: 0,
     createdAt: now,
     updatedAt: now,
     publishedAt: null,

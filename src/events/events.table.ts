@@ -19,6 +19,8 @@ export interface EventTable {
   sold: number;
   /** Tickets ever issued, cancelled ones included: an event that issued one cannot be deleted. */
   ticketsIssued: number;
+  /** Live questions (questions.service.ts keeps it, under the event's lock); 0: orders read none. */
+  questions: number;
   createdAt: number;
   updatedAt: number;
   publishedAt: number | null;
@@ -42,6 +44,7 @@ export const EVENT_COLUMNS = [
   'metadata',
   'sold',
   'ticketsIssued',
+  'questions',
   'createdAt',
   'updatedAt',
   'publishedAt',

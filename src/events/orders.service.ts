@@ -79,7 +79,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       }
       return { ...item, type };
     });
-    const answers = await prepareAnswers(tx, eventId, input);
+    const answers = await prepareAnswers(tx, eventId, input, event.questions);
 
     // Inventory with conditional updates (the event's capacity, then the ticket types): the
     // database refuses to sell what is not there. `sorted`: the order of soldOut's answer.

@@ -152,9 +152,12 @@ const byId = (questions: QuestionRow[]) => new Map(questions.map((q) => [q.id, q
  * Every error is reported at once with its JSON pointer (`/items/0/attendees/1/answers/0/value`).
  * A question asked per attendee that is required needs, for each ticket of the types it covers,
  * an `attendees` entry that answers it. `input.items` must be the event's ticket types (createOrder
- * checks that first).
+ * checks that first). `asked`: the event's `questions` as read under its lock, if the caller has
+ * it: an order that answers nothing of an event that asks nothing then reads no questions.
  */
-export async function prepareAnswers(tx: TenantScope, eventId: string, input: AnswersOfOrder): Promise<PreparedAnswers> {
+export async function prepareAnswers(tx: TenantScope, eventId: string, input: AnswersOfOrder, asked?: number): Promise<PreparedAnswers> {
+  const answered = (input.answers?.length ?? 0) > 0 || input.items.some((item) => item.attendees?.some((a) => (a.answers?.length ?? 0) > 0));
+  if (asked === 0 && !answered) return { eventId, order: [], attendees: [] };
   const questions = byId(await repo.questionsForAnswers(tx, eventId));
   const problems = new Problems();
   const order = checkAnswers(questions, orderAsks(input.items.map((item) => item.ticketTypeId)), input.answers, '/answers', '/answers', problems);

@@ -66,6 +66,11 @@ export function updateQuestion(scope: TenantScope, id: string, changes: Partial<
   return scope.updateTable('questions').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
+/** The event's count of live questions, moved by `delta` (under the event's lock). */
+export async function countQuestions(tx: TenantScope, eventId: string, delta: 1 | -1): Promise<void> {
+  await tx.updateTable('events').set((eb) => ({ questions: eb('questions', '+', delta) })).where('id', '=', eventId).execute();
+}
+
 /** Of these options of the question, those that some answer uses (its JSON holds the option's JSON string). */
 export async function optionsInUse(scope: TenantScope, questionId: string, options: string[]): Promise<string[]> {
   const contains = onPostgres(scope.db) ? (needle: string) => sql<number>`strpos(value, ${needle})` : (needle: string) => sql<number>`instr(value, ${needle})`;

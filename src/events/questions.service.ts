@@ -95,6 +95,7 @@ export async function createQuestion(scope: TenantScope, eventId: string, input:
       deletedAt: null,
     };
     await repo.insertQuestion(tx, row);
+    await repo.countQuestions(tx, eventId, 1);
     return presentQuestion(row);
   });
 }
@@ -162,5 +163,6 @@ export async function deleteQuestion(scope: TenantScope, eventId: string, questi
     if (!question) throw notFound('question', questionId);
     const now = Date.now();
     await repo.updateQuestion(tx, questionId, { deletedAt: now, updatedAt: now });
+    await repo.countQuestions(tx, eventId, -1);
   });
 }

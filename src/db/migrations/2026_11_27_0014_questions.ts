@@ -4,6 +4,9 @@ import type { Kysely } from 'kysely';
 // or once per order, and their answers. A question is never deleted, only retired (`deleted_at`):
 // answers keep their question, and a pending order validated against it can still be completed.
 export async function up(db: Kysely<any>): Promise<void> {
+  // How many live questions the event has, read with the event's row under its lock: an order of
+  // an event that asks nothing reads no questions (no round trip while the event is locked).
+  await db.schema.alterTable('events').addColumn('questions', 'integer', (c) => c.notNull().defaultTo(0)).execute();
   await db.schema
     .createTable('questions')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -47,4 +50,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   for (const table of ['answers', 'questions']) await db.schema.dropTable(table).execute();
+  await db.schema.alterTable('events').dropColumn('questions').execute();
 }
