@@ -236,7 +236,7 @@ for (const engine of ENGINES) {
     test('exports: one CSV column per question, formulas neutralised; NDJSON carries the answers', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);
-      const { event: e, vip } = await event(c);
+      const { event: e, general, vip } = await event(c);
       const q = await questions(c, e.id, vip.id);
       const good = await c.expect(201, 'POST', `/events/${e.id}/orders`, {
         buyer: ada,
@@ -256,8 +256,16 @@ for (const engine of ENGINES) {
       assert.match(again[0]!, /"Meal","'\+Age","Company","Photos OK"$/);
       assert.match(again[1]!, /"Vegan","42","'=HYPERLINK\(""http:\/\/x""\)","true"$/);
 
+      // Tickets the filters leave out, between those exported: their answers stay out too.
+      const between = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(2), answers: [{ questionId: q.age.id, value: 7 }] }] }], answers: [{ questionId: q.consent.id, value: false }] });
+      await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(3), answers: [{ questionId: q.meal.id, value: 'Anything' }] }] }], answers: [{ questionId: q.consent.id, value: true }] });
+      const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&ticketTypeId=${vip.id}`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual(filtered.map((a) => [a.name, a.answers.map((x: Json) => x.value), a.orderAnswers.length]), [['Guest 1', ['Vegan', 42], 2], ['Guest 3', ['Anything'], 1]]);
+      assert.ok(!filtered.some((a) => a.ticketId === between.tickets[0].id));
+
       const ndjson = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
-      assert.equal(ndjson.length, 1);
+      assert.equal(ndjson.length, 3);
+      assert.deepEqual(ndjson[1].answers, [{ questionId: q.age.id, value: 7 }]);
       assert.deepEqual(ndjson[0].answers, [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: 42 }]);
       assert.deepEqual(ndjson[0].orderAnswers, [{ questionId: q.company.id, value: '=HYPERLINK("http://x")' }, { questionId: q.consent.id, value: true }]);
     });

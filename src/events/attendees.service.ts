@@ -23,8 +23,8 @@ function presentAttendee(row: AttendeeRow, questions: QuestionRow[], answers: An
     ticketTypeName: row.ticketTypeName,
     checkedIn: row.checkedInAt !== null,
     checkedInAt: iso(row.checkedInAt),
-    answers: presentAnswers(questions, answers.byTicket.get(row.ticketId) ?? []),
-    orderAnswers: presentAnswers(questions, answers.byOrder.get(row.orderId) ?? []),
+    answers: presentAnswers(questions, answers.byTicket.get(row.ticketId)),
+    orderAnswers: presentAnswers(questions, answers.byOrder.get(row.orderId)),
   };
 }
 
@@ -32,8 +32,8 @@ function presentAttendee(row: AttendeeRow, questions: QuestionRow[], answers: An
 const askedQuestions = async (scope: TenantScope, event: EventRow) => (event.questions === 0 ? [] : questionsOfEvent(scope, event.id));
 
 /** Attendees as the API shows them, with their answers and their orders' (read in one go per batch). */
-async function presentAttendees(scope: TenantScope, eventId: string, questions: QuestionRow[], rows: AttendeeRow[]): Promise<Attendee[]> {
-  const answers = await answersOfAttendees(scope, eventId, questions, rows);
+async function presentAttendees(scope: TenantScope, eventId: string, questions: QuestionRow[], rows: AttendeeRow[], read: 'ids' | 'range' = 'ids'): Promise<Attendee[]> {
+  const answers = await answersOfAttendees(scope, eventId, questions, rows, read);
   return rows.map((row) => presentAttendee(row, questions, answers));
 }
 
@@ -88,13 +88,20 @@ const csvHeader = (questions: Column[]) => `${CSV_COLUMNS.join(',')}${questions.
 /** An answer as a CSV cell's text: a multiple choice's options joined by ", "; no answer is an empty cell. */
 const answerText = (value: AnswerValue | undefined): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));
 
-/** One attendee as a line of the export: in CSV, its answer to each question (its own, or its order's) in that question's column. */
+/**
+ * One attendee as a line of the export: in CSV, its answer to each question (its own, or its
+ * order's) in that question's column. Both lists are in the questions' order, so one walk pairs them.
+ */
 function exportLine(format: 'csv' | 'json', attendee: Attendee, questions: Column[]): string {
   if (format === 'json') return `${JSON.stringify(attendee)}\n`;
   let line = CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',');
-  if (questions.length > 0) {
-    const values = new Map([...attendee.answers, ...attendee.orderAnswers].map((a) => [a.questionId, a.value]));
-    for (const q of questions) line += `,${csvCell(answerText(values.get(q.id)))}`;
+  let own = 0;
+  let order = 0;
+  for (const q of questions) {
+    let value: AnswerValue | undefined;
+    if (attendee.answers[own]?.questionId === q.id) value = attendee.answers[own++]!.value;
+    else if (attendee.orderAnswers[order]?.questionId === q.id) value = attendee.orderAnswers[order++]!.value;
+    line += `,${csvCell(answerText(value))}`;
   }
   return `${line}\r\n`;
 }
@@ -152,7 +159,7 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
       const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
       if (rows.length === 0) return;
       let chunk = '';
-      for (const attendee of await presentAttendees(scope, eventId, questions, rows)) chunk += exportLine(format, attendee, questions);
+      for (const attendee of await presentAttendees(scope, eventId, questions, rows, 'range')) chunk += exportLine(format, attendee, questions);
       yield chunk;
       after = rows[rows.length - 1]!.ticketId;
       if (rows.length < EXPORT_BATCH) return;

@@ -221,23 +221,44 @@ export function ticketPlaces(items: Array<{ quantity: number }>, ticketIds: stri
 // Reading and editing answers later
 // ---------------------------------------------------------------------------------------------
 
+/** One subject's answers (a ticket's, or an order's), by question id. */
+type AnswersOf = Map<string, AnswerValue>;
+
 /** Answers as the API shows them: to live questions only, in the questions' order. */
-export function presentAnswers(questions: QuestionRow[], rows: repo.AnswerRow[]): PreparedAnswer[] {
-  const values = new Map(rows.map((r) => [r.questionId, r.value]));
-  return questions.flatMap((q) => {
+export function presentAnswers(questions: QuestionRow[], values: AnswersOf | undefined): PreparedAnswer[] {
+  if (values === undefined) return [];
+  const shown: PreparedAnswer[] = [];
+  for (const q of questions) {
     const value = values.get(q.id);
-    return value === undefined ? [] : [{ questionId: q.id, value: JSON.parse(value) as AnswerValue }];
-  });
+    if (value !== undefined) shown.push({ questionId: q.id, value });
+  }
+  return shown;
 }
 
-/** A ticket's answers and an order's, for a set of attendees (empty maps when the event asks nothing). */
-export async function answersOfAttendees(scope: TenantScope, eventId: string, questions: QuestionRow[], rows: Array<{ ticketId: string; orderId: string }>) {
-  const byTicket = new Map<string, repo.AnswerRow[]>();
-  const byOrder = new Map<string, repo.AnswerRow[]>();
+/**
+ * The answers of a set of attendees, per ticket (questions asked per attendee) and per order (asked
+ * per order); nothing is read when the event asks nothing. Equal answers are parsed once: an export
+ * batch repeats a few values many times. `read`: by the tickets' ids (a page), or by the range
+ * they span (an export batch: `rows` in ticket id order).
+ */
+export async function answersOfAttendees(
+  scope: TenantScope,
+  eventId: string,
+  questions: QuestionRow[],
+  rows: Array<{ ticketId: string; orderId: string }>,
+  read: 'ids' | 'range' = 'ids',
+) {
+  const byTicket = new Map<string, AnswersOf>();
+  const byOrder = new Map<string, AnswersOf>();
   if (questions.length === 0 || rows.length === 0) return { byTicket, byOrder };
-  const group = (map: Map<string, repo.AnswerRow[]>, key: string, row: repo.AnswerRow) => (map.get(key) ?? map.set(key, []).get(key)!).push(row);
+  const parsed = new Map<string, AnswerValue>();
+  const parse = (json: string) => parsed.get(json) ?? parsed.set(json, JSON.parse(json) as AnswerValue).get(json)!;
+  const group = (map: Map<string, AnswersOf>, key: string, row: repo.GivenAnswer) => (map.get(key) ?? map.set(key, new Map()).get(key)!).set(row.questionId, parse(row.value));
   if (questions.some((q) => q.askedPer === 'attendee')) {
-    for (const row of await repo.answersOfTickets(scope, eventId, rows.map((r) => r.ticketId))) group(byTicket, row.ticketId!, row);
+    const ids = rows.map((r) => r.ticketId);
+    // `range`: rows in ticket id order (an export batch); answers of tickets in between that are not listed are read and left.
+    const given = read === 'range' ? await repo.answersOfTicketRange(scope, eventId, ids[0]!, ids[ids.length - 1]!) : await repo.answersOfTickets(scope, eventId, ids);
+    for (const row of given) group(byTicket, row.ticketId!, row);
   }
   if (questions.some((q) => q.askedPer === 'order')) {
     for (const row of await repo.answersOfOrders(scope, rows.map((r) => r.orderId))) group(byOrder, row.orderId, row);
@@ -250,14 +271,15 @@ export async function getTicketAnswers(scope: TenantScope, ticketId: string) {
   if (!ticket) throw notFound('ticket', ticketId);
   const questions = await repo.questionsOfEvent(scope, ticket.eventId);
   const { byTicket } = await answersOfAttendees(scope, ticket.eventId, questions, [{ ticketId, orderId: ticket.orderId }]);
-  return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, byTicket.get(ticketId) ?? []) };
+  return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, byTicket.get(ticketId)) };
 }
 
 export async function getOrderAnswers(scope: TenantScope, orderId: string) {
   const order = await repo.findOrder(scope, orderId);
   if (!order) throw notFound('order', orderId);
   const questions = await repo.questionsOfEvent(scope, order.eventId);
-  return { orderId, answers: presentAnswers(questions, await repo.answersOfOrders(scope, [orderId])) };
+  const { byOrder } = await answersOfAttendees(scope, order.eventId, questions.filter((q) => q.askedPer === 'order'), [{ ticketId: '', orderId }]);
+  return { orderId, answers: presentAnswers(questions, byOrder.get(orderId)) };
 }
 
 /**

@@ -82,20 +82,46 @@ export async function optionsInUse(scope: TenantScope, questionId: string, optio
   return used;
 }
 
+/** An answer as shown: whose (its ticket or order), to what, and its JSON. */
+export type GivenAnswer = Pick<AnswerRow, 'questionId' | 'orderId' | 'ticketId' | 'value'>;
+
+/** Ids per `in` list when reading answers: a page or an export batch (1,000) in one statement. */
+const READ_CHUNK = 1000;
+const readChunks = (ids: string[]): string[][] => {
+  const unique = [...new Set(ids)];
+  return Array.from({ length: Math.ceil(unique.length / READ_CHUNK) }, (_, i) => unique.slice(i * READ_CHUNK, (i + 1) * READ_CHUNK));
+};
+
 /** The answers given for these tickets (questions asked per attendee). */
-export async function answersOfTickets(scope: TenantScope, eventId: string, ticketIds: string[]): Promise<AnswerRow[]> {
-  const found: AnswerRow[] = [];
-  for (const part of chunks([...new Set(ticketIds)])) {
-    found.push(...(await scope.selectFrom('answers').selectAll().where('eventId', '=', eventId).where('ticketId', 'in', part).execute()));
+export async function answersOfTickets(scope: TenantScope, eventId: string, ticketIds: string[]): Promise<GivenAnswer[]> {
+  const found: GivenAnswer[] = [];
+  for (const part of readChunks(ticketIds)) {
+    found.push(...(await scope.selectFrom('answers').select(['questionId', 'orderId', 'ticketId', 'value']).where('eventId', '=', eventId).where('ticketId', 'in', part).execute()));
   }
   return found;
 }
 
+/**
+ * The answers given for the event's tickets from `first` to `last` (ids, inclusive), per attendee:
+ * one range of the ticket index, where an `in` list of an export batch's 1,000 ids costs a lookup
+ * each. Read by an export, which walks every ticket in id order: over all its batches it reads each
+ * answer of the event at most once, whatever its filters leave out.
+ */
+export function answersOfTicketRange(scope: TenantScope, eventId: string, first: string, last: string): Promise<GivenAnswer[]> {
+  return scope
+    .selectFrom('answers')
+    .select(['questionId', 'orderId', 'ticketId', 'value'])
+    .where('ticketId', '>=', first)
+    .where('ticketId', '<=', last)
+    .where('eventId', '=', eventId)
+    .execute();
+}
+
 /** The answers given for these orders to questions asked per order. */
-export async function answersOfOrders(scope: TenantScope, orderIds: string[]): Promise<AnswerRow[]> {
-  const found: AnswerRow[] = [];
-  for (const part of chunks([...new Set(orderIds)])) {
-    found.push(...(await scope.selectFrom('answers').selectAll().where('orderId', 'in', part).where('ticketId', 'is', null).execute()));
+export async function answersOfOrders(scope: TenantScope, orderIds: string[]): Promise<GivenAnswer[]> {
+  const found: GivenAnswer[] = [];
+  for (const part of readChunks(orderIds)) {
+    found.push(...(await scope.selectFrom('answers').select(['questionId', 'orderId', 'ticketId', 'value']).where('orderId', 'in', part).where('ticketId', 'is', null).execute()));
   }
   return found;
 }
