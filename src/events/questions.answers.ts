@@ -266,20 +266,21 @@ export async function answersOfAttendees(
   return { byTicket, byOrder };
 }
 
+/** One subject's answers by question. */
+const valuesOf = (rows: repo.GivenAnswer[]): AnswersOf => new Map(rows.map((r) => [r.questionId, JSON.parse(r.value) as AnswerValue]));
+
 export async function getTicketAnswers(scope: TenantScope, ticketId: string) {
   const ticket = await repo.findTicket(scope, ticketId);
   if (!ticket) throw notFound('ticket', ticketId);
   const questions = await repo.questionsOfEvent(scope, ticket.eventId);
-  const { byTicket } = await answersOfAttendees(scope, ticket.eventId, questions, [{ ticketId, orderId: ticket.orderId }]);
-  return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, byTicket.get(ticketId)) };
+  return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfTickets(scope, ticket.eventId, [ticketId]))) };
 }
 
 export async function getOrderAnswers(scope: TenantScope, orderId: string) {
   const order = await repo.findOrder(scope, orderId);
   if (!order) throw notFound('order', orderId);
   const questions = await repo.questionsOfEvent(scope, order.eventId);
-  const { byOrder } = await answersOfAttendees(scope, order.eventId, questions.filter((q) => q.askedPer === 'order'), [{ ticketId: '', orderId }]);
-  return { orderId, answers: presentAnswers(questions, byOrder.get(orderId)) };
+  return { orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfOrders(scope, [orderId]))) };
 }
 
 /**
