@@ -138,7 +138,7 @@ export const ERROR_CODES = {
   ticket_cancelled: {
     status: 409,
     title: 'Ticket cancelled',
-    happened: 'The ticket is cancelled, so it can no longer be checked in, transferred or cancelled again.',
+    happened: 'The ticket is cancelled, so it can no longer be checked in, transferred, cancelled again or have its answers edited.',
     next: 'Do not admit its holder with it; the buyer needs a new ticket (a new order). Read the ticket for its state.',
   },
   ticket_checked_in: {
@@ -296,6 +296,24 @@ export const ERROR_CODES = {
     title: 'Payment provider error',
     happened: 'The payment provider could not be reached or refused the call; what Montage had recorded for it was undone (a pending order is cancelled and its places returned; a refund is marked failed).',
     next: 'Retry later with a new request (a cancelled order cannot be paid: place it again). If it keeps happening, check the provider\'s status and the account\'s provider settings.',
+  },
+  question_options_in_use: {
+    status: 409,
+    title: 'Question options in use',
+    happened: 'The change would remove options of a choice question that answers already given use (`options` lists them); nothing changed.',
+    next: 'Keep those options (rename others, add new ones), or edit the answers that use them first (`PUT /v1/tickets/:id/answers`, `PUT /v1/orders/:id/answers`).',
+  },
+  order_not_completed: {
+    status: 409,
+    title: 'Order not completed',
+    happened: 'The order is not completed (it is pending, expired or cancelled), so its answers cannot be edited: a pending order keeps the answers it was placed with until it completes.',
+    next: 'Edit the answers once the order is completed (read its `status` with `GET /v1/orders/:id`).',
+  },
+  too_many_questions: {
+    status: 409,
+    title: 'Too many questions',
+    happened: 'The event has as many questions as an event may have (`limit`); nothing was created.',
+    next: 'Delete a question the event no longer needs (`DELETE /v1/events/:id/questions/:questionId`), or ask for several things in one question.',
   },
   conflict: {
     status: 409,

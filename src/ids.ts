@@ -12,6 +12,7 @@ export const ID_PREFIXES = {
   signingKey: 'sk',
   checkin: 'chk',
   checkinList: 'cl',
+  question: 'qst',
   webhook: 'wh',
   message: 'msg',
   delivery: 'whd',

@@ -1100,9 +1100,9 @@ for (const engine of ENGINES) {
         const list = await c.expect(200, 'GET', `/events/${event.id}/attendees`);
         assert.equal(list.hasMore, false);
         assert.deepEqual(list.data, [
-          { ticketId: ada.id, orderId: ada.orderId, name: 'Ada Lovelace', email: 'ada.lovelace@example.com', ticketTypeId: a.id, ticketTypeName: 'Type A', checkedIn: true, checkedInAt: checkin.checkedInAt },
-          { ticketId: bob.id, orderId: bob.orderId, name: 'Bob Stone', email: 'bob.stone@example.com', ticketTypeId: b.id, ticketTypeName: 'Type B', checkedIn: false, checkedInAt: null },
-          { ticketId: carol.id, orderId: carol.orderId, name: 'Carol King', email: 'carol@corp.example', ticketTypeId: a.id, ticketTypeName: 'Type A', checkedIn: false, checkedInAt: null },
+          { ticketId: ada.id, orderId: ada.orderId, name: 'Ada Lovelace', email: 'ada.lovelace@example.com', ticketTypeId: a.id, ticketTypeName: 'Type A', checkedIn: true, checkedInAt: checkin.checkedInAt, answers: [], orderAnswers: [] },
+          { ticketId: bob.id, orderId: bob.orderId, name: 'Bob Stone', email: 'bob.stone@example.com', ticketTypeId: b.id, ticketTypeName: 'Type B', checkedIn: false, checkedInAt: null, answers: [], orderAnswers: [] },
+          { ticketId: carol.id, orderId: carol.orderId, name: 'Carol King', email: 'carol@corp.example', ticketTypeId: a.id, ticketTypeName: 'Type A', checkedIn: false, checkedInAt: null, answers: [], orderAnswers: [] },
         ], 'the cancelled ticket is not an attendee');
 
         const namesOf = async (query: string) => (await c.expect(200, 'GET', `/events/${event.id}/attendees?${query}`)).data.map((r: { name: string }) => r.name);

@@ -4,14 +4,16 @@ import type { TenantScope } from '../db/tenant.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { iso } from '../time.js';
 import * as repo from './attendees.repository.js';
-import { requireEvent } from './events.repository.js';
+import { type EventRow, requireEvent } from './events.repository.js';
 import type { ExportQuery } from './events.schemas.js';
+import { answersOfAttendees, type AnswerValue, presentAnswers } from './questions.answers.js';
+import { questionsOfEvent, type QuestionRow } from './questions.repository.js';
 
 type Filters = repo.AttendeeFilters;
 type AttendeeRow = repo.AttendeeRow;
+type Answers = Awaited<ReturnType<typeof answersOfAttendees>>;
 
-
-function presentAttendee(row: AttendeeRow) {
+function presentAttendee(row: AttendeeRow, questions: QuestionRow[], answers: Answers) {
   return {
     ticketId: row.ticketId,
     orderId: row.orderId,
@@ -21,7 +23,18 @@ function presentAttendee(row: AttendeeRow) {
     ticketTypeName: row.ticketTypeName,
     checkedIn: row.checkedInAt !== null,
     checkedInAt: iso(row.checkedInAt),
+    answers: presentAnswers(questions, answers.byTicket.get(row.ticketId)),
+    orderAnswers: presentAnswers(questions, answers.byOrder.get(row.orderId)),
   };
+}
+
+/** The event's live questions; none read for an event that asks none. */
+const askedQuestions = async (scope: TenantScope, event: EventRow) => (event.questions === 0 ? [] : questionsOfEvent(scope, event.id));
+
+/** Attendees as the API shows them, with their answers and their orders' (read in one go per batch). */
+async function presentAttendees(scope: TenantScope, eventId: string, questions: QuestionRow[], rows: AttendeeRow[], read: 'ids' | 'range' = 'ids'): Promise<Attendee[]> {
+  const answers = await answersOfAttendees(scope, eventId, questions, rows, read);
+  return rows.map((row) => presentAttendee(row, questions, answers));
 }
 
 export type Attendee = ReturnType<typeof presentAttendee>;
@@ -35,9 +48,10 @@ export { attendeePageQuery } from './attendees.repository.js';
 export async function listAttendees(scope: TenantScope, eventId: string, query: Filters & PageParams): Promise<Page<Attendee>> {
   const page = pageRequest(query, attendeesListTag(eventId, query));
   const filters: Filters = { checkedIn: query.checkedIn, ticketTypeId: query.ticketTypeId, q: query.q };
-  await requireEvent(scope, eventId);
+  const event = await requireEvent(scope, eventId);
   const rows = await repo.attendeePage(scope, eventId, filters, page);
-  return toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), presentAttendee);
+  const listed = toPage(rows, page, (r) => ({ key: r.ticketId, id: r.ticketId }), (row) => row);
+  return { ...listed, data: await presentAttendees(scope, eventId, await askedQuestions(scope, event), listed.data) };
 }
 
 const EXPORT_BATCH = 1000;
@@ -65,12 +79,37 @@ function csvCell(value: string | boolean | null): string {
   return `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`;
 }
 
-const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;
+/** What the export needs of a question: its id, and its label as its column's header. */
+type Column = Pick<QuestionRow, 'id' | 'label'>;
 
-/** One attendee as a line of the export. */
-function exportLine(format: 'csv' | 'json', attendee: Attendee): string {
-  return format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',')}\r\n` : `${JSON.stringify(attendee)}\n`;
+/** The CSV's first line: the attendee's columns, then one per question (its label), in the questions' order. */
+const csvHeader = (questions: Column[]) => `${CSV_COLUMNS.join(',')}${questions.map((q) => `,${csvCell(q.label)}`).join('')}\r\n`;
+
+/** An answer as a CSV cell's text: a multiple choice's options joined by ", "; no answer is an empty cell. */
+const answerText = (value: AnswerValue | undefined): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));
+
+/**
+ * One attendee as a line of the export: in CSV, its answer to each question (its own, or its
+ * order's) in that question's column. Both lists are in the questions' order, so one walk pairs them.
+ */
+function exportLine(format: 'csv' | 'json', attendee: Attendee, questions: Column[]): string {
+  if (format === 'json') return `${JSON.stringify(attendee)}\n`;
+  let line = CSV_COLUMNS.map((c) => csvCell(attendee[c])).join(',');
+  let own = 0;
+  let order = 0;
+  for (const q of questions) {
+    let value: AnswerValue | undefined;
+    if (attendee.answers[own]?.questionId === q.id) value = attendee.answers[own++]!.value;
+    else if (attendee.orderAnswers[order]?.questionId === q.id) value = attendee.orderAnswers[order++]!.value;
+    line += `,${csvCell(answerText(value))}`;
+  }
+  return `${line}\r\n`;
 }
+
+const SAMPLE_QUESTIONS: Column[] = [
+  { id: 'qst_01jv8e3a1b2c3d4e5f6g7h8j9k', label: 'Meal' },
+  { id: 'qst_01jv8e3a1b2c3d4e5f6g7h8j9m', label: 'Company' },
+];
 
 const SAMPLE_ATTENDEES: Attendee[] = [
   {
@@ -82,6 +121,8 @@ const SAMPLE_ATTENDEES: Attendee[] = [
     ticketTypeName: 'General admission',
     checkedIn: true,
     checkedInAt: '2027-05-01T18:04:11.000Z',
+    answers: [{ questionId: SAMPLE_QUESTIONS[0]!.id, value: 'Vegan' }],
+    orderAnswers: [{ questionId: SAMPLE_QUESTIONS[1]!.id, value: '@SUM(1+1)*cmd|"/C calc"!A0' }],
   },
   {
     ticketId: 'tkt_01jv8e5qk4d0h3v8x5n7p1qrst',
@@ -92,13 +133,15 @@ const SAMPLE_ATTENDEES: Attendee[] = [
     ticketTypeName: 'General admission',
     checkedIn: false,
     checkedInAt: null,
+    answers: [],
+    orderAnswers: [{ questionId: SAMPLE_QUESTIONS[1]!.id, value: '@SUM(1+1)*cmd|"/C calc"!A0' }],
   },
 ];
 
 /** What an export of two attendees looks like, written by the same code as a real one (for the OpenAPI document). */
 export const EXPORT_EXAMPLES = {
-  csv: CSV_HEADER + SAMPLE_ATTENDEES.map((a) => exportLine('csv', a)).join(''),
-  json: SAMPLE_ATTENDEES.map((a) => exportLine('json', a)).join(''),
+  csv: csvHeader(SAMPLE_QUESTIONS) + SAMPLE_ATTENDEES.map((a) => exportLine('csv', a, SAMPLE_QUESTIONS)).join(''),
+  json: SAMPLE_ATTENDEES.map((a) => exportLine('json', a, SAMPLE_QUESTIONS)).join(''),
 };
 
 /**
@@ -106,16 +149,17 @@ export const EXPORT_EXAMPLES = {
  * flat however many there are, and written as fast as the client reads (backpressure).
  */
 export async function exportAttendees(scope: TenantScope, eventId: string, query: Static<typeof ExportQuery>) {
-  await requireEvent(scope, eventId);
+  const event = await requireEvent(scope, eventId);
   const format = query.format ?? 'csv';
+  const questions = await askedQuestions(scope, event);
   async function* lines() {
-    if (format === 'csv') yield CSV_HEADER;
+    if (format === 'csv') yield csvHeader(questions);
     let after: string | null = null;
     for (;;) {
       const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
       if (rows.length === 0) return;
       let chunk = '';
-      for (const row of rows) chunk += exportLine(format, presentAttendee(row));
+      for (const attendee of await presentAttendees(scope, eventId, questions, rows, 'range')) chunk += exportLine(format, attendee, questions);
       yield chunk;
       after = rows[rows.length - 1]!.ticketId;
       if (rows.length < EXPORT_BATCH) return;

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
 import { CheckinCounts } from './checkin-lists.schemas.js';
+import { AnswerSchema, AnswersInput } from './questions.schemas.js';
 import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
@@ -204,13 +205,19 @@ export const CreateOrderBody = Type.Object(
         {
           ticketTypeId: Type.String({ minLength: 1, maxLength: 64 }),
           quantity: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
-          attendees: Type.Optional(Type.Array(Person, { maxItems: 100, description: 'Holders; tickets past the list go to the buyer.' })),
+          attendees: Type.Optional(
+            Type.Array(Type.Object({ ...Person.properties, answers: Type.Optional(AnswersInput) }, { additionalProperties: false }), {
+              maxItems: 100,
+              description: "Holders, with their answers to the questions asked per attendee; tickets past the list go to the buyer (a required attendee question needs an entry per ticket).",
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
       { minItems: 1, maxItems: 20 },
     ),
     payment: Type.Optional(OrderPayment),
+    answers: Type.Optional(AnswersInput),
   },
   {
     $id: 'CreateOrderRequest',
@@ -285,6 +292,8 @@ export const AttendeeSchema = Type.Object(
     ticketTypeName: Type.String(),
     checkedIn: Type.Boolean(),
     checkedInAt: NullableTimestamp,
+    answers: Type.Array(ref(AnswerSchema), { maxItems: 100, description: "The attendee's answers to the questions asked per attendee, in the questions' order." }),
+    orderAnswers: Type.Array(ref(AnswerSchema), { maxItems: 100, description: "The order's answers to the questions asked per order, in the questions' order." }),
   },
   { $id: 'Attendee' },
 );

@@ -108,6 +108,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     held: 0,
     holdMinutes: input.holdMinutes ?? DEFAULT_HOLD_MINUTES,
     ticketsIssued: 0,
+    questions: 0,
     createdAt: now,
     updatedAt: now,
     publishedAt: null,

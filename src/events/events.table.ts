@@ -23,6 +23,8 @@ export interface EventTable {
   holdMinutes: number;
   /** Tickets ever issued, cancelled ones included: an event that issued one cannot be deleted. */
   ticketsIssued: number;
+  /** Live questions (questions.service.ts keeps it, under the event's lock); 0: orders read none. */
+  questions: number;
   createdAt: number;
   updatedAt: number;
   publishedAt: number | null;
@@ -48,6 +50,7 @@ export const EVENT_COLUMNS = [
   'held',
   'holdMinutes',
   'ticketsIssued',
+  'questions',
   'createdAt',
   'updatedAt',
   'publishedAt',

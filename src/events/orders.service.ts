@@ -11,6 +11,7 @@ import { eventSigner, issueCode } from './door.service.js';
 import { type EventRow, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events.schemas.js';
 import * as repo from './orders.repository.js';
+import { type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
 import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
@@ -36,6 +37,8 @@ type OrderItem = { ticketTypeId: string; quantity: number; unitPrice: number; am
  */
 export interface OrderPlan {
   attendees: Person[][];
+  /** The question answers, validated when the order was placed (docs/events.md, "Questions"). */
+  answers?: PreparedAnswers;
 }
 
 /**
@@ -218,6 +221,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       }
       return { ...item, type };
     });
+    const answers = await prepareAnswers(tx, eventId, input, event.questions);
 
     const orderItems: OrderItem[] = items.map((item) => ({
       ticketTypeId: item.type.id,
@@ -231,7 +235,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
 
     const orderId = newId('order');
     const buyer = { name: input.buyer.name, email: input.buyer.email.toLowerCase() };
-    const plan: OrderPlan = { attendees: items.map((item) => (item.attendees ?? []).map((a) => ({ name: a.name, email: a.email.toLowerCase() }))) };
+    const plan: OrderPlan = { attendees: items.map((item) => (item.attendees ?? []).map((a) => ({ name: a.name, email: a.email.toLowerCase() }))), answers };
     const expiresAt = pending ? now + event.holdMinutes * 60_000 : null;
     const orderRow: OrderRow = {
       id: orderId,
@@ -268,6 +272,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
     const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, now });
     if (!written) throw soldOut(event, sorted, count);
+    if (!pending) await writeAnswers(tx, { accountId: scope.accountId, orderId, tickets: ticketPlaces(orderItems, tickets.map((t) => t.id)), prepared: answers });
     return { order, row: orderRow, event, names: items.map((item) => item.type.name) };
   });
 
@@ -358,6 +363,7 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
   const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;
   const tickets = await issueTickets(tx, order, items, plan, now);
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
+  if (plan.answers) await writeAnswers(tx, { accountId: tx.accountId, orderId: order.id, tickets: ticketPlaces(items, tickets.map((t) => t.id)), prepared: plan.answers });
   const completed = await repo.markCompleted(tx, order.id, {
     provider: paid.provider,
     paymentStatus: order.total > 0 ? 'paid' : 'none',
