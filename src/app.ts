@@ -24,6 +24,8 @@ import { checkinListComponents } from './events/checkin-lists.schemas.js';
 import { checkinListRoutes } from './events/checkin-lists.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
+import { orderChangeRoutes } from './events/order-changes.routes.js';
+import { orderChangeComponents } from './events/order-changes.schemas.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { type Authenticators, guardPlugin } from './http/guard.js';
@@ -96,7 +98,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...doorComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...doorComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -111,6 +113,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(idempotencyPlugin, { db: app.db });
     await api.register(accountRoutes);
     await api.register(eventRoutes);
+    await api.register(orderChangeRoutes);
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
     await api.register(webhookRoutes);

@@ -84,6 +84,19 @@ export function transferOpenTicket(scope: TenantScope, id: string, holder: { nam
     .executeTakeFirst();
 }
 
+/** Valid and not checked in (event-wide or on a list) → another ticket type, its price and a new code; the ticket as it is now, or undefined if it was not so. */
+export function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
+  return scope
+    .updateTable('tickets')
+    .set({ ticketTypeId: change.ticketTypeId, price: change.price, code: change.code, updatedAt: now })
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .where(notAdmittedOnLists)
+    .returningAll()
+    .executeTakeFirst();
+}
+
 /** A cancelled ticket's place back into its type's and its event's inventory. */
 export async function releasePlace(scope: TenantScope, ticket: Pick<TicketRow, 'eventId' | 'ticketTypeId'>, now: number): Promise<void> {
   await scope.updateTable('ticketTypes').set((eb) => ({ sold: eb('sold', '-', 1), updatedAt: now })).where('id', '=', ticket.ticketTypeId).execute();

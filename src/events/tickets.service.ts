@@ -43,11 +43,11 @@ export function refundOf(ticket: TicketRow): OutboxMessage[] {
 }
 
 /**
- * The changes of a ticket that only a ticket in one state may take: cancel and transfer (valid,
- * not checked in), check-in (a valid ticket of the event, not checked in), undo of a check-in
+ * The changes of a ticket that only a ticket in one state may take: cancel, transfer and a change
+ * of its ticket type (valid, not checked in), check-in (a valid ticket of the event, not checked in), undo of a check-in
  * (a valid ticket of the event, checked in).
  */
-export type TicketChange = 'cancel' | 'transfer' | 'checkIn' | 'undoCheckIn';
+export type TicketChange = 'cancel' | 'transfer' | 'retype' | 'checkIn' | 'undoCheckIn';
 
 /** What a ticket change names the ticket by: its id (or, for a check-in, its code), and its event for the door's changes. */
 export type TicketTarget = repo.TicketKey & { eventId?: string };
@@ -59,7 +59,7 @@ export type TicketTarget = repo.TicketKey & { eventId?: string };
  */
 export function refusal(change: TicketChange, ticket: TicketRow): AppError {
   if (ticket.status === 'cancelled') {
-    const cannot = change === 'cancel' ? '; it cannot be cancelled' : change === 'transfer' ? '; it cannot be transferred' : '';
+    const cannot = change === 'checkIn' || change === 'undoCheckIn' ? '' : `; it cannot ${DOING[change]}`;
     return new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled${cannot}.`);
   }
   switch (change) {
@@ -73,11 +73,13 @@ export function refusal(change: TicketChange, ticket: TicketRow): AppError {
       return new AppError('not_checked_in', `Ticket ${ticket.id} is not checked in.`);
     default:
       // Not checked in event-wide: it entered through a check-in list (repo.cancelOpenTicket).
-      return new AppError('ticket_checked_in', `Ticket ${ticket.id} ${ticket.checkedInAt === null ? 'was admitted through a check-in list' : 'is checked in'}; it cannot be ${change === 'cancel' ? 'cancelled' : 'transferred'}.`, {
+      return new AppError('ticket_checked_in', `Ticket ${ticket.id} ${ticket.checkedInAt === null ? 'was admitted through a check-in list' : 'is checked in'}; it cannot ${DOING[change]}.`, {
         checkedInAt: iso(ticket.checkedInAt),
       });
   }
 }
+
+const DOING = { cancel: 'be cancelled', transfer: 'be transferred', retype: 'change its ticket type' } as const;
 
 /** The ticket a refused change named, or the 404 that explains the refusal when there is none. */
 async function refusedTicket(tx: TenantScope, change: TicketChange, target: TicketTarget): Promise<TicketRow> {

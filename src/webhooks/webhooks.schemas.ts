@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { BlendJobSchema } from '../blend/blend.schemas.js';
-import { CheckinSchema, CheckinUndoneSchema, EventSchema, OrderPaymentSchema, PayoutSchema, RefundSchema, TicketSchema } from '../events/events.schemas.js';
+import { CheckinSchema, CheckinUndoneSchema, EventSchema, OrderPaymentSchema, OrderSchema, PayoutSchema, RefundSchema, TicketSchema } from '../events/events.schemas.js';
 import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, ref, StringEnum, Timestamp } from '../schemas.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from './outbox.js';
@@ -92,6 +92,7 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'payment.refunded': RefundSchema,
   'payout.processed': PayoutSchema,
   'rsvp.submitted': OrderPaymentSchema,
+  'order.changed': OrderSchema,
   'blend.started': BlendJobSchema,
   'blend.completed': BlendCompletedSchema,
   'blend.failed': BlendJobSchema,
