@@ -255,6 +255,42 @@ export const ERROR_CODES = {
     happened: 'The ticket type has sold tickets, so its price is fixed: buyers paid the old one.',
     next: 'Keep the price, or create a new ticket type with the new price and end the sales of the old one (`salesEndAt`).',
   },
+  order_not_pending: {
+    status: 409,
+    title: 'Order not pending',
+    happened: 'The order is not waiting for its payment: it is completed already, or it was cancelled (or it expired, for a cancellation); `orderStatus` says which. Nothing changed.',
+    next: 'Read the order (`GET /v1/orders/:id`) for its state. A cancelled order cannot be paid any more: place a new order.',
+  },
+  order_not_manual: {
+    status: 409,
+    title: 'Order not paid manually',
+    happened: 'Only an order paid through the `manual` provider (bank transfer, cash) is confirmed through the API; this order is paid through another provider, which completes it when the money arrives.',
+    next: 'Wait for the provider to report the payment (the order then completes by itself), or cancel the order (`POST /v1/orders/:id/cancel`) and place it again with `payment.provider` `manual`.',
+  },
+  order_expired: {
+    status: 409,
+    title: 'Order expired',
+    happened: "The pending order's hold ran out (or it was cancelled) and its places were sold to others since, so it cannot be completed; no ticket was issued.",
+    next: 'Give the money back to the buyer if it was taken, and place a new order if places are left (`GET /v1/events/:id/tickets`, field `available`).',
+  },
+  payment_amount_mismatch: {
+    status: 409,
+    title: 'Payment amount mismatch',
+    happened: "The amount reported as paid is not the order's `total`; the order was not completed and nothing changed.",
+    next: 'Check what the buyer paid against the order; settle the difference with the buyer, then report the payment of the whole total.',
+  },
+  payment_provider_not_configured: {
+    status: 422,
+    title: 'Payment provider not configured',
+    happened: 'The order asked to be paid through a provider this account has not set up (Stripe without its keys, for example); no order was placed.',
+    next: 'Set the provider up for the account first (docs/events.md, "Orders and payments"), or place the order with the `manual` provider.',
+  },
+  payment_provider_error: {
+    status: 502,
+    title: 'Payment provider error',
+    happened: 'The payment provider could not be reached or refused the call; what Montage had recorded for it was undone (a pending order is cancelled and its places returned; a refund is marked failed).',
+    next: 'Retry later with a new request (a cancelled order cannot be paid: place it again). If it keeps happening, check the provider\'s status and the account\'s provider settings.',
+  },
   conflict: {
     status: 409,
     title: 'Conflict',

@@ -16,6 +16,7 @@ export const ID_PREFIXES = {
   delivery: 'whd',
   job: 'job',
   payout: 'pay',
+  payment: 'pmt',
   queuedJob: 'qjob',
   request: 'req',
 } as const;

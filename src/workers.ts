@@ -4,6 +4,7 @@ import { BLEND_KIND, purgeExpiredBlendJobs } from './blend/blend.service.js';
 import { createResultStore } from './blend/storage.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
+import { EXPIRE_ORDER_KIND, orderExpiryHandler } from './events/orders.job.js';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
 import { purgeFinishedJobs } from './jobs/queue.js';
 import { runWorkers, type Workers } from './jobs/workers.js';
@@ -14,13 +15,13 @@ export type { Workers } from './jobs/workers.js';
 
 /**
  * The background work of a process, as app.ts is its HTTP side: the job handlers of each area
- * (webhook deliveries, blend jobs) and the clean-up of what expires.
+ * (webhook deliveries, blend jobs, the expiry of pending orders) and the clean-up of what expires.
  */
 export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger): Workers {
   const store = createResultStore(config);
   const blend = blendJobHandler(handle.db, config, store, log);
   return runWorkers(handle, config, log, {
-    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend },
+    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend, [EXPIRE_ORDER_KIND]: orderExpiryHandler(handle.db) },
     sweeps: {
       idempotencyKeys: (db) => purgeExpiredIdempotencyKeys(db),
       jobs: (db) => purgeFinishedJobs(db),

@@ -195,12 +195,13 @@ async function watchOutbox(c: Client): Promise<() => Promise<Message[]>> {
 
 const names = (list: Message[]) => list.map((m) => m.event);
 
-/** `payment.completed` / `rsvp.submitted` carry the order as the API returned it, plus its amount. */
+/** `payment.completed` / `rsvp.submitted` carry the order as the API returned it, plus its amount and provider. */
 function assertOrderData(message: Message | undefined, order: Json) {
   assert.ok(message);
-  const { amount, ...rest } = message.data;
+  const { amount, provider, ...rest } = message.data;
   assert.deepEqual(rest, order);
   assert.equal(amount, order.total);
+  assert.equal(provider, order.payment.provider);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,6 +275,8 @@ for (const engine of ENGINES) {
           status: 'draft',
           metadata: {},
           ticketsSold: 0,
+          ticketsHeld: 0,
+          holdMinutes: 15,
           publishedAt: null,
           cancelledAt: null,
         });
@@ -292,7 +295,7 @@ for (const engine of ENGINES) {
           metadata: { crmId: '4711', 'source.v2': 'import' },
         });
         const second = await c.expect(201, 'POST', '/events', full);
-        assert.deepEqual(omit(second, ['id', 'createdAt', 'updatedAt', 'status', 'ticketsSold', 'publishedAt', 'cancelledAt']), full);
+        assert.deepEqual(omit(second, ['id', 'createdAt', 'updatedAt', 'status', 'ticketsSold', 'ticketsHeld', 'holdMinutes', 'publishedAt', 'cancelledAt']), full);
 
         const outbox = await sent();
         assert.deepEqual(names(outbox), ['event.created', 'event.created']);
@@ -582,6 +585,7 @@ for (const engine of ENGINES) {
           currency: 'EUR',
           quantity: 50,
           sold: 0,
+          held: 0,
           available: 50,
           salesStartAt: null,
           salesEndAt: null,
@@ -681,7 +685,7 @@ for (const engine of ENGINES) {
         assert.equal(res.status, 201);
         const order = await res.json();
         assert.match(order.id, /^ord_[0-9a-z]{26}$/);
-        assert.deepEqual(omit(order, ['id', 'tickets', 'createdAt']), {
+        assert.deepEqual(omit(order, ['id', 'tickets', 'payments', 'createdAt', 'completedAt']), {
           eventId: event.id,
           status: 'completed',
           buyer: person('Ada Lovelace'),
@@ -691,8 +695,13 @@ for (const engine of ENGINES) {
           ],
           total: 32200,
           currency: 'EUR',
+          refundedAmount: 0,
+          payment: { provider: 'external', status: 'paid', checkoutUrl: null },
+          expiresAt: null,
         });
         assert.match(order.createdAt, ISO_UTC);
+        assert.equal(order.completedAt, order.createdAt);
+        assert.deepEqual(order.payments.map((p: Json) => [p.kind, p.provider, p.amount, p.status]), [['charge', 'external', 32200, 'succeeded']]);
         assert.equal(order.tickets.length, 4);
         assert.deepEqual(
           order.tickets.map((t: Json) => [t.ticketTypeId, t.attendee.name, t.price]),
@@ -1394,7 +1403,7 @@ for (const engine of ENGINES) {
             ['event.published', published],
             ['ticket.purchased', kept],
             ['ticket.purchased', dropped],
-            ['payment.completed', { ...order, amount: 6000 }],
+            ['payment.completed', { ...order, amount: 6000, provider: 'external' }],
             ['ticket.transferred', transferred],
             ['checkin.completed', checkin],
             ['checkin.undone', { ...undone, listId: null, direction: 'entry' }],

@@ -12,6 +12,7 @@ import * as m0009 from './migrations/2026_11_26_0009_webhook_secret_rotation.js'
 import * as m0010 from './migrations/2026_11_26_0010_blend_alignment.js';
 import * as m0011 from './migrations/2026_11_27_0011_ticket_signing.js';
 import * as m0012 from './migrations/2026_11_27_0012_checkin_lists.js';
+import * as m0013 from './migrations/2026_11_27_0013_box_office_orders.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_26_0010_blend_alignment': m0010,
   '2026_11_27_0011_ticket_signing': m0011,
   '2026_11_27_0012_checkin_lists': m0012,
+  '2026_11_27_0013_box_office_orders': m0013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -25,6 +25,7 @@ const CHECKIN: readonly Scope[] = ['checkin', 'events:write'];
 
 const EventParams = IdParam('Event id (`evt_...`)');
 const TicketParams = IdParam('Ticket id (`tkt_...`)');
+const OrderParams = IdParam('Order id (`ord_...`)');
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
@@ -165,11 +166,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'createOrder',
         tags: ['orders'],
-        summary: 'Place an order: issues its tickets, all or nothing',
-        description: 'Never sells more than a ticket type\'s quantity or the event\'s capacity, whatever the concurrency. Send an Idempotency-Key to retry safely.',
+        summary: 'Place an order: issues its tickets, all or nothing, or holds its places until it is paid',
+        description:
+          'Never sells or holds more than a ticket type\'s quantity or the event\'s capacity, whatever the concurrency. A free order, or a paid one without `payment`, completes at once. A paid order with `payment` is `pending`: its places are held until `expiresAt` (the event\'s `holdMinutes`), its tickets issued when the payment completes it (docs/events.md, "Orders and payments"). Send an Idempotency-Key to retry safely.',
         params: EventParams,
         body: schemas.CreateOrderBody,
-        response: { 201: ref(schemas.OrderSchema), ...problems('sold_out', 'sales_closed', 'event_not_published', 'event_cancelled') },
+        response: {
+          201: ref(schemas.OrderSchema),
+          ...problems('sold_out', 'sales_closed', 'event_not_published', 'event_cancelled', 'payment_provider_not_configured', 'payment_provider_error'),
+        },
       },
     },
     async (request, reply) => {
@@ -179,12 +184,62 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.get(
+    '/events/:id/orders',
+    {
+      config: { scope: READ },
+      schema: {
+        operationId: 'listOrders',
+        tags: ['orders'],
+        summary: "List an event's orders, newest first (optionally of one state), with their tickets and payments",
+        params: EventParams,
+        querystring: schemas.OrderListQuery,
+        response: { 200: ref(schemas.OrderPage) },
+      },
+    },
+    async (request, reply) => withLinkHeader(request, reply, await orders.listOrders(scope(request), request.params.id, request.query)),
+  );
+
+  app.get(
     '/orders/:id',
     {
       config: { scope: READ },
-      schema: { operationId: 'getOrder', tags: ['orders'], summary: 'Read an order with its tickets (their current state)', params: IdParam('Order id (`ord_...`)'), response: { 200: ref(schemas.OrderSchema) } },
+      schema: { operationId: 'getOrder', tags: ['orders'], summary: 'Read an order with its tickets (their current state) and payments', params: OrderParams, response: { 200: ref(schemas.OrderSchema) } },
     },
     (request) => orders.getOrder(scope(request), request.params.id),
+  );
+
+  app.post(
+    '/orders/:id/confirm',
+    {
+      config: { scope: WRITE },
+      schema: {
+        operationId: 'confirmOrder',
+        tags: ['orders'],
+        summary: 'Confirm the manual payment of a pending order: it completes and its tickets are issued',
+        description:
+          'Only for orders paid through the `manual` provider (bank transfer, cash). An expired order is completed too if its places are still free (else 409 `order_expired`); a completed or cancelled one is 409 `order_not_pending`.',
+        params: OrderParams,
+        body: schemas.ConfirmOrderBody,
+        response: { 200: ref(schemas.OrderSchema), ...problems('order_not_manual', 'order_not_pending', 'order_expired') },
+      },
+    },
+    (request) => orders.confirmOrder(scope(request), request.params.id, request.body ?? {}),
+  );
+
+  app.post(
+    '/orders/:id/cancel',
+    {
+      config: { scope: WRITE },
+      schema: {
+        operationId: 'cancelOrder',
+        tags: ['orders'],
+        summary: 'Cancel a pending order: its held places return to inventory',
+        description: 'Only a pending order; a completed order keeps its state (cancel its tickets one by one instead), an expired or cancelled one is 409 `order_not_pending`.',
+        params: OrderParams,
+        response: { 200: ref(schemas.OrderSchema), ...problems('order_not_pending') },
+      },
+    },
+    (request) => orders.cancelOrder(scope(request), request.params.id),
   );
 
   app.get(

@@ -22,6 +22,7 @@ const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2
 const Capacity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
 const Quantity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
 const MaxPerOrder = Type.Integer({ format: 'int32', minimum: 1, maximum: 100 });
+const HoldMinutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 1440, description: 'How long a pending order (one paid through a provider) holds its places, in minutes; 15 unless set.' });
 
 export const EventStatus = StringEnum(['draft', 'published', 'cancelled']);
 
@@ -40,6 +41,8 @@ export const EventSchema = Type.Object(
     status: EventStatus,
     metadata: Type.Record(Type.String(), Type.String()),
     ticketsSold: Type.Integer({ description: 'Valid tickets across every ticket type.' }),
+    ticketsHeld: Type.Integer({ description: 'Places held by pending orders: taken from the capacity until they complete, expire or are cancelled.' }),
+    holdMinutes: HoldMinutes,
     createdAt: Timestamp,
     updatedAt: Timestamp,
     publishedAt: NullableTimestamp,
@@ -60,6 +63,7 @@ export const CreateEventBody = Type.Object(
     capacity: Type.Optional(Capacity),
     currency: Currency,
     metadata: Type.Optional(Metadata),
+    holdMinutes: Type.Optional(HoldMinutes),
   },
   { $id: 'CreateEventRequest', examples: [{ name: 'Launch night', startsAt: '2027-05-01T18:00:00+02:00', endsAt: '2027-05-01T23:00:00+02:00', timezone: 'Europe/Berlin', currency: 'EUR', capacity: 300, venue: { name: 'Hall 7', city: 'Berlin', country: 'DE' } }], additionalProperties: false },
 );
@@ -76,6 +80,7 @@ export const UpdateEventBody = Type.Object(
     capacity: Type.Optional(Type.Union([Capacity, Type.Null()])),
     currency: Type.Optional(Currency),
     metadata: Type.Optional(Metadata),
+    holdMinutes: Type.Optional(HoldMinutes),
   },
   { $id: 'UpdateEventRequest', examples: [{ capacity: 350, metadata: { crmId: '4711' } }], additionalProperties: false, minProperties: 1 },
 );
@@ -101,7 +106,8 @@ export const TicketTypeSchema = Type.Object(
     currency: Currency,
     quantity: Type.Integer(),
     sold: Type.Integer(),
-    available: Type.Integer({ description: 'What can still be bought: quantity less sold, within the event capacity left.' }),
+    held: Type.Integer({ description: 'Places held by pending orders: taken until they complete, expire or are cancelled.' }),
+    available: Type.Integer({ description: 'What can still be bought: quantity less sold and held, within the event capacity left.' }),
     salesStartAt: NullableTimestamp,
     salesEndAt: NullableTimestamp,
     maxPerOrder: Nullable(Type.Integer()),
@@ -169,6 +175,25 @@ export const TicketSchema = Type.Object(
   { $id: 'Ticket' },
 );
 
+export const OrderStatus = StringEnum(['pending', 'completed', 'expired', 'cancelled']);
+export const OrderProvider = StringEnum(['manual', 'stripe']);
+/** Who took an order's money: a provider, `external` (outside Montage), or null (a free order). */
+const PaidThrough = (description: string) =>
+  Type.Unsafe<'manual' | 'stripe' | 'external' | null>({ type: ['string', 'null'], enum: ['manual', 'stripe', 'external', null], description });
+
+const OrderPayment = Type.Object(
+  {
+    provider: OrderProvider,
+    successUrl: Type.Optional(HttpUrl),
+    cancelUrl: Type.Optional(HttpUrl),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Have Montage take the payment through a provider: an order with a total above zero is then `pending`, its places held for the event\'s `holdMinutes`, until the payment completes it (docs/events.md, "Orders and payments"). Without it, a paid order completes at once (its money was taken elsewhere). `successUrl` and `cancelUrl`: where a provider with a payment page sends the buyer back.',
+  },
+);
+
 export const CreateOrderBody = Type.Object(
   {
     buyer: Person,
@@ -183,28 +208,68 @@ export const CreateOrderBody = Type.Object(
       ),
       { minItems: 1, maxItems: 20 },
     ),
+    payment: Type.Optional(OrderPayment),
   },
   {
     $id: 'CreateOrderRequest',
-    examples: [{ buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 2, attendees: [{ name: 'Charles Babbage', email: 'charles@example.com' }] }] }],
+    examples: [
+      { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 2, attendees: [{ name: 'Charles Babbage', email: 'charles@example.com' }] }] },
+      { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 1 }], payment: { provider: 'manual' } },
+    ],
     additionalProperties: false,
   },
+);
+
+export const PaymentSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['pmt_01m80eg3tperaacsapew6ns732'] }),
+    kind: StringEnum(['charge', 'refund']),
+    provider: StringEnum(['manual', 'stripe', 'external']),
+    amount: Money,
+    currency: Currency,
+    status: StringEnum(['pending', 'succeeded', 'failed']),
+    ticketId: Nullable(Type.String(), { description: 'The ticket a refund is for; null for a charge or an amount not tied to a ticket.' }),
+    reference: Nullable(Type.String(), { description: "The provider's id of the money movement (null for `manual` and `external`)." }),
+    createdAt: Timestamp,
+  },
+  { $id: 'Payment', description: 'One money movement of an order: its charge, or a refund.' },
 );
 
 export const OrderSchema = Type.Object(
   {
     id: Type.String({ examples: ['ord_01m80eg3tperaacsapew6ns732'] }),
     eventId: Type.String(),
-    status: Type.Literal('completed'),
+    status: StringEnum(['pending', 'completed', 'expired', 'cancelled'], {
+      description: '`pending`: waits for its payment, its places held until `expiresAt`; `completed`: paid or confirmed, its tickets issued; `expired`: the hold ran out, places returned; `cancelled`: cancelled while pending, places returned.',
+    }),
     buyer: Person,
     items: Type.Array(Type.Object({ ticketTypeId: Type.String(), quantity: Type.Integer(), unitPrice: Money, amount: Money })),
     total: Money,
     currency: Currency,
-    tickets: Type.Array(ref(TicketSchema), { maxItems: 2000 }),
+    refundedAmount: Money,
+    payment: Type.Object(
+      {
+        provider: PaidThrough('`external`: paid outside Montage (an order placed without `payment`); null for a free order.'),
+        status: StringEnum(['none', 'pending', 'paid', 'partially_refunded', 'refunded']),
+        checkoutUrl: Nullable(Type.String(), { description: "Where the buyer pays a pending order (the provider's page); null when the provider has none." }),
+      },
+      { additionalProperties: false },
+    ),
+    payments: Type.Array(ref(PaymentSchema), { maxItems: 2000, description: 'Its charge and refunds, oldest first.' }),
+    tickets: Type.Array(ref(TicketSchema), { maxItems: 2000, description: 'None while the order is pending: tickets are issued when it completes.' }),
+    expiresAt: Nullable(Timestamp, { description: 'When the hold of a pending order ends; null in every other state.' }),
+    completedAt: NullableTimestamp,
     createdAt: Timestamp,
   },
   { $id: 'Order' },
 );
+
+export const ConfirmOrderBody = Type.Object(
+  { reference: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Your own reference of the payment (a bank transfer\'s, a receipt number).' })) },
+  { $id: 'ConfirmOrderRequest', examples: [{ reference: 'Bank transfer 2027-04-02 #4711' }], additionalProperties: false },
+);
+
+export const OrderListQuery = Type.Object({ ...PageQuery, status: Type.Optional(OrderStatus) }, { additionalProperties: false });
 
 export const TransferBody = Type.Object({ attendee: Person }, { $id: 'TransferTicketRequest', examples: [{ attendee: { name: 'Grace Hopper', email: 'grace@example.com' } }], additionalProperties: false });
 
@@ -392,9 +457,17 @@ export const TicketTypePage = pageSchema('TicketTypePage', TicketTypeSchema);
 export const AttendeePage = pageSchema('AttendeePage', AttendeeSchema);
 export const CheckinHistoryPage = pageSchema('CheckinHistoryPage', CheckinHistorySchema);
 export const PayoutPage = pageSchema('PayoutPage', PayoutSchema);
+export const OrderPage = pageSchema('OrderPage', OrderSchema);
 
-/** What payment.completed and rsvp.submitted carry: the order, and the amount paid (0 for an RSVP). */
-export const OrderPaymentSchema = Type.Object({ ...OrderSchema.properties, amount: Money }, { $id: 'OrderPayment' });
+/** What payment.completed and rsvp.submitted carry: the order, the amount paid (0 for an RSVP) and whom through (null for an RSVP). */
+export const OrderPaymentSchema = Type.Object(
+  {
+    ...OrderSchema.properties,
+    amount: Money,
+    provider: PaidThrough('Who took the money: `external` for an order placed without `payment` (paid outside Montage); null for an RSVP.'),
+  },
+  { $id: 'OrderPayment' },
+);
 
 /** What payment.refunded carries: the ticket whose price was refunded. */
 export const RefundSchema = Type.Object(
@@ -406,7 +479,7 @@ export const RefundSchema = Type.Object(
 export const eventComponents = [
   EventSchema, EventPage, CreateEventBody, UpdateEventBody,
   TicketTypeSchema, TicketTypePage, CreateTicketTypeBody, UpdateTicketTypeBody,
-  TicketSchema, OrderSchema, CreateOrderBody, TransferBody, OrderPaymentSchema, RefundSchema,
+  TicketSchema, OrderSchema, OrderPage, CreateOrderBody, ConfirmOrderBody, PaymentSchema, TransferBody, OrderPaymentSchema, RefundSchema,
   AttendeeSchema, AttendeePage, CheckinBody, CheckinSchema, CheckinUndoneSchema, CheckinHistorySchema, CheckinHistoryPage,
   AnalyticsSchema, SalesSeriesSchema, CheckinSeriesSchema, PayoutSchema, PayoutPage,
 ];

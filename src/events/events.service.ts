@@ -14,6 +14,9 @@ import { presentTicket, refundOf } from './tickets.service.js';
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
 
+/** How long a pending order holds its places unless the event says otherwise (docs/events.md, "Orders and payments"). */
+export const DEFAULT_HOLD_MINUTES = 15;
+
 const parseOptionalTime = (text: string | null | undefined, path: string) => (text === undefined ? undefined : text === null ? null : parseTime(text, path));
 
 export function presentEvent(row: EventRow) {
@@ -31,6 +34,8 @@ export function presentEvent(row: EventRow) {
     status: row.status as 'draft' | 'published' | 'cancelled',
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     ticketsSold: row.sold,
+    ticketsHeld: row.held,
+    holdMinutes: row.holdMinutes,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
     publishedAt: iso(row.publishedAt),
@@ -38,10 +43,13 @@ export function presentEvent(row: EventRow) {
   };
 }
 
-/** `available` is what an order could still get: the type's own stock, within the event's capacity left. */
-export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold'>) {
-  const left = row.quantity - row.sold;
-  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold;
+/**
+ * `available` is what an order could still get: the type's own stock, within the event's capacity
+ * left; places held by pending orders count as taken.
+ */
+export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>) {
+  const left = row.quantity - row.sold - row.held;
+  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held;
   return {
     id: row.id,
     eventId: row.eventId,
@@ -51,6 +59,7 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
     currency: row.currency,
     quantity: row.quantity,
     sold: row.sold,
+    held: row.held,
     available: Math.max(0, Math.min(left, capacityLeft)),
     salesStartAt: iso(row.salesStartAt),
     salesEndAt: iso(row.salesEndAt),
@@ -95,6 +104,8 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     status: 'draft',
     metadata: JSON.stringify(input.metadata ?? {}),
     sold: 0,
+    held: 0,
+    holdMinutes: input.holdMinutes ?? DEFAULT_HOLD_MINUTES,
     ticketsIssued: 0,
     createdAt: now,
     updatedAt: now,
@@ -141,8 +152,8 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
       const types = await repo.listTicketTypes(tx, id);
       if (types.length > 0) throw new AppError('event_has_tickets', 'The currency cannot change once ticket types exist.');
     }
-    if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold) {
-      throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold.`, { ticketsSold: event.sold });
+    if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold + event.held) {
+      throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold and ${event.held} places held.`, { ticketsSold: event.sold, ticketsHeld: event.held });
     }
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
@@ -153,6 +164,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.capacity !== undefined) changes.capacity = input.capacity;
     if (input.currency !== undefined) changes.currency = input.currency;
     if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
+    if (input.holdMinutes !== undefined) changes.holdMinutes = input.holdMinutes;
     return presentEvent(await repo.updateEvent(tx, id, changes));
   });
 }
@@ -246,6 +258,7 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
       currency: event.currency,
       quantity: input.quantity,
       sold: 0,
+      held: 0,
       salesStartAt,
       salesEndAt,
       maxPerOrder: input.maxPerOrder ?? null,
@@ -264,8 +277,8 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled.`);
     const type = await repo.findTicketType(tx, eventId, id);
     if (!type) throw notFound('ticket type', id);
-    if (input.quantity !== undefined && input.quantity < type.sold) {
-      throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold.`, { sold: type.sold });
+    if (input.quantity !== undefined && input.quantity < type.sold + type.held) {
+      throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold and ${type.held} places held.`, { sold: type.sold, held: type.held });
     }
     if (input.price !== undefined && input.price !== type.price) {
       if (await ticketTypeIssued(tx, id)) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });

@@ -17,6 +17,10 @@ export interface EventTable {
   metadata: string;
   /** Valid tickets across every type (checked against `capacity`). */
   sold: number;
+  /** Places held by pending orders (checked against `capacity` with `sold`). */
+  held: number;
+  /** How long a pending order holds its places. */
+  holdMinutes: number;
   /** Tickets ever issued, cancelled ones included: an event that issued one cannot be deleted. */
   ticketsIssued: number;
   createdAt: number;
@@ -41,6 +45,8 @@ export const EVENT_COLUMNS = [
   'status',
   'metadata',
   'sold',
+  'held',
+  'holdMinutes',
   'ticketsIssued',
   'createdAt',
   'updatedAt',
@@ -59,6 +65,8 @@ export interface TicketTypeTable {
   quantity: number;
   /** Valid tickets of this type. */
   sold: number;
+  /** Places of this type held by pending orders (checked against `quantity` with `sold`). */
+  held: number;
   salesStartAt: number | null;
   salesEndAt: number | null;
   maxPerOrder: number | null;
@@ -77,6 +85,7 @@ export const TICKET_TYPE_COLUMNS = [
   'currency',
   'quantity',
   'sold',
+  'held',
   'salesStartAt',
   'salesEndAt',
   'maxPerOrder',
@@ -94,8 +103,46 @@ export interface OrderTable {
   items: string;
   total: number;
   currency: string;
+  /** `pending` | `completed` | `expired` | `cancelled` */
   status: string;
   createdAt: number;
+  /** When a pending order's hold ends; null once it is no longer pending, and for orders never pending. */
+  expiresAt: number | null;
+  completedAt: number | null;
+  /** Money given back, in all (the order's refund payments that succeeded). */
+  refundedAmount: number;
+  /** `manual` | `stripe` | `external` (paid outside Montage) | null (free). */
+  provider: string | null;
+  /** `none` | `pending` | `paid` | `partially_refunded` | `refunded` */
+  paymentStatus: string;
+  /** The provider's id of the payment attempt (a Checkout Session), once begun. */
+  paymentReference: string | null;
+  checkoutUrl: string | null;
+  /** A pending order's JSON OrderPlan (orders.service.ts): what it issues at completion. */
+  plan: string | null;
+  updatedAt: number | null;
+}
+
+export interface PaymentTable {
+  id: string;
+  accountId: string;
+  eventId: string;
+  orderId: string;
+  /** The ticket a refund is for; null for a charge or an amount not tied to a ticket. */
+  ticketId: string | null;
+  /** `manual` | `stripe` | `external` */
+  provider: string;
+  /** `charge` | `refund` */
+  kind: string;
+  amount: number;
+  currency: string;
+  /** `pending` | `succeeded` | `failed` */
+  status: string;
+  /** The provider's id of the money movement. */
+  reference: string | null;
+  reason: string | null;
+  createdAt: number;
+  updatedAt: number;
 }
 
 export interface TicketTable {
@@ -174,5 +221,6 @@ declare module '../db/database.js' {
     tickets: TicketTable;
     checkins: CheckinTable;
     payouts: PayoutTable;
+    payments: PaymentTable;
   }
 }

@@ -1,13 +1,16 @@
 import { type ExpressionBuilder, type Insertable, type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { onPostgres, prepared, preparedNamed } from '../db/prepared.js';
+import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import { TenantScope } from '../db/tenant.js';
+import { enqueueJobs, JOB_VALUES, jobValues, type NewJob } from '../jobs/queue.js';
 import { type FanOutValues, fanOut, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
 import { listTicketTypes, type TicketTypeRow } from './events.repository.js';
-import { type OrderTable, TICKET_TYPE_COLUMNS } from './events.table.js';
+import { type OrderTable, type PaymentTable, TICKET_TYPE_COLUMNS } from './events.table.js';
 import type { TicketRow } from './tickets.repository.js';
 
 export type OrderRow = Selectable<OrderTable>;
+export type PaymentRow = Selectable<PaymentTable>;
 
 export function findOrder(scope: TenantScope, id: string): Promise<OrderRow | undefined> {
   return scope.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
@@ -35,10 +38,16 @@ export async function ticketTypesForOrder(tx: TenantScope, eventId: string): Pro
 
 /** An order's whole write: what it takes from inventory, what it writes, what it reports. */
 export interface OrderWrite {
-  order: Insertable<OrderTable>;
+  order: Insertable<OrderTable> & Pick<OrderRow, 'status' | 'expiresAt' | 'completedAt' | 'provider' | 'paymentStatus' | 'plan' | 'updatedAt'>;
   tickets: TicketRow[];
-  /** The tickets in all, taken from the event's capacity. */
+  /** The places in all, taken from the event's capacity. */
   count: number;
+  /** Taken as held places (a pending order), not as sold ones. */
+  holding: boolean;
+  /** The charge of a paid order completed at once; null otherwise. */
+  payment: PaymentRow | null;
+  /** Jobs of the order itself (a pending order's expiry), besides its messages' deliveries. */
+  jobs: NewJob[];
   /** What each ticket type gives, by ticket type id (the order in which they are taken). */
   taken: Array<{ ticketTypeId: string; quantity: number }>;
   messages: OutboxMessage[];
@@ -55,16 +64,26 @@ type OrderStatement = {
   accountId: string;
   eventId: string;
   count: number;
+  soldCount: number;
+  heldCount: number;
   now: number;
   typeCount: number;
   typeIds: string[];
-  typeQuantities: number[];
+  typeSold: number[];
+  typeHeld: number[];
   orderId: string;
   buyerName: string;
   buyerEmail: string;
   items: string;
   total: number;
   currency: string;
+  status: string;
+  expiresAt: number | null;
+  completedAt: number | null;
+  provider: string | null;
+  paymentStatus: string;
+  plan: string | null;
+  paymentId: string | null;
   ticketIds: string[];
   ticketTypeIds: string[];
   attendeeNames: string[];
@@ -77,16 +96,26 @@ const ORDER_STATEMENT = [
   'accountId',
   'eventId',
   'count',
+  'soldCount',
+  'heldCount',
   'now',
   'typeCount',
   'typeIds',
-  'typeQuantities',
+  'typeSold',
+  'typeHeld',
   'orderId',
   'buyerName',
   'buyerEmail',
   'items',
   'total',
   'currency',
+  'status',
+  'expiresAt',
+  'completedAt',
+  'provider',
+  'paymentStatus',
+  'plan',
+  'paymentId',
   'ticketIds',
   'ticketTypeIds',
   'attendeeNames',
@@ -98,8 +127,9 @@ const ORDER_STATEMENT = [
 
 /**
  * PostgreSQL: an order's whole write in one statement (data-modifying CTEs). The inventory's two
- * conditional updates, then, only if both took all of it (`taken`), the order, its tickets, its
- * outbox messages and their delivery jobs. No row if the inventory was refused. The event's lock
+ * conditional updates (sold or held, as the order takes it), then, only if both took all of it
+ * (`taken`), the order, its tickets, its charge, its outbox messages and its jobs. No row if the
+ * inventory was refused. The event's lock
  * is held from its read to COMMIT, and every order of the event waits for it: this way it is held
  * for three round trips (the ticket types, this, COMMIT) instead of one per statement.
  */
@@ -110,28 +140,30 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
         .with('event', (qc) =>
           qc
             .updateTable('events')
-            .set((eb) => ({ sold: eb('sold', '+', p.count), ticketsIssued: eb('ticketsIssued', '+', p.count), updatedAt: p.now }))
+            .set((eb) => ({ sold: eb('sold', '+', p.soldCount), held: eb('held', '+', p.heldCount), ticketsIssued: eb('ticketsIssued', '+', p.soldCount), updatedAt: p.now }))
             .where('accountId', '=', p.accountId)
             .where('id', '=', p.eventId)
-            .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb('sold', '+', p.count), '<=', eb.ref('capacity'))]))
+            .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', p.count), '<=', eb.ref('capacity'))]))
             .returning('id'),
         )
         .with('types', (qc) =>
           qc
             .updateTable('ticketTypes')
-            .from(sql<{ id: string; quantity: number }>`unnest(${p.typeIds}::text[], ${p.typeQuantities}::integer[])`.as<'wanted'>(sql`wanted(id, quantity)`))
-            .set((eb) => ({ sold: eb('ticketTypes.sold', '+', eb.ref('wanted.quantity')), updatedAt: p.now }))
+            .from(sql<{ id: string; sold: number; held: number }>`unnest(${p.typeIds}::text[], ${p.typeSold}::integer[], ${p.typeHeld}::integer[])`.as<'wanted'>(sql`wanted(id, sold, held)`))
+            .set((eb) => ({ sold: eb('ticketTypes.sold', '+', eb.ref('wanted.sold')), held: eb('ticketTypes.held', '+', eb.ref('wanted.held')), updatedAt: p.now }))
             .whereRef('ticketTypes.id', '=', 'wanted.id')
             .where('ticketTypes.accountId', '=', p.accountId)
             .where('ticketTypes.eventId', '=', p.eventId)
-            .where((eb) => eb(eb('ticketTypes.sold', '+', eb.ref('wanted.quantity')), '<=', eb.ref('ticketTypes.quantity')))
+            .where((eb) =>
+              eb(eb(eb(eb('ticketTypes.sold', '+', eb.ref('ticketTypes.held')), '+', eb.ref('wanted.sold')), '+', eb.ref('wanted.held')), '<=', eb.ref('ticketTypes.quantity')),
+            )
             .returning('ticketTypes.id'),
         )
         .with('taken', (qc) => qc.selectFrom('event').select(sql<number>`1`.as('ok')).where(sql<boolean>`(select count(*) from types) = ${p.typeCount}`))
         .with('ordered', (qc) =>
           qc
             .insertInto('orders')
-            .columns(['id', 'accountId', 'eventId', 'buyerName', 'buyerEmail', 'items', 'total', 'currency', 'status', 'createdAt'])
+            .columns(['id', 'accountId', 'eventId', 'buyerName', 'buyerEmail', 'items', 'total', 'currency', 'status', 'createdAt', 'expiresAt', 'completedAt', 'provider', 'paymentStatus', 'plan', 'updatedAt'])
             .expression((eb) =>
               eb
                 .selectFrom('taken')
@@ -144,9 +176,38 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
                   text(eb, p.items).as('items'),
                   bigint(eb, p.total).as('total'),
                   text(eb, p.currency).as('currency'),
-                  text(eb, 'completed').as('status'),
+                  text(eb, p.status).as('status'),
                   bigint(eb, p.now).as('createdAt'),
+                  bigint(eb, p.expiresAt as number).as('expiresAt'),
+                  bigint(eb, p.completedAt as number).as('completedAt'),
+                  text(eb, p.provider as string).as('provider'),
+                  text(eb, p.paymentStatus).as('paymentStatus'),
+                  text(eb, p.plan as string).as('plan'),
+                  bigint(eb, p.now).as('updatedAt'),
                 ]),
+            ),
+        )
+        .with('charged', (qc) =>
+          qc
+            .insertInto('payments')
+            .columns(['id', 'accountId', 'eventId', 'orderId', 'provider', 'kind', 'amount', 'currency', 'status', 'createdAt', 'updatedAt'])
+            .expression((eb) =>
+              eb
+                .selectFrom('taken')
+                .select([
+                  text(eb, p.paymentId as string).as('id'),
+                  text(eb, p.accountId).as('accountId'),
+                  text(eb, p.eventId).as('eventId'),
+                  text(eb, p.orderId).as('orderId'),
+                  text(eb, p.provider as string).as('provider'),
+                  text(eb, 'charge').as('kind'),
+                  bigint(eb, p.total).as('amount'),
+                  text(eb, p.currency).as('currency'),
+                  text(eb, 'succeeded').as('status'),
+                  bigint(eb, p.now).as('createdAt'),
+                  bigint(eb, p.now).as('updatedAt'),
+                ])
+                .where(sql<boolean>`${p.paymentId}::text is not null`),
             ),
         )
         .with('issued', (qc) =>
@@ -187,30 +248,47 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
 );
 
 /**
- * Writes an order, all or nothing, in the transaction that holds its event's lock: takes its
- * tickets from the event's capacity and from each ticket type with conditional updates (`sold + n
- * <= capacity`, `sold + n <= quantity`), then writes the order, its tickets and its messages.
- * False, with nothing written, when the inventory refused it. PostgreSQL: one statement
- * (writeOrderStatement). SQLite, in-process: statement by statement.
+ * Writes an order, all or nothing, in the transaction that holds its event's lock: takes its places
+ * from the event's capacity and from each ticket type with conditional updates (`sold + held + n
+ * <= capacity`, `sold + held + n <= quantity`), as sold tickets or as held places (`holding`), then
+ * writes the order, its tickets, its charge, its messages and its jobs. False, with nothing
+ * written, when the inventory refused it. PostgreSQL: one statement (writeOrderStatement).
+ * SQLite, in-process: statement by statement.
  */
 export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolean> {
-  const { order, tickets, count, taken, messages, now } = w;
+  const { order, tickets, count, taken, messages, now, holding } = w;
+  const soldCount = holding ? 0 : count;
+  const heldCount = holding ? count : 0;
   if (w.subscriptions !== null) {
     const fanned = fanOut.values(tx.accountId, messages, w.subscriptions, now);
+    if (w.jobs.length > 0) {
+      const own = jobValues(w.jobs, now);
+      for (const name of JOB_VALUES) (fanned[name] as unknown[]).push(...own[name]);
+    }
     const written = await writeOrderStatement(tx.db as Db, {
       accountId: tx.accountId,
       eventId: order.eventId,
       count,
+      soldCount,
+      heldCount,
       now,
       typeCount: taken.length,
       typeIds: taken.map((item) => item.ticketTypeId),
-      typeQuantities: taken.map((item) => item.quantity),
+      typeSold: taken.map((item) => (holding ? 0 : item.quantity)),
+      typeHeld: taken.map((item) => (holding ? item.quantity : 0)),
       orderId: order.id,
       buyerName: order.buyerName,
       buyerEmail: order.buyerEmail,
       items: order.items,
       total: order.total,
       currency: order.currency,
+      status: order.status,
+      expiresAt: order.expiresAt,
+      completedAt: order.completedAt,
+      provider: order.provider,
+      paymentStatus: order.paymentStatus,
+      plan: order.plan,
+      paymentId: w.payment?.id ?? null,
       ticketIds: tickets.map((t) => t.id),
       ticketTypeIds: tickets.map((t) => t.ticketTypeId),
       attendeeNames: tickets.map((t) => t.attendeeName),
@@ -225,22 +303,132 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
   }
   const takenFromEvent = await tx
     .updateTable('events')
-    .set((eb) => ({ sold: eb('sold', '+', count), ticketsIssued: eb('ticketsIssued', '+', count), updatedAt: now }))
+    .set((eb) => ({ sold: eb('sold', '+', soldCount), held: eb('held', '+', heldCount), ticketsIssued: eb('ticketsIssued', '+', soldCount), updatedAt: now }))
     .where('id', '=', order.eventId)
-    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb('sold', '+', count), '<=', eb.ref('capacity'))]))
+    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', count), '<=', eb.ref('capacity'))]))
     .executeTakeFirst();
   if (Number(takenFromEvent.numUpdatedRows) !== 1) return false;
   for (const item of taken) {
     const takenFromType = await tx
       .updateTable('ticketTypes')
-      .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
+      .set((eb) => (holding ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
       .where('id', '=', item.ticketTypeId)
-      .where((eb) => eb(eb('sold', '+', item.quantity), '<=', eb.ref('quantity')))
+      .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
       .executeTakeFirst();
     if (Number(takenFromType.numUpdatedRows) !== 1) return false;
   }
   await tx.db.insertInto('orders').values(order).execute();
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
+  if (w.payment) await tx.db.insertInto('payments').values(w.payment).execute();
   await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+  if (w.jobs.length > 0) await enqueueJobs(tx.db, w.jobs, now);
   return true;
+}
+
+/** The places an order takes or gives back, by ticket type. */
+export type Places = { count: number; taken: Array<{ ticketTypeId: string; quantity: number }> };
+
+/**
+ * A pending order's held places become sold tickets (its completion): no check, the hold already
+ * counted them. Under the event's lock.
+ */
+export async function sellHeldPlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<void> {
+  await tx
+    .updateTable('events')
+    .set((eb) => ({ held: eb('held', '-', places.count), sold: eb('sold', '+', places.count), ticketsIssued: eb('ticketsIssued', '+', places.count), updatedAt: now }))
+    .where('id', '=', eventId)
+    .execute();
+  for (const item of places.taken) {
+    await tx
+      .updateTable('ticketTypes')
+      .set((eb) => ({ held: eb('held', '-', item.quantity), sold: eb('sold', '+', item.quantity), updatedAt: now }))
+      .where('id', '=', item.ticketTypeId)
+      .execute();
+  }
+}
+
+/**
+ * An expired or cancelled order's places sold after all (its money arrived late), if they are
+ * still free: the same conditional updates as a new order's. False when they are not (the caller
+ * rolls back).
+ */
+export async function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
+  const fromEvent = await tx
+    .updateTable('events')
+    .set((eb) => ({ sold: eb('sold', '+', places.count), ticketsIssued: eb('ticketsIssued', '+', places.count), updatedAt: now }))
+    .where('id', '=', eventId)
+    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', places.count), '<=', eb.ref('capacity'))]))
+    .executeTakeFirst();
+  if (Number(fromEvent.numUpdatedRows) !== 1) return false;
+  for (const item of places.taken) {
+    const fromType = await tx
+      .updateTable('ticketTypes')
+      .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
+      .where('id', '=', item.ticketTypeId)
+      .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
+      .executeTakeFirst();
+    if (Number(fromType.numUpdatedRows) !== 1) return false;
+  }
+  return true;
+}
+
+/** A pending order's held places back into inventory (its expiry or cancellation). Under the event's lock. */
+export async function releaseHeldPlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<void> {
+  await tx.updateTable('events').set((eb) => ({ held: eb('held', '-', places.count), updatedAt: now })).where('id', '=', eventId).execute();
+  for (const item of places.taken) {
+    await tx.updateTable('ticketTypes').set((eb) => ({ held: eb('held', '-', item.quantity), updatedAt: now })).where('id', '=', item.ticketTypeId).execute();
+  }
+}
+
+/**
+ * Pending → `status` (expired or cancelled), if it is still pending (and, for an expiry, its hold
+ * has run out by `expiredBy`): the order as it is now, or undefined.
+ */
+export function endPendingOrder(tx: TenantScope, id: string, status: 'expired' | 'cancelled', now: number, expiredBy?: number): Promise<OrderRow | undefined> {
+  let query = tx.updateTable('orders').set({ status, paymentStatus: 'none', updatedAt: now }).where('id', '=', id).where('status', '=', 'pending');
+  if (expiredBy !== undefined) query = query.where('expiresAt', '<=', expiredBy);
+  return query.returningAll().executeTakeFirst();
+}
+
+/** The order completed (by the time it is read under its event's lock, nobody else changes it). */
+export function markCompleted(tx: TenantScope, id: string, changes: Pick<OrderRow, 'provider' | 'paymentStatus' | 'paymentReference' | 'completedAt' | 'updatedAt'>): Promise<OrderRow> {
+  return tx
+    .updateTable('orders')
+    .set({ ...changes, status: 'completed', plan: null })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Where the buyer of a pending order pays, once its provider began the payment. */
+export async function saveCheckout(scope: TenantScope, id: string, checkout: { reference: string | null; checkoutUrl: string | null }, now: number): Promise<void> {
+  await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).execute();
+}
+
+export async function insertPayment(scope: TenantScope, row: PaymentRow): Promise<void> {
+  await scope.db.insertInto('payments').values(row).execute();
+}
+
+/** An order's money movements, oldest first. */
+export function paymentsOfOrder(scope: TenantScope, orderId: string): Promise<PaymentRow[]> {
+  return scope.selectFrom('payments').selectAll().where('orderId', '=', orderId).orderBy('id').execute();
+}
+
+/** One page of an event's orders, newest first, optionally of one state. */
+export function pageOrders(scope: TenantScope, eventId: string, status: string | undefined, page: KeysetPage): Promise<OrderRow[]> {
+  let query = scope.selectFrom('orders').selectAll().where('eventId', '=', eventId);
+  if (status !== undefined) query = query.where('status', '=', status);
+  return keysetPage(query, page, 'orders.id', 'orders.id', 'desc').execute();
+}
+
+/** The tickets of these orders, by id. */
+export function ticketsOfOrders(scope: TenantScope, orderIds: string[]): Promise<TicketRow[]> {
+  if (orderIds.length === 0) return Promise.resolve([]);
+  return scope.selectFrom('tickets').selectAll().where('orderId', 'in', orderIds).orderBy('id').execute();
+}
+
+/** The money movements of these orders, oldest first. */
+export function paymentsOfOrders(scope: TenantScope, orderIds: string[]): Promise<PaymentRow[]> {
+  if (orderIds.length === 0) return Promise.resolve([]);
+  return scope.selectFrom('payments').selectAll().where('orderId', 'in', orderIds).orderBy('id').execute();
 }

@@ -1,32 +1,56 @@
 import type { Static } from 'typebox';
-import type { TenantScope } from '../db/tenant.js';
+import type { Db } from '../db/database.js';
+import { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
+import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { newId } from '../ids.js';
+import type { NewJob } from '../jobs/queue.js';
 import { iso } from '../time.js';
-import type { OutboxMessage } from '../webhooks/outbox.js';
+import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { eventSigner, issueCode } from './door.service.js';
-import { type EventRow, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
-import type { CreateOrderBody } from './events.schemas.js';
+import { type EventRow, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
+import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events.schemas.js';
 import * as repo from './orders.repository.js';
+import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
+import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
+/** The job that ends a pending order's hold at its `expiresAt` (orders.job.ts works it). */
+export const EXPIRE_ORDER_KIND = 'order.expire';
+export const EXPIRE_ORDER_MAX_ATTEMPTS = 10;
+export type ExpireOrderPayload = { accountId: string; eventId: string; orderId: string };
+
+type OrderRow = repo.OrderRow;
+type PaymentRow = repo.PaymentRow;
 type SoldItem = { quantity: number; type: TicketTypeRow };
+type Person = { name: string; email: string };
+type OrderItem = { ticketTypeId: string; quantity: number; unitPrice: number; amount: number };
+
+/**
+ * What an order issues when it completes, beside its items: each item's attendees (tickets past
+ * the list go to the buyer), index for index. A pending order stores it (`orders.plan`, JSON) and
+ * issues its tickets from it at completion.
+ */
+export interface OrderPlan {
+  attendees: Person[][];
+}
 
 /**
  * Why an order's inventory was refused: the first of the event's capacity, then its ticket types
  * by id, that cannot hold it. From the rows as read under the event's lock, which every change of
- * `sold` takes first (so they are current); the database's conditional updates did the refusing.
+ * `sold` and `held` takes first (so they are current); the database's conditional updates did the
+ * refusing. Held places count as taken.
  */
 function soldOut(event: EventRow, sorted: SoldItem[], count: number): AppError {
-  const available = Math.max(0, (event.capacity ?? 0) - event.sold);
-  if (event.capacity !== null && event.sold + count > event.capacity) {
+  const available = Math.max(0, (event.capacity ?? 0) - event.sold - event.held);
+  if (event.capacity !== null && event.sold + event.held + count > event.capacity) {
     return new AppError('sold_out', `Event ${event.id} has ${available} of ${event.capacity} places left.`, { available });
   }
   for (const item of sorted) {
-    const left = Math.max(0, item.type.quantity - item.type.sold);
+    const left = Math.max(0, item.type.quantity - item.type.sold - item.type.held);
     if (item.quantity > left) {
       return new AppError('sold_out', `Ticket type ${item.type.id} has ${left} of ${item.type.quantity} left.`, { ticketTypeId: item.type.id, available: left });
     }
@@ -34,13 +58,118 @@ function soldOut(event: EventRow, sorted: SoldItem[], count: number): AppError {
   return new AppError('sold_out', `Event ${event.id} has no places left for this order.`, { available });
 }
 
+/** The tickets an order issues at `now`, each signed by the event's active key (docs/events.md, "Signed ticket codes"). */
+async function issueTickets(tx: TenantScope, order: Pick<OrderRow, 'id' | 'eventId' | 'currency' | 'buyerName' | 'buyerEmail'>, items: OrderItem[], plan: OrderPlan, now: number): Promise<TicketRow[]> {
+  const signer = await eventSigner(tx, order.eventId);
+  return items.flatMap((item, i) =>
+    Array.from({ length: item.quantity }, (_, n): TicketRow => {
+      const holder = plan.attendees[i]?.[n] ?? { name: order.buyerName, email: order.buyerEmail };
+      const id = newId('ticket');
+      return {
+        id,
+        accountId: tx.accountId,
+        eventId: order.eventId,
+        ticketTypeId: item.ticketTypeId,
+        orderId: order.id,
+        status: 'valid',
+        attendeeName: holder.name,
+        attendeeEmail: holder.email,
+        code: issueCode(signer, { id, eventId: order.eventId, ticketTypeId: item.ticketTypeId }),
+        price: item.unitPrice,
+        currency: order.currency,
+        refundedAmount: 0,
+        checkedInAt: null,
+        checkinId: null,
+        createdAt: now,
+        updatedAt: now,
+        cancelledAt: null,
+      };
+    }),
+  );
+}
+
+export function presentPayment(row: PaymentRow) {
+  return {
+    id: row.id,
+    kind: row.kind as 'charge' | 'refund',
+    provider: row.provider as ProviderName | 'external',
+    amount: row.amount,
+    currency: row.currency,
+    status: row.status as 'pending' | 'succeeded' | 'failed',
+    ticketId: row.ticketId,
+    reference: row.reference,
+    createdAt: iso(row.createdAt),
+  };
+}
+
+export function presentOrder(row: OrderRow, tickets: TicketRow[], payments: PaymentRow[]) {
+  return {
+    id: row.id,
+    eventId: row.eventId,
+    status: row.status as 'pending' | 'completed' | 'expired' | 'cancelled',
+    buyer: { name: row.buyerName, email: row.buyerEmail },
+    items: JSON.parse(row.items) as OrderItem[],
+    total: row.total,
+    currency: row.currency,
+    refundedAmount: row.refundedAmount,
+    payment: {
+      provider: row.provider as ProviderName | 'external' | null,
+      status: row.paymentStatus as 'none' | 'pending' | 'paid' | 'partially_refunded' | 'refunded',
+      checkoutUrl: row.status === 'pending' ? row.checkoutUrl : null,
+    },
+    payments: payments.map(presentPayment),
+    tickets: tickets.map(presentTicket),
+    expiresAt: row.status === 'pending' ? iso(row.expiresAt) : null,
+    completedAt: iso(row.completedAt),
+    createdAt: iso(row.createdAt),
+  };
+}
+
+export type PresentedOrder = ReturnType<typeof presentOrder>;
+
+/** The places an order holds or sold, by ticket type. */
+function placesOf(items: OrderItem[]): repo.Places {
+  return { count: items.reduce((sum, item) => sum + item.quantity, 0), taken: items.map((item) => ({ ticketTypeId: item.ticketTypeId, quantity: item.quantity })) };
+}
+
+/** A charge that succeeded: the payment row of an order's completion. */
+function chargeOf(order: Pick<OrderRow, 'id' | 'accountId' | 'eventId' | 'total' | 'currency'>, provider: string, reference: string | null, now: number): PaymentRow {
+  return {
+    id: newId('payment'),
+    accountId: order.accountId,
+    eventId: order.eventId,
+    orderId: order.id,
+    ticketId: null,
+    provider,
+    kind: 'charge',
+    amount: order.total,
+    currency: order.currency,
+    status: 'succeeded',
+    reference,
+    reason: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** What a completion reports: each ticket bought, then the payment (or, for a free order, the RSVP). */
+function completionMessages(order: PresentedOrder): OutboxMessage[] {
+  return [
+    ...order.tickets.map((ticket): OutboxMessage => ({ event: 'ticket.purchased', data: ticket })),
+    { event: order.total > 0 ? 'payment.completed' : 'rsvp.submitted', data: { ...order, amount: order.total, provider: order.payment.provider } },
+  ];
+}
+
 /**
- * Issues the tickets of an order, all or nothing. Inventory is taken with conditional
- * updates inside the transaction (`sold + n <= capacity`, `sold + n <= quantity`), after the
- * event's lock, which every writer of the event's inventory takes first: concurrent orders
- * neither oversell nor deadlock.
+ * Places an order, all or nothing. Free, or paid without `payment` (its money taken elsewhere): it
+ * completes at once and issues its tickets. Paid with `payment`: it is `pending`, its places held
+ * until `expiresAt` (the event's `holdMinutes`), no ticket issued yet; its provider begins the
+ * payment after the commit (completeOrder finishes it). Inventory is taken with conditional updates
+ * inside the transaction (`sold + held + n <= capacity`, `... <= quantity`), after the event's lock,
+ * which every writer of the event's inventory takes first: concurrent orders neither oversell nor
+ * deadlock.
  */
-export async function createOrder(scope: TenantScope, eventId: string, input: Static<typeof CreateOrderBody>) {
+export async function createOrder(scope: TenantScope, eventId: string, input: Static<typeof CreateOrderBody>): Promise<PresentedOrder> {
   const seen = new Set<string>();
   let count = 0;
   input.items.forEach((item, i) => {
@@ -51,7 +180,18 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   });
   if (count > MAX_TICKETS_PER_ORDER) throw invalid('/items', `may hold at most ${MAX_TICKETS_PER_ORDER} tickets in all`);
 
-  return scope.transaction(async (tx) => {
+  // Found before anything is held; a provider the account lacks matters only to a paid order.
+  let provider: PaymentProvider | null = null;
+  let providerMissing: unknown = null;
+  if (input.payment) {
+    try {
+      provider = await providerFor(scope.db as Db, scope.accountId, input.payment.provider);
+    } catch (err) {
+      providerMissing = err;
+    }
+  }
+
+  const placed = await scope.transaction(async (tx) => {
     const now = Date.now();
     // Locked first, so a concurrent cancel or publish is seen before anything is sold.
     const event = await requireLockedEvent(tx, eventId);
@@ -79,46 +219,21 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       return { ...item, type };
     });
 
-    // Inventory with conditional updates (the event's capacity, then the ticket types): the
-    // database refuses to sell what is not there. `sorted`: the order of soldOut's answer.
-    const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
-    const orderId = newId('order');
-    // Each ticket's code is signed by the event's active key (docs/events.md, "Signed ticket codes").
-    const signer = await eventSigner(tx, eventId);
-    const tickets: TicketRow[] = items.flatMap((item) =>
-      Array.from({ length: item.quantity }, (_, n) => {
-        const holder = item.attendees?.[n] ?? input.buyer;
-        const id = newId('ticket');
-        return {
-          id,
-          accountId: scope.accountId,
-          eventId,
-          ticketTypeId: item.type.id,
-          orderId,
-          status: 'valid',
-          attendeeName: holder.name,
-          attendeeEmail: holder.email.toLowerCase(),
-          code: issueCode(signer, { id, eventId, ticketTypeId: item.type.id }),
-          price: item.type.price,
-          currency: event.currency,
-          refundedAmount: 0,
-          checkedInAt: null,
-          checkinId: null,
-          createdAt: now,
-          updatedAt: now,
-          cancelledAt: null,
-        };
-      }),
-    );
-    const orderItems = items.map((item) => ({
+    const orderItems: OrderItem[] = items.map((item) => ({
       ticketTypeId: item.type.id,
       quantity: item.quantity,
       unitPrice: item.type.price,
       amount: item.type.price * item.quantity,
     }));
     const total = orderItems.reduce((sum, item) => sum + item.amount, 0);
+    const pending = total > 0 && input.payment !== undefined;
+    if (pending && !provider) throw providerMissing;
+
+    const orderId = newId('order');
     const buyer = { name: input.buyer.name, email: input.buyer.email.toLowerCase() };
-    const orderRow = {
+    const plan: OrderPlan = { attendees: items.map((item) => (item.attendees ?? []).map((a) => ({ name: a.name, email: a.email.toLowerCase() }))) };
+    const expiresAt = pending ? now + event.holdMinutes * 60_000 : null;
+    const orderRow: OrderRow = {
       id: orderId,
       accountId: scope.accountId,
       eventId,
@@ -127,36 +242,212 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       items: JSON.stringify(orderItems),
       total,
       currency: event.currency,
-      status: 'completed',
+      status: pending ? 'pending' : 'completed',
       createdAt: now,
+      expiresAt,
+      completedAt: pending ? null : now,
+      refundedAmount: 0,
+      provider: pending ? input.payment!.provider : total > 0 ? 'external' : null,
+      paymentStatus: pending ? 'pending' : total > 0 ? 'paid' : 'none',
+      paymentReference: null,
+      checkoutUrl: null,
+      plan: pending ? JSON.stringify(plan) : null,
+      updatedAt: now,
     };
-    const presentedTickets = tickets.map(presentTicket);
-    const order = { id: orderId, eventId, status: 'completed' as const, buyer, items: orderItems, total, currency: event.currency, tickets: presentedTickets, createdAt: iso(now) };
-    const messages: OutboxMessage[] = [
-      ...presentedTickets.map((ticket): OutboxMessage => ({ event: 'ticket.purchased', data: ticket })),
-      { event: total > 0 ? 'payment.completed' : 'rsvp.submitted', data: { ...order, amount: total } },
-    ];
+    const tickets = pending ? [] : await issueTickets(tx, orderRow, orderItems, plan, now);
+    const payment = !pending && total > 0 ? chargeOf(orderRow, 'external', null, now) : null;
+    const order = presentOrder(orderRow, tickets, payment ? [payment] : []);
+    // A pending order reports nothing until it completes, expires or is cancelled.
+    const messages = pending ? [] : completionMessages(order);
+    const jobs: NewJob[] = pending
+      ? [{ kind: EXPIRE_ORDER_KIND, payload: { accountId: scope.accountId, eventId, orderId } satisfies ExpireOrderPayload, maxAttempts: EXPIRE_ORDER_MAX_ATTEMPTS, runAt: expiresAt! }]
+      : [];
 
+    // `sorted`: the order of soldOut's answer, and the order in which the types are taken.
+    const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
-    const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, taken, messages, subscriptions, now });
+    const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, now });
     if (!written) throw soldOut(event, sorted, count);
-    return order;
+    return { order, row: orderRow, event };
+  });
+
+  if (placed.order.status !== 'pending') return placed.order;
+  return beginPayment(scope, provider!, placed.row, placed.event, input.payment!);
+}
+
+/**
+ * Asks the provider to begin a pending order's payment, outside any transaction (it may wait on the
+ * network), and keeps where the buyer pays. If the provider fails, the order is cancelled (its
+ * places returned) and the client gets 502 `payment_provider_error`.
+ */
+async function beginPayment(scope: TenantScope, provider: PaymentProvider, row: OrderRow, event: EventRow, payment: NonNullable<Static<typeof CreateOrderBody>['payment']>): Promise<PresentedOrder> {
+  const items = JSON.parse(row.items) as OrderItem[];
+  const names = new Map((await repo.ticketTypesForOrder(scope, row.eventId)).types.map((t) => [t.id, t.name]));
+  let checkout: Checkout;
+  try {
+    checkout = await provider.begin({
+      accountId: scope.accountId,
+      orderId: row.id,
+      eventId: row.eventId,
+      eventName: event.name,
+      total: row.total,
+      currency: row.currency,
+      buyer: { name: row.buyerName, email: row.buyerEmail },
+      items: items.map((item) => ({ name: names.get(item.ticketTypeId) ?? item.ticketTypeId, quantity: item.quantity, unitPrice: item.unitPrice })),
+      expiresAt: row.expiresAt!,
+      successUrl: payment.successUrl ?? null,
+      cancelUrl: payment.cancelUrl ?? null,
+    });
+  } catch (err) {
+    await endPending(scope, row.id, 'cancelled').catch(() => {});
+    if (err instanceof AppError) throw err;
+    throw new AppError('payment_provider_error', `The ${provider.name} provider could not begin the payment of order ${row.id}; the order was cancelled.`, { provider: provider.name, orderId: row.id });
+  }
+  if (checkout.reference !== null || checkout.checkoutUrl !== null) await repo.saveCheckout(scope, row.id, checkout, Date.now());
+  return presentOrder({ ...row, paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl }, [], []);
+}
+
+/** An order inside a transaction, read after its event's lock (every change of an order's state takes it first): current. */
+async function lockOrder(tx: TenantScope, id: string): Promise<{ order: OrderRow; event: EventRow }> {
+  const found = await repo.findOrder(tx, id);
+  if (!found) throw notFound('order', id);
+  const event = await requireLockedEvent(tx, found.eventId);
+  return { order: (await repo.findOrder(tx, id))!, event };
+}
+
+/**
+ * Completes an order whose money arrived (a provider's report, or a manual confirmation), in one
+ * transaction: its held places become sold, its tickets are issued, its charge is recorded,
+ * `ticket.purchased` and `payment.completed` are sent. Idempotent: a completed order is returned
+ * as it is, with no second message. An expired or cancelled order whose places are still free is
+ * taken again and completed (the money arrived: honour it); otherwise 409 `order_expired` (the
+ * caller refunds). `paid.amount` must be the order's total, else 409 `payment_amount_mismatch`
+ * and nothing changes.
+ */
+export async function completeOrder(scope: TenantScope, orderId: string, paid: { provider: ProviderName; reference: string | null; amount: number }): Promise<PresentedOrder> {
+  return scope.transaction(async (tx) => {
+    const { order, event } = await lockOrder(tx, orderId);
+    if (order.status === 'completed') return presentOrder(order, await ticketsOfOrder(tx, orderId), await repo.paymentsOfOrder(tx, orderId));
+    if (paid.amount !== order.total) {
+      throw new AppError('payment_amount_mismatch', `Order ${orderId} totals ${order.total} ${order.currency}; ${paid.amount} was reported paid.`, { total: order.total, amount: paid.amount });
+    }
+    return completeLocked(tx, order, event, paid);
   });
 }
 
-export async function getOrder(scope: TenantScope, id: string) {
+/** completeOrder's work, under the event's lock, for an order that is not completed. */
+async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow, paid: { provider: ProviderName; reference: string | null; amount: number }): Promise<PresentedOrder> {
+  const now = Date.now();
+  const items = JSON.parse(order.items) as OrderItem[];
+  const places = placesOf(items);
+  if (order.status === 'pending') {
+    await repo.sellHeldPlaces(tx, order.eventId, places, now);
+  } else if (event.status === 'cancelled' || !(await repo.sellFreePlaces(tx, order.eventId, places, now))) {
+    throw new AppError('order_expired', `Order ${order.id} is ${order.status} and its places are gone; it cannot be completed.`, { orderStatus: order.status });
+  }
+  const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;
+  const tickets = await issueTickets(tx, order, items, plan, now);
+  for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
+  const completed = await repo.markCompleted(tx, order.id, {
+    provider: paid.provider,
+    paymentStatus: order.total > 0 ? 'paid' : 'none',
+    paymentReference: paid.reference ?? order.paymentReference,
+    completedAt: now,
+    updatedAt: now,
+  });
+  const payments = await repo.paymentsOfOrder(tx, order.id);
+  if (order.total > 0) {
+    const charge = chargeOf(order, paid.provider, paid.reference ?? order.paymentReference, now);
+    await repo.insertPayment(tx, charge);
+    payments.push(charge);
+  }
+  const presented = presentOrder(completed, tickets, payments);
+  await fanOut.inTransaction(tx.db, tx.accountId, completionMessages(presented), now);
+  return presented;
+}
+
+/**
+ * `POST /v1/orders/:id/confirm`: the organiser took a manual payment (bank transfer, cash). Only
+ * for orders paid through `manual`; a pending order completes, an expired one as completeOrder
+ * says; a completed or cancelled one is 409 `order_not_pending`.
+ */
+export async function confirmOrder(scope: TenantScope, orderId: string, input: Static<typeof ConfirmOrderBody>): Promise<PresentedOrder> {
+  return scope.transaction(async (tx) => {
+    const { order, event } = await lockOrder(tx, orderId);
+    if (order.provider !== 'manual') {
+      throw new AppError('order_not_manual', `Order ${orderId} is paid through ${order.provider ?? 'no provider'}, not manually.`, { provider: order.provider });
+    }
+    if (order.status === 'completed' || order.status === 'cancelled') {
+      throw new AppError('order_not_pending', `Order ${orderId} is ${order.status}.`, { orderStatus: order.status });
+    }
+    return completeLocked(tx, order, event, { provider: 'manual', reference: input.reference ?? null, amount: order.total });
+  });
+}
+
+/**
+ * Ends a pending order (`expired`: its hold ran out; `cancelled`), in one transaction: its held
+ * places return, `order.expired` or `order.cancelled` is sent. Undefined when it was not pending
+ * (or, for an expiry, not yet due), with nothing changed.
+ */
+async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', now = Date.now()): Promise<PresentedOrder | undefined> {
+  return scope.transaction(async (tx) => {
+    const { order } = await lockOrder(tx, orderId);
+    const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? now : undefined);
+    if (!ended) return undefined;
+    await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
+    const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
+    await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
+    return presented;
+  });
+}
+
+/** `POST /v1/orders/:id/cancel`: a pending order → cancelled, its places returned; any other is 409 `order_not_pending`. */
+export async function cancelOrder(scope: TenantScope, orderId: string): Promise<PresentedOrder> {
+  const cancelled = await endPending(scope, orderId, 'cancelled');
+  if (cancelled) return cancelled;
+  const order = await repo.findOrder(scope, orderId);
+  if (!order) throw notFound('order', orderId);
+  throw new AppError('order_not_pending', `Order ${orderId} is ${order.status}; only a pending order can be cancelled (cancel its tickets instead).`, { orderStatus: order.status });
+}
+
+/**
+ * The expiry job's work: the order expires if it is still pending and its hold has run out. The
+ * time until its hold runs out if it is still pending but not yet due (a clock ahead of another,
+ * or an `expiresAt` moved later), else 0.
+ */
+export async function expireOrder(db: Db, payload: ExpireOrderPayload, now = Date.now()): Promise<number> {
+  const scope = new TenantScope(db, payload.accountId);
+  const order = await repo.findOrder(scope, payload.orderId);
+  // Gone with its account, or no longer pending: nothing to do.
+  if (order?.status !== 'pending' || order.expiresAt === null) return 0;
+  if (order.expiresAt > now) return order.expiresAt - now;
+  const expired = await endPending(scope, payload.orderId, 'expired', now);
+  if (expired) return 0;
+  // Changed between the two reads (completed, cancelled, or its hold moved later): read it again.
+  const after = await repo.findOrder(scope, payload.orderId);
+  return after?.status === 'pending' && after.expiresAt !== null ? Math.max(1, after.expiresAt - now) : 0;
+}
+
+export async function getOrder(scope: TenantScope, id: string): Promise<PresentedOrder> {
   const order = await repo.findOrder(scope, id);
   if (!order) throw notFound('order', id);
-  const tickets = await ticketsOfOrder(scope, id);
-  return {
-    id: order.id,
-    eventId: order.eventId,
-    status: 'completed' as const,
-    buyer: { name: order.buyerName, email: order.buyerEmail },
-    items: JSON.parse(order.items) as Array<{ ticketTypeId: string; quantity: number; unitPrice: number; amount: number }>,
-    total: order.total,
-    currency: order.currency,
-    tickets: tickets.map(presentTicket),
-    createdAt: iso(order.createdAt),
+  const [tickets, payments] = await Promise.all([ticketsOfOrder(scope, id), repo.paymentsOfOrder(scope, id)]);
+  return presentOrder(order, tickets, payments);
+}
+
+/** An event's orders, newest first, optionally of one state; each with its tickets and payments. */
+export async function listOrders(scope: TenantScope, eventId: string, query: Static<typeof OrderListQuery> & PageParams): Promise<Page<PresentedOrder>> {
+  const request = pageRequest(query, listTag('orders', { eventId, status: query.status }));
+  await requireEvent(scope, eventId);
+  const rows = await repo.pageOrders(scope, eventId, query.status, request);
+  const ids = rows.slice(0, request.limit).map((r) => r.id);
+  const [tickets, payments] = await Promise.all([repo.ticketsOfOrders(scope, ids), repo.paymentsOfOrders(scope, ids)]);
+  const group = <T extends { orderId: string }>(list: T[]) => {
+    const by = new Map<string, T[]>();
+    for (const row of list) by.set(row.orderId, [...(by.get(row.orderId) ?? []), row]);
+    return by;
   };
+  const ticketsBy = group(tickets);
+  const paymentsBy = group(payments);
+  return toPage(rows, request, (r) => ({ key: r.id, id: r.id }), (r) => presentOrder(r, ticketsBy.get(r.id) ?? [], paymentsBy.get(r.id) ?? []));
 }

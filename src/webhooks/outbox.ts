@@ -17,6 +17,8 @@ export const EVENT_AREA_EVENTS = [
   'ticket.transferred',
   'checkin.completed',
   'checkin.undone',
+  'order.expired',
+  'order.cancelled',
   'payment.completed',
   'payment.refunded',
   'payout.processed',

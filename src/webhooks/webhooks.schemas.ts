@@ -88,6 +88,8 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'ticket.transferred': TicketSchema,
   'checkin.completed': CheckinSchema,
   'checkin.undone': CheckinUndoneSchema,
+  'order.expired': OrderSchema,
+  'order.cancelled': OrderSchema,
   'payment.completed': OrderPaymentSchema,
   'payment.refunded': RefundSchema,
   'payout.processed': PayoutSchema,
