@@ -25,6 +25,8 @@ import { checkinListRoutes } from './events/checkin-lists.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
 import { orderChangeRoutes } from './events/order-changes.routes.js';
+import { refundRoutes } from './events/refunds.routes.js';
+import { refundComponents } from './events/refunds.schemas.js';
 import { orderChangeComponents } from './events/order-changes.schemas.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
@@ -98,7 +100,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...doorComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -114,6 +116,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(accountRoutes);
     await api.register(eventRoutes);
     await api.register(orderChangeRoutes);
+    await api.register(refundRoutes);
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
     await api.register(webhookRoutes);

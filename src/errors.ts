@@ -255,6 +255,18 @@ export const ERROR_CODES = {
     happened: 'The ticket type has sold tickets, so its price is fixed: buyers paid the old one.',
     next: 'Keep the price, or create a new ticket type with the new price and end the sales of the old one (`salesEndAt`).',
   },
+  order_not_completed: {
+    status: 409,
+    title: 'Order not completed',
+    happened: 'Refunds and changes are for completed orders; this one is pending, expired or cancelled (`status` says which), so it has no tickets and took no money to give back. Nothing changed.',
+    next: 'Read the order (`GET /v1/orders/:id`). A pending order is cancelled with `POST /v1/orders/:id/cancel`; an expired or cancelled one needs nothing.',
+  },
+  refund_exceeds_paid: {
+    status: 409,
+    title: 'Refund exceeds what was paid',
+    happened: 'The refund asked for more than is left of the order\'s money: what it was paid, less what was refunded or is being refunded. `refundable` says what is left; nothing was refunded.',
+    next: 'Ask for at most `refundable` (or leave `amount` out to refund all of it). If it is 0, the order has been refunded in full already.',
+  },
   order_not_pending: {
     status: 409,
     title: 'Order not pending',

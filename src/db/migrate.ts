@@ -13,6 +13,7 @@ import * as m0010 from './migrations/2026_11_26_0010_blend_alignment.js';
 import * as m0011 from './migrations/2026_11_27_0011_ticket_signing.js';
 import * as m0012 from './migrations/2026_11_27_0012_checkin_lists.js';
 import * as m0013 from './migrations/2026_11_27_0013_box_office_orders.js';
+import * as m0015 from './migrations/2026_11_27_0015_order_balance.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0011_ticket_signing': m0011,
   '2026_11_27_0012_checkin_lists': m0012,
   '2026_11_27_0013_box_office_orders': m0013,
+  '2026_11_27_0015_order_balance': m0015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -15,6 +15,7 @@ import { UndoQuery } from './checkin-lists.schemas.js';
 import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
+import * as orderChanges from './order-changes.service.js';
 import * as orders from './orders.service.js';
 import * as payouts from './payouts.service.js';
 import * as tickets from './tickets.service.js';
@@ -252,9 +253,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/tickets/:id/cancel',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') } },
+      schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: "Cancel a ticket: its place returns to inventory, a paid ticket is refunded through its order's provider", params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in', 'payment_provider_error') } },
     },
-    (request) => tickets.cancelTicket(scope(request), request.params.id),
+    (request) => orderChanges.cancelTicket(scope(request), request.params.id),
   );
 
   app.post(

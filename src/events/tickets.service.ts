@@ -35,10 +35,13 @@ export const ticketLinks = (id: string) => ({ qrSvg: `/v1/tickets/${id}/qr.svg`,
 
 export type PresentedTicket = ReturnType<typeof presentTicket>;
 
-/** The refund message of a cancelled ticket, if it was paid for. */
+/**
+ * The refund message of a ticket cancelled with its event, if it was paid for: recorded on the
+ * ticket, with no provider call and no payment row (provider and paymentId null).
+ */
 export function refundOf(ticket: TicketRow): OutboxMessage[] {
   return ticket.price > 0
-    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency } }]
+    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency, provider: null, paymentId: null } }]
     : [];
 }
 
@@ -116,22 +119,6 @@ export async function getTicket(scope: TenantScope, id: string): Promise<Present
   const ticket = await repo.findTicket(scope, id);
   if (!ticket) throw notFound('ticket', id);
   return presentTicket(ticket);
-}
-
-/** Valid and not checked in → cancelled; its place returns to inventory; a paid ticket is refunded. */
-export async function cancelTicket(scope: TenantScope, id: string): Promise<PresentedTicket> {
-  return scope.transaction(async (tx) => {
-    const ticket = await repo.findTicket(tx, id);
-    if (!ticket) throw notFound('ticket', id);
-    await lockEvent(tx, ticket.eventId);
-    const now = Date.now();
-    const cancelled = await changeTicket(tx, 'cancel', { ticketId: id }, () => repo.cancelOpenTicket(tx, id, now));
-    await repo.releasePlace(tx, ticket, now);
-    await revokeCodes(tx, [cancelled], 'cancelled', now);
-    const presented = presentTicket(cancelled);
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presented }, ...refundOf(cancelled)], now);
-    return presented;
-  });
 }
 
 /**
