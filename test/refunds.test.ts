@@ -225,6 +225,26 @@ for (const engine of ENGINES) {
       assert.equal((await problem(await c.call('POST', `/v1/orders/${order.id}/refunds`, { amount: 15001 }), 409, 'refund_exceeds_paid')).refundable, 15000);
     });
 
+    test('ticket cancels and refunds of one order racing: every cancel stands, the money given back is exactly what was paid', async (t) => {
+      const { api, c, event, standard } = await box(t, engine);
+      const order = await paidOrder(c, event.id, [{ ticketTypeId: standard.id, quantity: 10 }]);
+      // 10 cancels want 3000 each, 50 refunds 1000 each: 80000 asked of 30000 paid.
+      const answers = await Promise.all([
+        ...order.tickets.map((x: Json) => c.call('POST', `/v1/tickets/${x.id}/cancel`)),
+        ...Array.from({ length: 50 }, () => c.call('POST', `/v1/orders/${order.id}/refunds`, { amount: 1000 })),
+      ]);
+      assert.deepEqual(answers.slice(0, 10).map((r) => r.status), Array(10).fill(200), 'a cancel never waits for money');
+      assert.ok(answers.slice(10).every((r) => r.status === 201 || r.status === 409));
+      const rows = await api.database.db.selectFrom('payments').selectAll().where('orderId', '=', order.id).where('kind', '=', 'refund').execute();
+      assert.equal(rows.reduce((sum, r) => sum + Number(r.amount), 0), 30_000);
+      const read = await c.ok('GET', `/v1/orders/${order.id}`);
+      assert.deepEqual([read.refundedAmount, read.payment.status], [30_000, 'refunded']);
+      assert.equal(read.tickets.reduce((sum: number, x: Json) => sum + x.refundedAmount, 0), rows.filter((r) => r.ticketId !== null).reduce((sum, r) => sum + Number(r.amount), 0));
+      assert.equal((await c.ok('GET', `/v1/events/${event.id}/tickets`)).data.find((x: Json) => x.id === standard.id).sold, 0);
+      const analytics = await c.ok('GET', `/v1/events/${event.id}/analytics`);
+      assert.deepEqual([analytics.refunded, analytics.netRevenue], [30_000, 0]);
+    });
+
     test('100 concurrent refunds of one order never give back more than was paid; each is recorded and reported once', async (t) => {
       const { api, c, accountId, key, event, standard } = await box(t, engine, { workers: true });
       const hook = await receiver(t);

@@ -16,17 +16,22 @@ export async function lockOrder(tx: TenantScope, id: string): Promise<OrderRow |
   return (onPostgres(tx.db) ? query.forUpdate() : query).executeTakeFirst();
 }
 
-/** What an order was paid (its charges that succeeded) and what its refunds took or are taking (pending and succeeded). */
-export async function moneyOfOrder(tx: TenantScope, orderId: string): Promise<{ paid: number; refunding: number; chargeReference: string | null }> {
+export type OrderMoney = { paid: number; refunding: number; chargeReference: string | null };
+
+/**
+ * What an order was paid (its charges that succeeded), what its refunds took or are taking (pending
+ * and succeeded), and the provider's id of its charge through `provider` (a balance confirmed by
+ * hand is a `manual` charge beside it): what a provider's refund names.
+ */
+export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' | 'provider'>): Promise<OrderMoney> {
   const row = await tx
     .selectFrom('payments')
     .select([
       sql<number>`coalesce(sum(case when kind = 'charge' and status = 'succeeded' then amount else 0 end), 0)`.as('paid'),
       sql<number>`coalesce(sum(case when kind = 'refund' and status in ('pending', 'succeeded') then amount else 0 end), 0)`.as('refunding'),
-      // The provider's id of the (first) charge: what a provider's refund names.
-      sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' then reference end)`.as('chargeReference'),
+      sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' and provider = ${order.provider ?? ''} then reference end)`.as('chargeReference'),
     ])
-    .where('orderId', '=', orderId)
+    .where('orderId', '=', order.id)
     .executeTakeFirst();
   return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
 }

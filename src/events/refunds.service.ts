@@ -38,8 +38,8 @@ export function requireCompleted(order: Pick<OrderRow, 'id' | 'status'>): void {
  * succeeded, counted under that lock, so concurrent refunds never give back more than was paid.
  * Each wish gets at most what is left (a wish of nothing is dropped).
  */
-export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: RefundWish[], now: number): Promise<ReservedRefunds> {
-  const money = await repo.moneyOfOrder(tx, order.id);
+export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: RefundWish[], now: number, money?: repo.OrderMoney): Promise<ReservedRefunds> {
+  money ??= await repo.moneyOfOrder(tx, order);
   let left = money.paid - money.refunding;
   const rows: PaymentRow[] = [];
   for (const wish of wishes) {
@@ -113,7 +113,7 @@ async function recordOutcome(scope: TenantScope, row: PaymentRow, outcome: { sta
     const settled = await repo.settlePayment(tx, row.id, outcome.status, outcome.reference, now);
     if (!settled) return (await paymentsOfOrder(tx, row.orderId)).find((p) => p.id === row.id)!;
     if (settled.status === 'succeeded') {
-      const { paid } = await repo.moneyOfOrder(tx, settled.orderId);
+      const { paid } = await repo.moneyOfOrder(tx, { id: settled.orderId, provider: null });
       await repo.recordRefund(tx, settled, paid, now);
       const data = { orderId: settled.orderId, ticketId: settled.ticketId, amount: settled.amount, currency: settled.currency, provider: settled.provider, paymentId: settled.id };
       await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'payment.refunded', data }], now);
@@ -132,13 +132,13 @@ export async function refundOrder(scope: TenantScope, orderId: string, input: St
     const order = await repo.lockOrder(tx, orderId);
     if (!order) throw notFound('order', orderId);
     requireCompleted(order);
-    const money = await repo.moneyOfOrder(tx, orderId);
+    const money = await repo.moneyOfOrder(tx, order);
     const refundable = Math.max(0, money.paid - money.refunding);
     const amount = input.amount ?? refundable;
     if (amount > refundable || amount === 0) {
       throw new AppError('refund_exceeds_paid', `Order ${orderId} has ${refundable} ${order.currency} left to refund${amount === 0 ? '' : `; ${amount} was asked`}.`, { refundable });
     }
-    return reserveRefunds(tx, order, [{ ticketId: null, amount, reason: input.reason ?? null }], Date.now());
+    return reserveRefunds(tx, order, [{ ticketId: null, amount, reason: input.reason ?? null }], Date.now(), money);
   });
   const [refund] = await settleRefunds(scope, reserved);
   return presentPayment(refund!);
