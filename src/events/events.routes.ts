@@ -218,7 +218,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['orders'],
         summary: 'Confirm the manual payment of a pending order: it completes and its tickets are issued',
         description:
-          'Only for orders paid through the `manual` provider (bank transfer, cash). An expired order is completed too if its places are still free (else 409 `order_expired`); a completed or cancelled one is 409 `order_not_pending`.',
+          'Only for orders paid through the `manual` provider (bank transfer, cash). An expired order is completed too if its places are still free (else 409 `order_expired`); a completed or cancelled one is 409 `order_not_pending`. A completed order that owes a `balanceDue` (an order change moved tickets to a dearer type), whatever its provider: the balance is recorded paid (a `manual` charge) and `order.changed` fires.',
         params: OrderParams,
         body: schemas.ConfirmOrderBody,
         response: { 200: ref(schemas.OrderSchema), ...problems('order_not_manual', 'order_not_pending', 'order_expired') },

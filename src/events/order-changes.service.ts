@@ -189,8 +189,9 @@ export async function cancelTicket(scope: TenantScope, id: string) {
   const applied = await scope.transaction(async (tx) => {
     const { order, event } = await lockOrderOfEvent(tx, found.orderId);
     const ticket = (await findTicket(tx, id))!;
-    const applied = await applyChange(tx, order, event, { cancel: [ticket], retype: [] }, true, Date.now());
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presentTicket(applied.cancelled[0]!) }], Date.now());
+    const now = Date.now();
+    const applied = await applyChange(tx, order, event, { cancel: [ticket], retype: [] }, true, now);
+    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presentTicket(applied.cancelled[0]!) }], now);
     return applied;
   });
   await settleRefunds(scope, applied.reserved);
