@@ -270,7 +270,15 @@ for (const engine of ENGINES) {
       const row = await db.selectFrom('orders').selectAll().where('id', '=', order.id).executeTakeFirstOrThrow();
       assert.deepEqual({ ...row, items: JSON.parse(row.items) }, {
         id: order.id, accountId: row.accountId, eventId, buyerName: buyer.name, buyerEmail: buyer.email, items: order.items, total: 9000 + 2 * 2500, currency: 'EUR', status: 'completed', createdAt: at,
+        expiresAt: null, completedAt: at, refundedAmount: 0, balanceDue: 0, provider: 'external', paymentStatus: 'paid', paymentReference: null, checkoutUrl: null, plan: null, updatedAt: at,
       });
+      const charges = await db.selectFrom('payments').selectAll().where('orderId', '=', order.id).execute();
+      assert.deepEqual(charges, [
+        {
+          id: order.payments[0].id, accountId: row.accountId, eventId, orderId: order.id, ticketId: null, provider: 'external', kind: 'charge', amount: 14000, currency: 'EUR', status: 'succeeded',
+          reference: null, reason: null, createdAt: at, updatedAt: at,
+        },
+      ]);
       const tickets = await db.selectFrom('tickets').selectAll().where('orderId', '=', order.id).orderBy('id').execute();
       assert.deepEqual(
         tickets,
@@ -292,7 +300,7 @@ for (const engine of ENGINES) {
         ['payment.completed', at, row.accountId],
       ]);
       assert.deepEqual(messages.map((m) => JSON.parse(m.payload)), messages.map((m, i) => ({
-        id: m.id, event: m.eventType, timestamp: order.createdAt, data: i < order.tickets.length ? order.tickets[i] : { ...order, amount: order.total },
+        id: m.id, event: m.eventType, timestamp: order.createdAt, data: i < order.tickets.length ? order.tickets[i] : { ...order, amount: order.total, provider: 'external' },
       })));
       const ofOrder = new Set(messages.map((m) => m.id));
       const jobs = (await db.selectFrom('jobs').selectAll().where('kind', '=', 'webhook.deliver').execute()).filter((j) => ofOrder.has(JSON.parse(j.payload).messageId));
@@ -465,7 +473,7 @@ for (const engine of ENGINES) {
       const refunded = 2 * 2500;
       assert.deepEqual(
         { ...totals, byTicketType: undefined },
-        { eventId, currency: 'EUR', ticketsSold: 7, ticketsCancelled: 3, grossRevenue: gross, refunded, netRevenue: gross - refunded, paidOut: gross - refunded, checkedIn: 2, checkInRate: 2 / 7, byTicketType: undefined, checkinLists: [] },
+        { eventId, currency: 'EUR', ticketsSold: 7, ticketsHeld: 0, ordersPending: 0, ticketsCancelled: 3, grossRevenue: gross, refunded, netRevenue: gross - refunded, paidOut: gross - refunded, checkedIn: 2, checkInRate: 2 / 7, byTicketType: undefined, checkinLists: [] },
       );
       const byName = Object.fromEntries(totals.byTicketType.map((x: { name: string }) => [x.name, x]));
       assert.deepEqual([byName.Paid.ticketsSold, byName.Paid.ticketsCancelled, byName.Paid.checkedIn, byName.Paid.grossRevenue], [5, 2, 2, gross]);

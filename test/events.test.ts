@@ -1267,6 +1267,8 @@ for (const engine of ENGINES) {
           eventId: event.id,
           currency: 'EUR',
           ticketsSold: 4,
+          ticketsHeld: 0,
+          ordersPending: 0,
           ticketsCancelled: 1,
           grossRevenue: 3000,
           refunded: 1000,
@@ -1275,8 +1277,8 @@ for (const engine of ENGINES) {
           checkedIn: 2,
           checkInRate: 0.5,
           byTicketType: [
-            { ticketTypeId: paid.id, name: 'Paid', quantity: 10, ticketsSold: 2, ticketsCancelled: 1, grossRevenue: 3000, refunded: 1000, checkedIn: 1 },
-            { ticketTypeId: free.id, name: 'Free', quantity: 10, ticketsSold: 2, ticketsCancelled: 0, grossRevenue: 0, refunded: 0, checkedIn: 1 },
+            { ticketTypeId: paid.id, name: 'Paid', quantity: 10, ticketsSold: 2, ticketsHeld: 0, ticketsCancelled: 1, grossRevenue: 3000, refunded: 1000, checkedIn: 1 },
+            { ticketTypeId: free.id, name: 'Free', quantity: 10, ticketsSold: 2, ticketsHeld: 0, ticketsCancelled: 0, grossRevenue: 0, refunded: 0, checkedIn: 1 },
           ],
           checkinLists: [],
         });

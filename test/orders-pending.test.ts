@@ -5,12 +5,35 @@
  * with orders, holds, confirmations and expiries racing. On every engine of the run.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
 import { TenantScope } from '../src/db/tenant.js';
 import { completeOrder, expireOrder } from '../src/events/orders.service.js';
-import { ENGINES, freshStorage, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 type Json = any;
+
+const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+
+/** `montage worker` in a process of its own, resolved once it works the queue; stopped when the test ends. */
+function workerProcess(t: TestContext, env: Record<string, string>): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'worker'], { env: { ...process.env, ...env, MONTAGE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  onCleanup(t, () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    return new Promise((r) => child.once('exit', r));
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('Montage worker running')) resolve();
+    });
+    child.stderr!.on('data', (d) => (out += d));
+    child.on('exit', (code) => reject(new Error(`worker exited (${code}): ${out}`)));
+  });
+}
 
 const buyer = { name: 'Ada Lovelace', email: 'Ada@Example.com' };
 
@@ -96,6 +119,8 @@ for (const engine of ENGINES) {
       const type = await expect(api, key, 200, 'GET', `/events/${eventId}/tickets/${ids.GA}`);
       assert.deepEqual([type.sold, type.held, type.available], [0, 2, 3]);
       assert.equal((await expect(api, key, 200, 'GET', `/events/${eventId}`)).ticketsHeld, 2);
+      const analytics = await expect(api, key, 200, 'GET', `/events/${eventId}/analytics`);
+      assert.deepEqual([analytics.ticketsHeld, analytics.ordersPending, analytics.byTicketType[0].ticketsHeld, analytics.ticketsSold], [2, 1, 2, 0]);
       assert.deepEqual(await messagesOf(api, order.id), [], 'nothing is reported while it is pending');
       assert.deepEqual(await expect(api, key, 200, 'GET', `/orders/${order.id}`), order);
 
@@ -198,6 +223,27 @@ for (const engine of ENGINES) {
       await assertConsistent(api, eventId);
     });
 
+    test("cancelling the event cancels its pending orders; confirmation needs no body", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 5 } }, { capacity: 5 });
+      const confirmedWithoutBody = await expect(api, key, 201, 'POST', `/events/${eventId}/orders`, { buyer, items: [{ ticketTypeId: ids.GA, quantity: 1 }], payment: { provider: 'manual' } });
+      const res = await api.fetch(`/v1/orders/${confirmedWithoutBody.id}/confirm`, { method: 'POST', key });
+      assert.equal(res.status, 200, await res.clone().text());
+      assert.equal((await res.json()).status, 'completed');
+
+      const pending = await expect(api, key, 201, 'POST', `/events/${eventId}/orders`, { buyer, items: [{ ticketTypeId: ids.GA, quantity: 2 }], payment: { provider: 'manual' } });
+      const cancelledEvent = await expect(api, key, 200, 'POST', `/events/${eventId}/cancel`);
+      assert.deepEqual([cancelledEvent.ticketsSold, cancelledEvent.ticketsHeld], [0, 0]);
+      const order = await expect(api, key, 200, 'GET', `/orders/${pending.id}`);
+      assert.equal(order.status, 'cancelled');
+      assert.deepEqual((await messagesOf(api, pending.id)).map(([event, data]) => [event, data.status]), [['order.cancelled', 'cancelled']]);
+      await problem(await api.fetch(`/v1/orders/${pending.id}/confirm`, { method: 'POST', key, json: {} }), 409, 'order_not_pending');
+      await assert.rejects(completeOrder(new TenantScope(api.database.db, accountId), pending.id, { provider: 'manual', reference: null, amount: pending.total }), { code: 'order_expired' });
+      assert.equal(await expireOrder(api.database.db, { accountId, eventId, orderId: pending.id }, Date.now() + 86_400_000), 0);
+      await assertConsistent(api, eventId);
+    });
+
     test('holdMinutes is set on create and PATCH, 1 to 1440', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key } = await api.account();
@@ -248,6 +294,36 @@ for (const engine of ENGINES) {
       assert.equal(body.orderStatus, 'expired');
       assert.equal((await expect(api, key, 200, 'GET', `/orders/${pending.id}`)).status, 'expired');
       await assertConsistent(api, eventId);
+    });
+
+    test('with two worker processes and no worker in the API, every hold ends within 2 s of its expiresAt', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const api = await startApp(t, storage);
+      await Promise.all([workerProcess(t, storage.env), workerProcess(t, storage.env)]);
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 100 } });
+      const db = api.database.db;
+      const orders = await Promise.all(
+        Array.from({ length: 20 }, () => expect(api, key, 201, 'POST', `/events/${eventId}/orders`, { buyer, items: [{ ticketTypeId: ids.GA, quantity: 2 }], payment: { provider: 'manual' } })),
+      );
+      // Holds that end over the next second, as short holds would have set them.
+      const start = Date.now() + 500;
+      for (const [i, order] of orders.entries()) {
+        const expiresAt = start + i * 50;
+        await db.updateTable('orders').set({ expiresAt }).where('id', '=', order.id).execute();
+        await db.updateTable('jobs').set({ runAt: expiresAt }).where('kind', '=', 'order.expire').where('payload', 'like', `%${order.id}%`).execute();
+      }
+      const orderIds = orders.map((o) => o.id);
+      const ended = await until(async () => {
+        const rows = await db.selectFrom('orders').select(['status', 'expiresAt', 'updatedAt']).where('id', 'in', orderIds).execute();
+        return rows.every((r) => r.status === 'expired') ? rows : null;
+      }, 10_000, 'every hold to end');
+      const late = ended!.map((r) => r.updatedAt! - r.expiresAt!);
+      assert.ok(Math.min(...late) >= 0, 'none before its time');
+      assert.ok(Math.max(...late) < 2000, `ended ${Math.min(...late)} to ${Math.max(...late)} ms after expiresAt`);
+      const { event } = await assertConsistent(api, eventId);
+      assert.equal(event.held, 0);
+      assert.equal((await db.selectFrom('webhookMessages').select('id').where('eventType', '=', 'order.expired').execute()).length, 20, 'one order.expired each');
     });
 
     test('completeOrder: idempotent, the amount must be the total, an early expiry job waits', async (t) => {

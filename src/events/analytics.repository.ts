@@ -37,6 +37,12 @@ export async function refundsBesideTickets(scope: TenantScope, eventId: string, 
   return Number(row?.amount ?? 0);
 }
 
+/** How many orders of the event wait for their payment (pending). */
+export async function pendingOrders(scope: TenantScope, eventId: string): Promise<number> {
+  const row = await scope.selectFrom('orders').select(sql<number>`count(*)`.as('count')).where('eventId', '=', eventId).where('status', '=', 'pending').executeTakeFirst();
+  return Number(row?.count ?? 0);
+}
+
 /** Buckets of `size` ms from `from` (inclusive) to `to` (exclusive); `bucket` in a row is its index. */
 export interface Buckets {
   from: number;

@@ -13,12 +13,13 @@ const n = (value: unknown) => Number(value ?? 0);
 
 export async function eventAnalytics(scope: TenantScope, eventId: string) {
   const event = await requireEvent(scope, eventId);
-  const [types, totals, paid, lists, orderRefunds] = await Promise.all([
+  const [types, totals, paid, lists, orderRefunds, ordersPending] = await Promise.all([
     listTicketTypes(scope, eventId),
     repo.ticketTotals(scope, eventId),
     paidOut(scope, eventId),
     listsOfEvent(scope, eventId),
     repo.refundsBesideTickets(scope, eventId, { pending: false }),
+    repo.pendingOrders(scope, eventId),
   ]);
   const byType = new Map(totals.map((t) => [t.ticketTypeId, t]));
   const byTicketType = types.map((type) => {
@@ -28,6 +29,7 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
       name: type.name,
       quantity: type.quantity,
       ticketsSold: n(t?.ticketsSold),
+      ticketsHeld: type.held,
       ticketsCancelled: n(t?.ticketsCancelled),
       grossRevenue: n(t?.grossRevenue),
       refunded: n(t?.refunded),
@@ -44,6 +46,8 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
     eventId,
     currency: event.currency,
     ticketsSold,
+    ticketsHeld: event.held,
+    ordersPending,
     ticketsCancelled: sum('ticketsCancelled'),
     grossRevenue: sum('grossRevenue'),
     refunded,

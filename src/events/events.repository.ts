@@ -116,15 +116,15 @@ export async function deleteEvent(scope: TenantScope, id: string): Promise<void>
   await scope.deleteFrom('events').where('id', '=', id).execute();
 }
 
-/** The event cancelled, with nothing sold (the caller cancels its tickets): as it is now. */
+/** The event cancelled, with nothing sold or held (the caller cancels its tickets and pending orders): as it is now. */
 export async function cancelEvent(scope: TenantScope, id: string, now: number): Promise<EventRow> {
   const updated = await scope
     .updateTable('events')
-    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, sold: 0 })
+    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, sold: 0, held: 0 })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  await scope.updateTable('ticketTypes').set({ sold: 0, updatedAt: now }).where('eventId', '=', id).execute();
+  await scope.updateTable('ticketTypes').set({ sold: 0, held: 0, updatedAt: now }).where('eventId', '=', id).execute();
   return updated;
 }
 

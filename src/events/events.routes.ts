@@ -223,6 +223,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: schemas.ConfirmOrderBody,
         response: { 200: ref(schemas.OrderSchema), ...problems('order_not_manual', 'order_not_pending', 'order_expired') },
       },
+      // The body is optional: none is `{}`.
+      preValidation: (request, _reply, done) => {
+        request.body ??= {};
+        done();
+      },
     },
     (request) => orders.confirmOrder(scope(request), request.params.id, request.body ?? {}),
   );

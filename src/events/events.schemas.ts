@@ -22,6 +22,8 @@ const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2
 const Capacity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
 const Quantity = Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 });
 const MaxPerOrder = Type.Integer({ format: 'int32', minimum: 1, maximum: 100 });
+/** A count of places or orders (at most an event's largest capacity). */
+const Count = (description?: string) => Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, ...(description ? { description } : {}) });
 const HoldMinutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 1440, description: 'How long a pending order (one paid through a provider) holds its places, in minutes; 15 unless set.' });
 
 export const EventStatus = StringEnum(['draft', 'published', 'cancelled']);
@@ -41,7 +43,7 @@ export const EventSchema = Type.Object(
     status: EventStatus,
     metadata: Type.Record(Type.String(), Type.String()),
     ticketsSold: Type.Integer({ description: 'Valid tickets across every ticket type.' }),
-    ticketsHeld: Type.Integer({ description: 'Places held by pending orders: taken from the capacity until they complete, expire or are cancelled.' }),
+    ticketsHeld: Count('Places held by pending orders: taken from the capacity until they complete, expire or are cancelled.'),
     holdMinutes: HoldMinutes,
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -106,7 +108,7 @@ export const TicketTypeSchema = Type.Object(
     currency: Currency,
     quantity: Type.Integer(),
     sold: Type.Integer(),
-    held: Type.Integer({ description: 'Places held by pending orders: taken until they complete, expire or are cancelled.' }),
+    held: Count('Places held by pending orders: taken until they complete, expire or are cancelled.'),
     available: Type.Integer({ description: 'What can still be bought: quantity less sold and held, within the event capacity left.' }),
     salesStartAt: NullableTimestamp,
     salesEndAt: NullableTimestamp,
@@ -222,14 +224,14 @@ export const CreateOrderBody = Type.Object(
 
 export const PaymentSchema = Type.Object(
   {
-    id: Type.String({ examples: ['pmt_01m80eg3tperaacsapew6ns732'] }),
+    id: Type.String({ maxLength: 64, examples: ['pmt_01m80eg3tperaacsapew6ns732'] }),
     kind: StringEnum(['charge', 'refund']),
     provider: StringEnum(['manual', 'stripe', 'external']),
     amount: Money,
     currency: Currency,
     status: StringEnum(['pending', 'succeeded', 'failed']),
-    ticketId: Nullable(Type.String(), { description: 'The ticket a refund is for; null for a charge or an amount not tied to a ticket.' }),
-    reference: Nullable(Type.String(), { description: "The provider's id of the money movement (null for `manual` and `external`)." }),
+    ticketId: Nullable(Type.String({ maxLength: 64 }), { description: 'The ticket a refund is for; null for a charge or an amount not tied to a ticket.' }),
+    reference: Nullable(Type.String({ maxLength: 500 }), { description: "The provider's id of the money movement (null for `manual` and `external`)." }),
     createdAt: Timestamp,
   },
   { $id: 'Payment', description: 'One money movement of an order: its charge, or a refund.' },
@@ -252,7 +254,7 @@ export const OrderSchema = Type.Object(
       {
         provider: PaidThrough('`external`: paid outside Montage (an order placed without `payment`); null for a free order.'),
         status: StringEnum(['none', 'pending', 'paid', 'partially_refunded', 'refunded']),
-        checkoutUrl: Nullable(Type.String(), { description: "Where the buyer pays a pending order (the provider's page); null when the provider has none." }),
+        checkoutUrl: Nullable(Type.String({ maxLength: 2000 }), { description: "Where the buyer pays a pending order (the provider's page); null when the provider has none." }),
       },
       { additionalProperties: false },
     ),
@@ -378,6 +380,8 @@ export const AnalyticsSchema = Type.Object(
     eventId: Type.String(),
     currency: Currency,
     ticketsSold: Type.Integer({ description: 'Valid tickets.' }),
+    ticketsHeld: Count('Places held by pending orders.'),
+    ordersPending: Type.Integer({ format: 'int64', minimum: 0, maximum: 1_000_000_000, description: 'Orders waiting for their payment.' }),
     ticketsCancelled: Type.Integer(),
     grossRevenue: Money,
     refunded: Money,
@@ -391,6 +395,7 @@ export const AnalyticsSchema = Type.Object(
         name: Type.String(),
         quantity: Type.Integer(),
         ticketsSold: Type.Integer(),
+        ticketsHeld: Count(),
         ticketsCancelled: Type.Integer(),
         grossRevenue: Money,
         refunded: Money,

@@ -8,6 +8,7 @@ import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { firstSigningKey, revokeCodes } from './door.service.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
+import { cancelPendingOrdersOfEvent } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { presentTicket, refundOf } from './tickets.service.js';
 
@@ -196,7 +197,7 @@ export async function publishEvent(scope: TenantScope, id: string) {
 
 const CANCEL_BATCH = 500;
 
-/** Cancels the event and every valid ticket of it; paid tickets are refunded. */
+/** Cancels the event, its pending orders (their places no longer held) and every valid ticket of it; paid tickets are refunded. */
 export async function cancelEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
@@ -204,6 +205,7 @@ export async function cancelEvent(scope: TenantScope, id: string) {
     const now = Date.now();
     const presentedEvent = presentEvent(await repo.cancelEvent(tx, id, now));
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.cancelled', data: presentedEvent }], now);
+    await cancelPendingOrdersOfEvent(tx, id, now);
     for (;;) {
       const batch = await validTicketsOfEvent(tx, id, CANCEL_BATCH);
       if (batch.length === 0) break;

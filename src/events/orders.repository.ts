@@ -390,6 +390,11 @@ export function endPendingOrder(tx: TenantScope, id: string, status: 'expired' |
   return query.returningAll().executeTakeFirst();
 }
 
+/** Every pending order of the event → cancelled (the event is being cancelled, under its lock; its cancel clears `held`). */
+export function endPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
+  return tx.updateTable('orders').set({ status: 'cancelled', paymentStatus: 'none', updatedAt: now }).where('eventId', '=', eventId).where('status', '=', 'pending').returningAll().execute();
+}
+
 /** The order completed (by the time it is read under its event's lock, nobody else changes it). */
 export function markCompleted(tx: TenantScope, id: string, changes: Pick<OrderRow, 'provider' | 'paymentStatus' | 'paymentReference' | 'completedAt' | 'updatedAt'>): Promise<OrderRow> {
   return tx

@@ -271,11 +271,11 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
     const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, now });
     if (!written) throw soldOut(event, sorted, count);
-    return { order, row: orderRow, event };
+    return { order, row: orderRow, event, names: items.map((item) => item.type.name) };
   });
 
   if (placed.order.status !== 'pending') return placed.order;
-  return beginPayment(scope, provider!, placed.row, placed.event, input.payment!);
+  return beginPayment(scope, provider!, placed.row, placed.event, placed.names, input.payment!);
 }
 
 /**
@@ -283,9 +283,15 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
  * network), and keeps where the buyer pays. If the provider fails, the order is cancelled (its
  * places returned) and the client gets 502 `payment_provider_error`.
  */
-async function beginPayment(scope: TenantScope, provider: PaymentProvider, row: OrderRow, event: EventRow, payment: NonNullable<Static<typeof CreateOrderBody>['payment']>): Promise<PresentedOrder> {
+async function beginPayment(
+  scope: TenantScope,
+  provider: PaymentProvider,
+  row: OrderRow,
+  event: EventRow,
+  names: string[],
+  payment: NonNullable<Static<typeof CreateOrderBody>['payment']>,
+): Promise<PresentedOrder> {
   const items = JSON.parse(row.items) as OrderItem[];
-  const names = new Map((await repo.ticketTypesForOrder(scope, row.eventId)).types.map((t) => [t.id, t.name]));
   let checkout: Checkout;
   try {
     checkout = await provider.begin({
@@ -296,7 +302,7 @@ async function beginPayment(scope: TenantScope, provider: PaymentProvider, row: 
       total: row.total,
       currency: row.currency,
       buyer: { name: row.buyerName, email: row.buyerEmail },
-      items: items.map((item) => ({ name: names.get(item.ticketTypeId) ?? item.ticketTypeId, quantity: item.quantity, unitPrice: item.unitPrice })),
+      items: items.map((item, i) => ({ name: names[i]!, quantity: item.quantity, unitPrice: item.unitPrice })),
       expiresAt: row.expiresAt!,
       successUrl: payment.successUrl ?? null,
       cancelUrl: payment.cancelUrl ?? null,
@@ -343,9 +349,13 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
   const now = Date.now();
   const items = JSON.parse(order.items) as OrderItem[];
   const places = placesOf(items);
+  // A cancelled event issues no more tickets (its pending orders were cancelled with it).
+  if (event.status === 'cancelled') {
+    throw new AppError('order_expired', `Order ${order.id} is of cancelled event ${event.id}; it cannot be completed.`, { orderStatus: order.status });
+  }
   if (order.status === 'pending') {
     await repo.sellHeldPlaces(tx, order.eventId, places, now);
-  } else if (event.status === 'cancelled' || !(await repo.sellFreePlaces(tx, order.eventId, places, now))) {
+  } else if (!(await repo.sellFreePlaces(tx, order.eventId, places, now))) {
     throw new AppError('order_expired', `Order ${order.id} is ${order.status} and its places are gone; it cannot be completed.`, { orderStatus: order.status });
   }
   const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;
@@ -390,20 +400,33 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
 }
 
 /**
- * Ends a pending order (`expired`: its hold ran out; `cancelled`), in one transaction: its held
- * places return, `order.expired` or `order.cancelled` is sent. Undefined when it was not pending
- * (or, for an expiry, not yet due), with nothing changed.
+ * Ends a pending order (`expired`: its hold ran out by `expiredBy`; `cancelled`), in one
+ * transaction: its held places return, `order.expired` or `order.cancelled` is sent. Undefined
+ * when it was not pending (or, for an expiry, not yet due), with nothing changed.
  */
-async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', now = Date.now()): Promise<PresentedOrder | undefined> {
+async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
   return scope.transaction(async (tx) => {
     const { order } = await lockOrder(tx, orderId);
-    const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? now : undefined);
+    const now = Date.now();
+    const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
     return presented;
   });
+}
+
+/**
+ * A cancelled event's pending orders → cancelled, in the event's cancelling transaction (under its
+ * lock): nothing is held any more, and `order.cancelled` is sent for each.
+ */
+export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<void> {
+  const cancelled = await repo.endPendingOrdersOfEvent(tx, eventId, now);
+  if (cancelled.length === 0) return;
+  const payments = await repo.paymentsOfOrders(tx, cancelled.map((o) => o.id));
+  const messages = cancelled.map((order): OutboxMessage => ({ event: 'order.cancelled', data: presentOrder(order, [], payments.filter((p) => p.orderId === order.id)) }));
+  await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
 }
 
 /** `POST /v1/orders/:id/cancel`: a pending order → cancelled, its places returned; any other is 409 `order_not_pending`. */
@@ -416,21 +439,20 @@ export async function cancelOrder(scope: TenantScope, orderId: string): Promise<
 }
 
 /**
- * The expiry job's work: the order expires if it is still pending and its hold has run out. The
- * time until its hold runs out if it is still pending but not yet due (a clock ahead of another,
- * or an `expiresAt` moved later), else 0.
+ * The expiry job's work: the order expires if it is still pending and its hold has run out by
+ * `asOf` (the clock; tests pass a later one). The time until its hold runs out if it is still
+ * pending but not yet due (a worker's clock behind another's, or an `expiresAt` moved later), else 0.
  */
-export async function expireOrder(db: Db, payload: ExpireOrderPayload, now = Date.now()): Promise<number> {
+export async function expireOrder(db: Db, payload: ExpireOrderPayload, asOf = Date.now()): Promise<number> {
   const scope = new TenantScope(db, payload.accountId);
   const order = await repo.findOrder(scope, payload.orderId);
   // Gone with its account, or no longer pending: nothing to do.
   if (order?.status !== 'pending' || order.expiresAt === null) return 0;
-  if (order.expiresAt > now) return order.expiresAt - now;
-  const expired = await endPending(scope, payload.orderId, 'expired', now);
-  if (expired) return 0;
+  if (order.expiresAt > asOf) return order.expiresAt - asOf;
+  if (await endPending(scope, payload.orderId, 'expired', asOf)) return 0;
   // Changed between the two reads (completed, cancelled, or its hold moved later): read it again.
   const after = await repo.findOrder(scope, payload.orderId);
-  return after?.status === 'pending' && after.expiresAt !== null ? Math.max(1, after.expiresAt - now) : 0;
+  return after?.status === 'pending' && after.expiresAt !== null ? Math.max(1, after.expiresAt - asOf) : 0;
 }
 
 export async function getOrder(scope: TenantScope, id: string): Promise<PresentedOrder> {
