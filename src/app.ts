@@ -30,6 +30,10 @@ import { useStripeApi } from './events/payments/stripe.js';
 import { stripeSettingsRoutes } from './events/payments/stripe.routes.js';
 import { stripeWebhookRoutes } from './events/payments/stripe-webhook.routes.js';
 import { stripeComponents } from './events/payments/stripe.schemas.js';
+import { orderChangeRoutes } from './events/order-changes.routes.js';
+import { refundRoutes } from './events/refunds.routes.js';
+import { refundComponents } from './events/refunds.schemas.js';
+import { orderChangeComponents } from './events/order-changes.schemas.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { type Authenticators, guardPlugin } from './http/guard.js';
@@ -103,7 +107,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -118,6 +122,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(idempotencyPlugin, { db: app.db });
     await api.register(accountRoutes);
     await api.register(eventRoutes);
+    await api.register(orderChangeRoutes);
+    await api.register(refundRoutes);
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
     await api.register(questionRoutes);

@@ -261,6 +261,18 @@ export const ERROR_CODES = {
     happened: "A post to an account's Stripe webhook endpoint did not carry a valid `Stripe-Signature` for its body (a wrong or missing signature, a body changed on the way, a timestamp older than 5 minutes, or another webhook signing secret than the account's). Nothing was done.",
     next: "Give Montage the signing secret of the endpoint in Stripe's dashboard (`PUT /v1/payment-providers/stripe`), and forward Stripe's body byte for byte. Stripe retries the event on its own schedule.",
   },
+  order_not_completed: {
+    status: 409,
+    title: 'Order not completed',
+    happened: 'Refunds, changes and edits of answers are for completed orders; this one is pending, expired or cancelled (`orderStatus` says which), so it has no tickets and took no money to give back (a pending order keeps the answers it was placed with until it completes). Nothing changed.',
+    next: 'Read the order (`GET /v1/orders/:id`). A pending order is cancelled with `POST /v1/orders/:id/cancel`, or edited once it completes; an expired or cancelled one needs nothing.',
+  },
+  refund_exceeds_paid: {
+    status: 409,
+    title: 'Refund exceeds what was paid',
+    happened: 'The refund asked for more than is left of the order\'s money: what it was paid, less what was refunded or is being refunded. `refundable` says what is left; nothing was refunded.',
+    next: 'Ask for at most `refundable` (or leave `amount` out to refund all of it). If it is 0, the order has been refunded in full already.',
+  },
   order_not_pending: {
     status: 409,
     title: 'Order not pending',
@@ -302,12 +314,6 @@ export const ERROR_CODES = {
     title: 'Question options in use',
     happened: 'The change would remove options of a choice question that answers already given use (`options` lists them); nothing changed.',
     next: 'Keep those options (rename others, add new ones), or edit the answers that use them first (`PUT /v1/tickets/:id/answers`, `PUT /v1/orders/:id/answers`).',
-  },
-  order_not_completed: {
-    status: 409,
-    title: 'Order not completed',
-    happened: 'The order is not completed (it is pending, expired or cancelled), so its answers cannot be edited: a pending order keeps the answers it was placed with until it completes.',
-    next: 'Edit the answers once the order is completed (read its `status` with `GET /v1/orders/:id`).',
   },
   too_many_questions: {
     status: 409,

@@ -270,7 +270,7 @@ for (const engine of ENGINES) {
       const row = await db.selectFrom('orders').selectAll().where('id', '=', order.id).executeTakeFirstOrThrow();
       assert.deepEqual({ ...row, items: JSON.parse(row.items) }, {
         id: order.id, accountId: row.accountId, eventId, buyerName: buyer.name, buyerEmail: buyer.email, items: order.items, total: 9000 + 2 * 2500, currency: 'EUR', status: 'completed', createdAt: at,
-        expiresAt: null, completedAt: at, refundedAmount: 0, provider: 'external', paymentStatus: 'paid', paymentReference: null, checkoutUrl: null, plan: null, updatedAt: at,
+        expiresAt: null, completedAt: at, refundedAmount: 0, balanceDue: 0, provider: 'external', paymentStatus: 'paid', paymentReference: null, checkoutUrl: null, plan: null, updatedAt: at,
       });
       const charges = await db.selectFrom('payments').selectAll().where('orderId', '=', order.id).execute();
       assert.deepEqual(charges, [

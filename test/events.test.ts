@@ -552,8 +552,9 @@ for (const engine of ENGINES) {
         assert.deepEqual(names(outbox), ['event.cancelled', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled']);
         assert.deepEqual(outbox[0]!.data, cancelled);
         assert.deepEqual([outbox[1]!.data, outbox[3]!.data, outbox[5]!.data], tickets.slice(0, 3));
-        assert.deepEqual(outbox[2]!.data, { orderId: first.id, ticketId: p1.id, amount: 1500, currency: 'EUR' });
-        assert.deepEqual(outbox[4]!.data, { orderId: first.id, ticketId: p2.id, amount: 1500, currency: 'EUR' });
+        // An event's cancellation records its refunds on the tickets, without a provider call or a payment row.
+        assert.deepEqual(outbox[2]!.data, { orderId: first.id, ticketId: p1.id, amount: 1500, currency: 'EUR', provider: null, paymentId: null });
+        assert.deepEqual(outbox[4]!.data, { orderId: first.id, ticketId: p2.id, amount: 1500, currency: 'EUR', provider: null, paymentId: null });
 
         const refusedSent = await watchOutbox(c);
         await problem(await c.post(`/events/${event.id}/cancel`), 409, 'event_cancelled');
@@ -696,6 +697,7 @@ for (const engine of ENGINES) {
           total: 32200,
           currency: 'EUR',
           refundedAmount: 0,
+          balanceDue: 0,
           payment: { provider: 'external', status: 'paid', checkoutUrl: null },
           expiresAt: null,
         });
@@ -895,13 +897,18 @@ for (const engine of ENGINES) {
         assert.equal((await c.expect(200, 'GET', `/events/${event.id}`)).ticketsSold, 3);
         const outbox = await sent();
         assert.deepEqual(names(outbox), ['ticket.cancelled', 'payment.refunded']);
-        assert.deepEqual(outbox[0]!.data, cancelled);
-        assert.deepEqual(outbox[1]!.data, { orderId: order.id, ticketId: ticket.id, amount: 4200, currency: 'EUR' });
+        // ticket.cancelled is written with the cancel; payment.refunded once the money went back (through the order's provider).
+        assert.deepEqual(outbox[0]!.data, { ...cancelled, refundedAmount: 0 });
+        const { paymentId, ...refund } = outbox[1]!.data;
+        assert.deepEqual(refund, { orderId: order.id, ticketId: ticket.id, amount: 4200, currency: 'EUR', provider: 'external' });
+        assert.deepEqual((await c.expect(200, 'GET', `/orders/${order.id}`)).payments.filter((p: Json) => p.kind === 'refund').map((p: Json) => [p.id, p.amount, p.status]), [[paymentId, 4200, 'succeeded']]);
 
         await problem(await c.post(`/tickets/${ticket.id}/cancel`), 409, 'ticket_cancelled');
         const current = await c.expect(200, 'GET', `/orders/${order.id}`);
         assert.deepEqual(current.tickets[0], cancelled, 'GET /orders/:id shows its tickets as they are now');
-        assert.deepEqual(omit(current, ['tickets']), omit(order, ['tickets']));
+        const money = ['tickets', 'payments', 'refundedAmount', 'payment'];
+        assert.deepEqual(omit(current, money), omit(order, money));
+        assert.deepEqual([current.refundedAmount, current.payment.status], [4200, 'partially_refunded'], 'the order shows the refund');
 
         const freeSent = await watchOutbox(c);
         const freeCancelled = await c.expect(200, 'POST', `/tickets/${freeTicket.id}/cancel`);
@@ -1409,12 +1416,12 @@ for (const engine of ENGINES) {
             ['ticket.transferred', transferred],
             ['checkin.completed', checkin],
             ['checkin.undone', { ...undone, listId: null, direction: 'entry' }],
-            ['ticket.cancelled', cancelledTicket],
-            ['payment.refunded', { orderId: order.id, ticketId: dropped.id, amount: 3000, currency: 'EUR' }],
+            ['ticket.cancelled', { ...cancelledTicket, refundedAmount: 0 }],
+            ['payment.refunded', { orderId: order.id, ticketId: dropped.id, amount: 3000, currency: 'EUR', provider: 'external', paymentId: outbox[9]?.data.paymentId }],
             ['payout.processed', payout],
             ['event.cancelled', cancelledEvent],
             ['ticket.cancelled', finalTicket],
-            ['payment.refunded', { orderId: order.id, ticketId: kept.id, amount: 3000, currency: 'EUR' }],
+            ['payment.refunded', { orderId: order.id, ticketId: kept.id, amount: 3000, currency: 'EUR', provider: null, paymentId: null }],
           ],
         );
         assert.equal(new Set(outbox.map((m) => m.id)).size, outbox.length, 'every message has its own id');

@@ -63,6 +63,7 @@ async function everyOperation(api: TestApp, key: string) {
   await post(`/v1/events/${event.id}/checkin`, { ticketId: order.tickets[1].id });
   assert.equal((await api.fetch(`/v1/events/${event.id}/checkin/${order.tickets[1].id}`, { method: 'DELETE', key })).status, 200);
   await post(`/v1/tickets/${order.tickets[0].id}/cancel`);
+  await post(`/v1/orders/${order.id}/changes`, { changeTypes: [{ ticketId: order.tickets[1].id, ticketTypeId: free.id }], refund: false });
   await post(`/v1/events/${event.id}/payouts`);
   await post(`/v1/events/${event.id}/cancel`);
   await enqueueMessages(api.database.db, (await (await api.fetch('/v1/account', { key })).json()).id, [
@@ -122,7 +123,7 @@ for (const engine of ENGINES) {
       assert.equal(created.headers.get('cache-control'), 'no-store', 'the secret is not cached');
     });
 
-    test('each of the 17 events reaches its subscribers, signed, and no one else', async (t) => {
+    test('each of the 18 events reaches its subscribers, signed, and no one else', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
       const all = await receiver(t);
@@ -139,14 +140,14 @@ for (const engine of ENGINES) {
       const eventId = await everyOperation(api, key);
       const expected = [
         'event.created', 'event.published', 'ticket.purchased', 'ticket.purchased', 'payment.completed', 'ticket.purchased', 'rsvp.submitted',
-        'order.cancelled', 'order.expired', 'ticket.transferred', 'checkin.completed', 'checkin.undone', 'ticket.cancelled', 'payment.refunded', 'payout.processed',
+        'order.cancelled', 'order.expired', 'ticket.transferred', 'checkin.completed', 'checkin.undone', 'ticket.cancelled', 'payment.refunded', 'order.changed', 'payout.processed',
         'event.cancelled', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled',
         'blend.started', 'blend.completed', 'blend.failed',
       ];
       await until(() => all.got.length >= expected.length, 10_000, 'every message delivered');
       const outbox = await api.database.db.selectFrom('webhookMessages').select(['id', 'eventType']).where('accountId', '=', (await (await api.fetch('/v1/account', { key })).json()).id).orderBy('id').execute();
       assert.deepEqual(outbox.map((m) => m.eventType), expected);
-      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 17 event names occur');
+      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 18 event names occur');
       assert.deepEqual([...all.got.map((d) => d.json.id)].sort(), outbox.map((m) => m.id), 'each message once to the * subscriber');
 
       const verifier = new Webhook(allSub.secret);
@@ -161,7 +162,8 @@ for (const engine of ENGINES) {
       const byEvent = (name: string) => all.got.filter((d) => d.json.event === name).map((d) => d.json);
       assert.equal(byEvent('event.created')[0]!.data.id, eventId);
       assert.equal(byEvent('payment.completed')[0]!.data.total, 3000);
-      assert.deepEqual(Object.keys(byEvent('payment.refunded')[0]!.data).sort(), ['amount', 'currency', 'orderId', 'ticketId']);
+      assert.deepEqual(Object.keys(byEvent('payment.refunded')[0]!.data).sort(), ['amount', 'currency', 'orderId', 'paymentId', 'provider', 'ticketId']);
+      assert.equal(byEvent('order.changed')[0]!.data.tickets[1].ticketTypeId, byEvent('rsvp.submitted')[0]!.data.tickets[0].ticketTypeId, 'order.changed carries the order after the change');
       const completed = byEvent('blend.completed')[0]!;
       assert.equal(completed.jobId, 'job_01m80eg3tperaacsapew6ns732');
       assert.deepEqual(completed.data, { resultUrl: 'http://127.0.0.1/r.jpg', processingTime: 812, qualityScore: 0.91 });

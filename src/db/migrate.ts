@@ -14,6 +14,7 @@ import * as m0011 from './migrations/2026_11_27_0011_ticket_signing.js';
 import * as m0012 from './migrations/2026_11_27_0012_checkin_lists.js';
 import * as m0013 from './migrations/2026_11_27_0013_box_office_orders.js';
 import * as m0014 from './migrations/2026_11_27_0014_questions.js';
+import * as m0015 from './migrations/2026_11_27_0015_order_balance.js';
 import * as m0016 from './migrations/2026_11_27_0016_checkin_list_counts.js';
 import * as m0017 from './migrations/2026_11_27_0017_stripe.js';
 
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0012_checkin_lists': m0012,
   '2026_11_27_0013_box_office_orders': m0013,
   '2026_11_27_0014_questions': m0014,
+  '2026_11_27_0015_order_balance': m0015,
   '2026_11_27_0016_checkin_list_counts': m0016,
   '2026_11_27_0017_stripe': m0017,
 };

@@ -18,6 +18,25 @@ export function ticketTotals(scope: TenantScope, eventId: string) {
     .execute();
 }
 
+/**
+ * Refunds that the tickets' `refundedAmount` does not show yet: those of an order's money not tied
+ * to a ticket (succeeded), and, with `pending`, every refund still on its way (money promised back).
+ */
+export async function refundsBesideTickets(scope: TenantScope, eventId: string, options: { pending: boolean }): Promise<number> {
+  const row = await scope
+    .selectFrom('payments')
+    .select(
+      (options.pending
+        ? sql<number>`coalesce(sum(case when status = 'succeeded' and ticket_id is null then amount when status = 'pending' then amount else 0 end), 0)`
+        : sql<number>`coalesce(sum(case when status = 'succeeded' and ticket_id is null then amount else 0 end), 0)`
+      ).as('amount'),
+    )
+    .where('eventId', '=', eventId)
+    .where('kind', '=', 'refund')
+    .executeTakeFirst();
+  return Number(row?.amount ?? 0);
+}
+
 /** How many orders of the event wait for their payment (pending). */
 export async function pendingOrders(scope: TenantScope, eventId: string): Promise<number> {
   const row = await scope.selectFrom('orders').select(sql<number>`count(*)`.as('count')).where('eventId', '=', eventId).where('status', '=', 'pending').executeTakeFirst();
@@ -36,7 +55,11 @@ function bucketIndex(column: string, from: number, size: number) {
   return sql<number>`cast((${sql.ref(column)} - ${from}) / ${size} as integer)`;
 }
 
-/** Tickets sold (and their price) per bucket of their creation, and cancelled (and refunded) per bucket of their cancellation. */
+/**
+ * Tickets sold (and their price) per bucket of their creation, cancelled (and refunded) per bucket
+ * of their cancellation, and the refunds the cancelled tickets do not show (of an order's money,
+ * or of a valid ticket moved to a cheaper type) per bucket of when the money went back.
+ */
 export function salesBuckets(scope: TenantScope, eventId: string, range: Buckets) {
   return Promise.all([
     scope
@@ -53,6 +76,18 @@ export function salesBuckets(scope: TenantScope, eventId: string, range: Buckets
       .where('eventId', '=', eventId)
       .where('cancelledAt', '>=', range.from)
       .where('cancelledAt', '<', range.to)
+      .groupBy('bucket')
+      .execute(),
+    scope
+      .selectFrom('payments')
+      .leftJoin('tickets', 'tickets.id', 'payments.ticketId')
+      .select([bucketIndex('payments.updated_at', range.from, range.size).as('bucket'), sql<number>`sum(payments.amount)`.as('refunded')])
+      .where('payments.eventId', '=', eventId)
+      .where('payments.kind', '=', 'refund')
+      .where('payments.status', '=', 'succeeded')
+      .where((eb) => eb.or([eb('payments.ticketId', 'is', null), eb('tickets.status', '=', 'valid')]))
+      .where('payments.updatedAt', '>=', range.from)
+      .where('payments.updatedAt', '<', range.to)
       .groupBy('bucket')
       .execute(),
   ]);

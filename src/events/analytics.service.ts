@@ -13,11 +13,12 @@ const n = (value: unknown) => Number(value ?? 0);
 
 export async function eventAnalytics(scope: TenantScope, eventId: string) {
   const event = await requireEvent(scope, eventId);
-  const [types, totals, paid, lists, ordersPending] = await Promise.all([
+  const [types, totals, paid, lists, orderRefunds, ordersPending] = await Promise.all([
     listTicketTypes(scope, eventId),
     repo.ticketTotals(scope, eventId),
     paidOut(scope, eventId),
     listsOfEvent(scope, eventId),
+    repo.refundsBesideTickets(scope, eventId, { pending: false }),
     repo.pendingOrders(scope, eventId),
   ]);
   const byType = new Map(totals.map((t) => [t.ticketTypeId, t]));
@@ -39,6 +40,8 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
     byTicketType.reduce((total, t) => total + t[key], 0);
   const ticketsSold = sum('ticketsSold');
   const checkedIn = sum('checkedIn');
+  // Refunds of an order's money that no ticket carries count for the event, not for a ticket type.
+  const refunded = sum('refunded') + orderRefunds;
   return {
     eventId,
     currency: event.currency,
@@ -47,8 +50,8 @@ export async function eventAnalytics(scope: TenantScope, eventId: string) {
     ordersPending,
     ticketsCancelled: sum('ticketsCancelled'),
     grossRevenue: sum('grossRevenue'),
-    refunded: sum('refunded'),
-    netRevenue: sum('grossRevenue') - sum('refunded'),
+    refunded,
+    netRevenue: sum('grossRevenue') - refunded,
     paidOut: paid,
     checkedIn,
     checkInRate: ticketsSold === 0 ? 0 : checkedIn / ticketsSold,
@@ -91,9 +94,9 @@ function fill<K extends string>(range: { from: number; size: number; count: numb
 
 export async function salesSeries(scope: TenantScope, eventId: string, query: Static<typeof SeriesQuery>) {
   const range = await seriesRange(scope, eventId, query);
-  const [sold, cancelled] = await repo.salesBuckets(scope, eventId, range);
+  const [sold, cancelled, refunds] = await repo.salesBuckets(scope, eventId, range);
   const keys = ['ticketsSold', 'ticketsCancelled', 'grossRevenue', 'refunded'] as const;
-  return { interval: range.interval, from: iso(range.from), to: iso(range.to), buckets: fill(range, keys, [sold as never, cancelled as never]) };
+  return { interval: range.interval, from: iso(range.from), to: iso(range.to), buckets: fill(range, keys, [sold as never, cancelled as never, refunds as never]) };
 }
 
 export async function checkinSeries(scope: TenantScope, eventId: string, query: Static<typeof SeriesQuery>) {

@@ -15,6 +15,7 @@ import { UndoQuery } from './checkin-lists.schemas.js';
 import * as checkins from './checkins.service.js';
 import * as schemas from './events.schemas.js';
 import * as events from './events.service.js';
+import * as orderChanges from './order-changes.service.js';
 import * as orders from './orders.service.js';
 import * as payouts from './payouts.service.js';
 import * as tickets from './tickets.service.js';
@@ -217,7 +218,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['orders'],
         summary: 'Confirm the manual payment of a pending order: it completes and its tickets are issued',
         description:
-          'Only for orders paid through the `manual` provider (bank transfer, cash). An expired order is completed too if its places are still free (else 409 `order_expired`); a completed or cancelled one is 409 `order_not_pending`.',
+          'Only for orders paid through the `manual` provider (bank transfer, cash). An expired order is completed too if its places are still free (else 409 `order_expired`); a completed or cancelled one is 409 `order_not_pending`. A completed order that owes a `balanceDue` (an order change moved tickets to a dearer type), whatever its provider: the balance is recorded paid (a `manual` charge) and `order.changed` fires.',
         params: OrderParams,
         body: schemas.ConfirmOrderBody,
         response: { 200: ref(schemas.OrderSchema), ...problems('order_not_manual', 'order_not_pending', 'order_expired') },
@@ -257,9 +258,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/tickets/:id/cancel',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: 'Cancel a ticket: its place returns to inventory, a paid ticket is refunded', params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in') } },
+      schema: { operationId: 'cancelTicket', tags: ['tickets'], summary: "Cancel a ticket: its place returns to inventory, a paid ticket is refunded through its order's provider", params: TicketParams, response: { 200: ref(schemas.TicketSchema), ...problems('ticket_cancelled', 'ticket_checked_in', 'payment_provider_error') } },
     },
-    (request) => tickets.cancelTicket(scope(request), request.params.id),
+    (request) => orderChanges.cancelTicket(scope(request), request.params.id),
   );
 
   app.post(

@@ -256,6 +256,7 @@ export const OrderSchema = Type.Object(
     total: Money,
     currency: Currency,
     refundedAmount: Money,
+    balanceDue: { ...Money, description: 'What the buyer owes after moving tickets to a dearer type; `POST /v1/orders/:id/confirm` records it paid.' },
     payment: Type.Object(
       {
         provider: PaidThrough('`external`: paid outside Montage (an order placed without `payment`); null for a free order.'),
@@ -483,9 +484,16 @@ export const OrderPaymentSchema = Type.Object(
   { $id: 'OrderPayment' },
 );
 
-/** What payment.refunded carries: the ticket whose price was refunded. */
+/** What payment.refunded carries: money that went back (docs/events.md, "Refunds and order changes"). */
 export const RefundSchema = Type.Object(
-  { orderId: Type.String(), ticketId: Type.String(), amount: Money, currency: Currency },
+  {
+    orderId: Type.String(),
+    ticketId: Nullable(Type.String(), { description: 'The ticket refunded; null for an amount of the order not tied to a ticket.' }),
+    amount: Money,
+    currency: Currency,
+    provider: Type.Unsafe<'manual' | 'stripe' | 'external' | null>({ type: ['string', 'null'], enum: ['manual', 'stripe', 'external', null], description: 'Who gave the money back; null for the refunds of an event\'s cancellation, recorded on its tickets.' }),
+    paymentId: Nullable(Type.String(), { description: 'The refund among the order\'s `payments`; null for the refunds of an event\'s cancellation.' }),
+  },
   { $id: 'Refund' },
 );
 

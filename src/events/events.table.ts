@@ -114,6 +114,8 @@ export interface OrderTable {
   completedAt: number | null;
   /** Money given back, in all (the order's refund payments that succeeded). */
   refundedAmount: number;
+  /** What the buyer owes after a change to a dearer ticket type (docs/events.md, "Refunds and order changes"). */
+  balanceDue: number;
   /** `manual` | `stripe` | `external` (paid outside Montage) | null (free). */
   provider: string | null;
   /** `none` | `pending` | `paid` | `partially_refunded` | `refunded` */

@@ -10,6 +10,7 @@ import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { eventSigner, issueCode } from './door.service.js';
 import { type EventRow, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events.schemas.js';
+import { confirmBalance } from './order-changes.service.js';
 import * as repo from './orders.repository.js';
 import { type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
 import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
@@ -115,6 +116,7 @@ export function presentOrder(row: OrderRow, tickets: TicketRow[], payments: Paym
     total: row.total,
     currency: row.currency,
     refundedAmount: row.refundedAmount,
+    balanceDue: row.balanceDue,
     payment: {
       provider: row.provider as ProviderName | 'external' | null,
       status: row.paymentStatus as 'none' | 'pending' | 'paid' | 'partially_refunded' | 'refunded',
@@ -251,6 +253,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       expiresAt,
       completedAt: pending ? null : now,
       refundedAmount: 0,
+      balanceDue: 0,
       provider: pending ? input.payment!.provider : total > 0 ? 'external' : null,
       paymentStatus: pending ? 'pending' : total > 0 ? 'paid' : 'none',
       paymentReference: null,
@@ -390,6 +393,8 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
 export async function confirmOrder(scope: TenantScope, orderId: string, input: Static<typeof ConfirmOrderBody>): Promise<PresentedOrder> {
   return scope.transaction(async (tx) => {
     const { order, event } = await lockOrder(tx, orderId);
+    // A balance a change left owing is settled by hand, whoever took the order's money.
+    if (order.status === 'completed' && order.balanceDue > 0) return confirmBalance(tx, order, input);
     if (order.provider !== 'manual') {
       throw new AppError('order_not_manual', `Order ${orderId} is paid through ${order.provider ?? 'no provider'}, not manually.`, { provider: order.provider });
     }

@@ -4,6 +4,7 @@ import { listTag, type Page, type PageParams, pageRequest, toPage } from '../htt
 import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import { fanOut } from '../webhooks/outbox.js';
+import { refundsBesideTickets } from './analytics.repository.js';
 import { requireEvent, requireLockedEvent } from './events.repository.js';
 import * as repo from './payouts.repository.js';
 
@@ -15,7 +16,8 @@ export async function createPayout(scope: TenantScope, eventId: string) {
   return scope.transaction(async (tx) => {
     const event = await requireLockedEvent(tx, eventId);
     const money = await repo.ticketMoney(tx, eventId);
-    const amount = money.gross - money.refunded - (await repo.paidOut(tx, eventId));
+    // Refunds on their way count as gone: their money is promised back.
+    const amount = money.gross - money.refunded - (await refundsBesideTickets(tx, eventId, { pending: true })) - (await repo.paidOut(tx, eventId));
     if (amount <= 0) throw new AppError('nothing_to_pay_out', `Event ${eventId} has no revenue left to pay out.`);
     const now = Date.now();
     const row = { id: newId('payout'), accountId: scope.accountId, eventId, amount, currency: event.currency, createdAt: now };

@@ -317,7 +317,7 @@ export async function putOrderAnswers(scope: TenantScope, orderId: string, input
   return scope.transaction(async (tx) => {
     const order = await repo.lockOrder(tx, orderId);
     if (!order) throw notFound('order', orderId);
-    if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { status: order.status });
+    if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { orderStatus: order.status });
     const questions = await repo.questionsForAnswers(tx, order.eventId);
     const ticketTypeIds = (JSON.parse(order.items) as Array<{ ticketTypeId: string }>).map((item) => item.ticketTypeId);
     const problems = new Problems();

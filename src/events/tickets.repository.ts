@@ -58,11 +58,15 @@ const notAdmittedOnLists = (eb: ExpressionBuilder<Database, 'tickets'>) =>
     ),
   );
 
-/** Valid and not checked in (event-wide or on a list) → cancelled and refunded (its price); the ticket as it is now, or undefined if it was not so. */
-export function cancelOpenTicket(scope: TenantScope, id: string, now: number): Promise<TicketRow | undefined> {
+/**
+ * Valid and not checked in (event-wide or on a list) → cancelled, at `price` (its price less what
+ * its order still owed of it); the ticket as it is now, or undefined if it was not so. Its refund
+ * is recorded when the money went back (refunds.service.ts).
+ */
+export function cancelOpenTicket(scope: TenantScope, id: string, price: number, now: number): Promise<TicketRow | undefined> {
   return scope
     .updateTable('tickets')
-    .set((eb) => ({ status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: eb.ref('price') }))
+    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, price })
     .where('id', '=', id)
     .where('status', '=', 'valid')
     .where('checkedInAt', 'is', null)
@@ -76,6 +80,19 @@ export function transferOpenTicket(scope: TenantScope, id: string, holder: { nam
   return scope
     .updateTable('tickets')
     .set({ attendeeName: holder.name, attendeeEmail: holder.email, code, updatedAt: now })
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .where(notAdmittedOnLists)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Valid and not checked in (event-wide or on a list) → another ticket type, its price and a new code; the ticket as it is now, or undefined if it was not so. */
+export function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
+  return scope
+    .updateTable('tickets')
+    .set({ ticketTypeId: change.ticketTypeId, price: change.price, code: change.code, updatedAt: now })
     .where('id', '=', id)
     .where('status', '=', 'valid')
     .where('checkedInAt', 'is', null)

@@ -35,19 +35,22 @@ export const ticketLinks = (id: string) => ({ qrSvg: `/v1/tickets/${id}/qr.svg`,
 
 export type PresentedTicket = ReturnType<typeof presentTicket>;
 
-/** The refund message of a cancelled ticket, if it was paid for. */
+/**
+ * The refund message of a ticket cancelled with its event, if it was paid for: recorded on the
+ * ticket, with no provider call and no payment row (provider and paymentId null).
+ */
 export function refundOf(ticket: TicketRow): OutboxMessage[] {
   return ticket.price > 0
-    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency } }]
+    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency, provider: null, paymentId: null } }]
     : [];
 }
 
 /**
- * The changes of a ticket that only a ticket in one state may take: cancel and transfer (valid,
- * not checked in), check-in (a valid ticket of the event, not checked in), undo of a check-in
+ * The changes of a ticket that only a ticket in one state may take: cancel, transfer and a change
+ * of its ticket type (valid, not checked in), check-in (a valid ticket of the event, not checked in), undo of a check-in
  * (a valid ticket of the event, checked in).
  */
-export type TicketChange = 'cancel' | 'transfer' | 'checkIn' | 'undoCheckIn';
+export type TicketChange = 'cancel' | 'transfer' | 'retype' | 'checkIn' | 'undoCheckIn';
 
 /** What a ticket change names the ticket by: its id (or, for a check-in, its code), and its event for the door's changes. */
 export type TicketTarget = repo.TicketKey & { eventId?: string };
@@ -59,7 +62,7 @@ export type TicketTarget = repo.TicketKey & { eventId?: string };
  */
 export function refusal(change: TicketChange, ticket: TicketRow): AppError {
   if (ticket.status === 'cancelled') {
-    const cannot = change === 'cancel' ? '; it cannot be cancelled' : change === 'transfer' ? '; it cannot be transferred' : '';
+    const cannot = change === 'checkIn' || change === 'undoCheckIn' ? '' : `; it cannot ${DOING[change]}`;
     return new AppError('ticket_cancelled', `Ticket ${ticket.id} is cancelled${cannot}.`);
   }
   switch (change) {
@@ -73,11 +76,13 @@ export function refusal(change: TicketChange, ticket: TicketRow): AppError {
       return new AppError('not_checked_in', `Ticket ${ticket.id} is not checked in.`);
     default:
       // Not checked in event-wide: it entered through a check-in list (repo.cancelOpenTicket).
-      return new AppError('ticket_checked_in', `Ticket ${ticket.id} ${ticket.checkedInAt === null ? 'was admitted through a check-in list' : 'is checked in'}; it cannot be ${change === 'cancel' ? 'cancelled' : 'transferred'}.`, {
+      return new AppError('ticket_checked_in', `Ticket ${ticket.id} ${ticket.checkedInAt === null ? 'was admitted through a check-in list' : 'is checked in'}; it cannot ${DOING[change]}.`, {
         checkedInAt: iso(ticket.checkedInAt),
       });
   }
 }
+
+const DOING = { cancel: 'be cancelled', transfer: 'be transferred', retype: 'change its ticket type' } as const;
 
 /** The ticket a refused change named, or the 404 that explains the refusal when there is none. */
 async function refusedTicket(tx: TenantScope, change: TicketChange, target: TicketTarget): Promise<TicketRow> {
@@ -114,22 +119,6 @@ export async function getTicket(scope: TenantScope, id: string): Promise<Present
   const ticket = await repo.findTicket(scope, id);
   if (!ticket) throw notFound('ticket', id);
   return presentTicket(ticket);
-}
-
-/** Valid and not checked in → cancelled; its place returns to inventory; a paid ticket is refunded. */
-export async function cancelTicket(scope: TenantScope, id: string): Promise<PresentedTicket> {
-  return scope.transaction(async (tx) => {
-    const ticket = await repo.findTicket(tx, id);
-    if (!ticket) throw notFound('ticket', id);
-    await lockEvent(tx, ticket.eventId);
-    const now = Date.now();
-    const cancelled = await changeTicket(tx, 'cancel', { ticketId: id }, () => repo.cancelOpenTicket(tx, id, now));
-    await repo.releasePlace(tx, ticket, now);
-    await revokeCodes(tx, [cancelled], 'cancelled', now);
-    const presented = presentTicket(cancelled);
-    await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'ticket.cancelled', data: presented }, ...refundOf(cancelled)], now);
-    return presented;
-  });
 }
 
 /**

@@ -23,6 +23,7 @@ export const EVENT_AREA_EVENTS = [
   'payment.refunded',
   'payout.processed',
   'rsvp.submitted',
+  'order.changed',
 ] as const;
 export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed'] as const;
 export const WEBHOOK_EVENTS = [...EVENT_AREA_EVENTS, ...BLEND_EVENTS] as const;

@@ -94,6 +94,7 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'payment.refunded': RefundSchema,
   'payout.processed': PayoutSchema,
   'rsvp.submitted': OrderPaymentSchema,
+  'order.changed': OrderSchema,
   'blend.started': BlendJobSchema,
   'blend.completed': BlendCompletedSchema,
   'blend.failed': BlendJobSchema,

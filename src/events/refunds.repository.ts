@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import { onPostgres } from '../db/prepared.js';
+import type { TenantScope } from '../db/tenant.js';
+import type { OrderRow, PaymentRow } from './orders.repository.js';
+
+const n = (value: unknown) => Number(value ?? 0);
+
+/**
+ * The order, locked for the rest of the transaction: every refund of it takes this lock before it
+ * counts what is left, so two refunds cannot both take the last of the money. PostgreSQL: a row
+ * lock; SQLite: the transaction holds the database's write lock already (BEGIN IMMEDIATE).
+ */
+export async function lockOrder(tx: TenantScope, id: string): Promise<OrderRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockOrder needs a transaction');
+  const query = tx.selectFrom('orders').selectAll().where('id', '=', id);
+  return (onPostgres(tx.db) ? query.forUpdate() : query).executeTakeFirst();
+}
+
+export type OrderMoney = { paid: number; refunding: number; chargeReference: string | null };
+
+/**
+ * What an order was paid (its charges that succeeded), what its refunds took or are taking (pending
+ * and succeeded), and the provider's id of its charge through `provider` (a balance confirmed by
+ * hand is a `manual` charge beside it): what a provider's refund names.
+ */
+export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' | 'provider'>): Promise<OrderMoney> {
+  const row = await tx
+    .selectFrom('payments')
+    .select([
+      sql<number>`coalesce(sum(case when kind = 'charge' and status = 'succeeded' then amount else 0 end), 0)`.as('paid'),
+      sql<number>`coalesce(sum(case when kind = 'refund' and status in ('pending', 'succeeded') then amount else 0 end), 0)`.as('refunding'),
+      sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' and provider = ${order.provider ?? ''} then reference end)`.as('chargeReference'),
+    ])
+    .where('orderId', '=', order.id)
+    .executeTakeFirst();
+  return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
+}
+
+export async function insertPayments(tx: TenantScope, rows: PaymentRow[]): Promise<void> {
+  if (rows.length > 0) await tx.db.insertInto('payments').values(rows).execute();
+}
+
+/** A pending refund → `succeeded` or `failed`; the row as it is now, or undefined if it was not pending (settled before). */
+export function settlePayment(tx: TenantScope, id: string, status: 'succeeded' | 'failed', reference: string | null, now: number): Promise<PaymentRow | undefined> {
+  return tx.updateTable('payments').set({ status, reference, updatedAt: now }).where('id', '=', id).where('status', '=', 'pending').returningAll().executeTakeFirst();
+}
+
+/**
+ * Money that went back: on the order (its `refundedAmount`, and its payment status against what it
+ * was paid) and, for a ticket's refund, on the ticket.
+ */
+export async function recordRefund(tx: TenantScope, refund: PaymentRow, paid: number, now: number): Promise<void> {
+  await tx
+    .updateTable('orders')
+    .set((eb) => ({
+      refundedAmount: eb('refundedAmount', '+', refund.amount),
+      paymentStatus: sql<string>`case when refunded_amount + ${refund.amount} >= ${paid} then 'refunded' else 'partially_refunded' end`,
+      updatedAt: now,
+    }))
+    .where('id', '=', refund.orderId)
+    .execute();
+  if (refund.ticketId !== null) {
+    await tx.updateTable('tickets').set((eb) => ({ refundedAmount: eb('refundedAmount', '+', refund.amount), updatedAt: now })).where('id', '=', refund.ticketId!).execute();
+  }
+}
