@@ -1,5 +1,5 @@
 import type { LineUp, LineUpReference } from './lineup.js';
-import { agreeingBlocks, agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
+import { agreeingBlocks, agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type BlockScores, type GlobalEstimate } from './global.js';
 import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, thumbnailSize, type RgbImage } from '../image/image.js';
 import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
@@ -301,17 +301,27 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     })
       .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
       .catch(() => undefined);
-    const judge = (candidates: Candidate[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, candidates.map((c) => c.homography)]);
+    const judge = (motions: Homography[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, motions]);
+    const globalEstimate = () => pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     // A strong feature homography that the blocks confirm leaves the global estimate nothing to add
-    // (strongFeatures); the global estimate runs only for the other frames.
+    // (confirms). The global estimate starts as soon as a frame is known to need it: at once when
+    // its features are not strong, after the blocks' judgement when they do not confirm them.
+    let first: Agreement | null = null;
     if (e && strongFeatures(e, lineUp, scale)) {
       const candidates = candidatesOf(lineUp, e, null, scale);
-      const agreement = await judge(candidates);
-      if (confirms(agreement)) return { ...decide(index, candidates, agreement, e, scale), route: 'features' };
+      first = await judge(candidates.map((c) => c.homography));
+      if (confirms(first)) return { ...decide(index, candidates, first, e, scale), route: 'features' };
     }
-    const g = await pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
+    const g = await globalEstimate();
     const candidates = candidatesOf(lineUp, e, g, scale);
-    return decide(index, candidates, await judge(candidates), e, scale);
+    // Each motion's block scores depend on it alone: identity and the feature homography, already
+    // judged, are not judged again.
+    const judged = new Map<Homography, BlockScores>();
+    if (first) [IDENTITY, e!.homography!].forEach((h, k) => judged.set(h, first.scores[k]!));
+    const fresh = candidates.filter((c) => !judged.has(c.homography));
+    const agreement = await judge(fresh.map((c) => c.homography));
+    fresh.forEach((c, k) => judged.set(c.homography, agreement.scores[k]!));
+    return decide(index, candidates, { textured: agreement.textured, scores: candidates.map((c) => judged.get(c.homography)!) }, e, scale);
   };
 
   const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY, route: 'lined-up' })];
