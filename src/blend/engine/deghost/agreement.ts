@@ -390,8 +390,11 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   }
   runStart.push(width);
   // the first output column that reads small column s or one after it (xs is non-decreasing), width for none
-  const firstReading = new Int32Array(smallWidth + 1).fill(width);
-  for (let x = width - 1; x >= 0; x--) for (let c = xs[x]!; c >= 0 && firstReading[c]! > x; c--) firstReading[c] = x;
+  const firstReading = new Int32Array(smallWidth + 1);
+  for (let c = 0, x = 0; c <= smallWidth; c++) {
+    while (x < width && xs[x]! < c) x++;
+    firstReading[c] = x;
+  }
   const flat = new Int16Array(runStart.length);
   const across = (r0: number, r1: number, x0: number, x1: number) => {
     for (let j = runOf[x0]!, end = x1 > x0 ? runOf[x1 - 1]! + 1 : j; j < end; j++) {
