@@ -79,7 +79,7 @@ export function weightedMeanModule(n: number): ModuleSource {
       }
     });
   });
-  return { functions: { run }, pages: Math.ceil((resultAt(n) + 3 * WEIGHTED_CHUNK + 48) / PAGE) };
+  return { functions: { run }, pages: Math.ceil((resultAt(n) + 3 * WEIGHTED_CHUNK) / PAGE) };
 }
 
 interface Kernel {
