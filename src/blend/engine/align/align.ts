@@ -7,12 +7,12 @@ import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 
 /**
- * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0. Decisions are taken on grey
- * thumbnails (~1000 px): a frame that already lines up is left alone; for the others an AKAZE +
- * RANSAC homography and, unless it is strong and confirmed, a global estimate (align/global.ts)
- * are weighed by how many of the frame's blocks each makes agree with the reference, then the
- * frame gets a full-size bilinear warp. Only a frame that agrees under no motion fails: it shows another scene. All pixel work
- * runs in the pool.
+ * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0.
+ * Decisions are taken on grey thumbnails (~1000 px): a frame that already lines up is left alone;
+ * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed, a global
+ * estimate (align/global.ts) are weighed by how many of the frame's blocks each makes agree with
+ * the reference, then the frame gets a full-size bilinear warp. Only a frame that agrees under no
+ * motion fails: it shows another scene. All pixel work runs in the pool.
  */
 
 export interface FrameReport {
