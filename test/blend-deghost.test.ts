@@ -161,9 +161,24 @@ describe('mask upsampling', () => {
         const [x, y] = [Math.floor(next() * sw), Math.floor(next() * sh)];
         for (let v = y; v < Math.min(sh, y + 1 + sh / 5); v++) for (let u = x; u < Math.min(sw, x + 1 + sw / 5); u++) small[v * sw + u] = Math.floor(next() * 255);
       }
+      // Patches of a constant 0 (a mover's inside): runs whose four small pixels are equal, which
+      // are written as that value without interpolating.
+      const zeros = random(100 + sw);
+      for (let k = 0; k < (sw > 2 && sh > 2 ? 2 : 0); k++) {
+        const [x, y] = [Math.floor(zeros() * sw), Math.floor(zeros() * sh)];
+        for (let v = y; v < Math.min(sh, y + 2 + sh / 4); v++) for (let u = x; u < Math.min(sw, x + 2 + sw / 4); u++) small[v * sw + u] = 0;
+      }
       const out = new Uint8Array(width * height), spans = new Int32Array(2 * height);
       upsampleMaskRows(small, sw, sh, factor, out, width, 0, height, spans);
       assert.deepEqual(out, dense(small, sw, sh, factor, width, height), `${sw}×${sh} to ${width}×${height}`);
+      if (sw > 2 && sh > 2) assert.ok(out.includes(0), `${sw}×${sh}: no run of 0 written`);
+      // Two calls of half the rows each (as the pool's bands) give what one call gives.
+      const halves = new Uint8Array(width * height), halfSpans = new Int32Array(2 * height);
+      const middle = height >> 1;
+      upsampleMaskRows(small, sw, sh, factor, halves, width, 0, middle, halfSpans);
+      upsampleMaskRows(small, sw, sh, factor, halves, width, middle, height, halfSpans);
+      assert.deepEqual(halves, out, `${sw}×${sh}: two half calls`);
+      assert.deepEqual(halfSpans, spans, `${sw}×${sh}: spans of two half calls`);
       let skipped = 0;
       for (let y = 0; y < height; y++) {
         for (let x = 0; x < width; x++) {
