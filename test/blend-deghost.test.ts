@@ -12,7 +12,7 @@ import { meanRows } from '../src/blend/engine/point/stack.js';
 import { weightedMeanRows, weightedPixels } from '../src/blend/engine/point/stack-weighted.js';
 import { WEIGHTED_CHUNK, weightedMeanPixels } from '../src/blend/engine/point/stack-weighted-simd.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
-import { loadPhoto, moved, random } from './blend-scenes.js';
+import { exposureBracket, loadPhoto, moved, random, withNoise } from './blend-scenes.js';
 import { exposureWithWalker, ghostEnergy, meanWithWalker, staticPsnr, type WalkingScene } from './blend-scenes-walking.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, until } from './helpers.js';
 import { caseFrames, caseSeed, photoFiles, SCENARIOS } from '../scripts/quality/matrix.js';
@@ -285,6 +285,25 @@ describe('deghosting through the engine', () => {
     assert.ok(seen > 500, `only ${seen} pixels of the person differ in the bright frame: the case no longer shows a clipped person`);
     assert.ok(caught >= 0.7 * seen, `${caught} of ${seen} of the person caught`);
     assert.ok(masked <= 0.06 * farther, `${masked} of ${farther} still pixels masked`);
+  });
+
+  it('leaves a still bracket with large clipped areas unmasked', async (t) => {
+    // Nothing moves; the +2 EV frame clips over a third of its values. Every frame's mask is null
+    // or 255 almost everywhere, also where that frame clips: a clipped value's gap to its bound is
+    // measured in the reference's noise alone (1.21 % of the +2 EV frame's mask was below 255
+    // while the frame's own bands, narrowed next to the clip, could be the unit; 0.97 % now).
+    const photo = await loadPhoto(path.join(FIXTURES, 'handheld-mean/gt.png'), 416);
+    const next = random(5);
+    const frames = exposureBracket(photo, [-2, 0, 2]).map((f) => withNoise(f, 2, next));
+    const clipped = (f: RgbImage) => f.data.filter((v) => v >= 250).length / f.data.length;
+    assert.ok(clipped(frames[2]!) > 0.3, `only ${(100 * clipped(frames[2]!)).toFixed(1)} % of the +2 EV frame clipped`);
+    const masks = (await deghostMasks(pool, frames, 'middle-exposure'))?.masks ?? [];
+    masks.forEach((mask, i) => {
+      if (!mask) return;
+      const below = mask.filter((m) => m < 255).length / mask.length;
+      t.diagnostic(`frame ${i}: ${(100 * below).toFixed(2)} % of the mask below 255`);
+      assert.ok(below <= 0.01, `frame ${i}: ${(100 * below).toFixed(2)} % of the mask below 255`);
+    });
   });
 
   it('a set where nothing moves comes out as without deghosting, to the byte', async () => {

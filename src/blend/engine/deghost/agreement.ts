@@ -143,12 +143,16 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
         return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
       });
     const ownNoise = spread(byOwn), refNoise = spread(byRef);
-    // a pixel's unit by the bands of its two values
-    const units = new Float64Array(bands * bands);
+    // A pixel's unit by the bands of its two values; for a value clipped in the frame, by the
+    // reference's band alone: its gap to the clip's bound carries only the reference's noise, and
+    // the frame's bands next to the clip are narrowed by the mapping's steep slope there.
+    const units = new Float64Array(bands * bands), refUnits = new Float64Array(bands);
     for (let a = 0; a < bands; a++) for (let b = 0; b < bands; b++) units[a * bands + b] = 1 / (3 * Math.min(ownNoise[a]!, refNoise[b]!));
+    for (let b = 0; b < bands; b++) refUnits[b] = 1 / (3 * refNoise[b]!);
     for (let y = 0, p = 0; y < height; y++) {
       for (let x = 0; x < width; x++, p++) {
-        const unit = units[(own[p]! >> BAND_SHIFT) * bands + (ref[p]! >> BAND_SHIFT)]!;
+        const v0 = own[p]!, r0 = ref[p]!;
+        const unit = v0 <= LOW || v0 >= HIGH ? refUnits[r0 >> BAND_SHIFT]! : units[(v0 >> BAND_SHIFT) * bands + (r0 >> BAND_SHIFT)]!;
         z[p]! += residual[p]! * unit;
         // detail: the absolute differences to the right and lower neighbours, the frame's in the reference's values
         const r = ref[p]!, v = mapped[p]!;
