@@ -105,6 +105,36 @@ describe('weighted mean kernel', () => {
     assert.deepEqual(withSpans.data, without.data);
   });
 
+  it('over more frames than the WebAssembly takes (33), with spans, is Σ m·v / Σ m rounded half up', () => {
+    const n = 33, draw = random(33);
+    const many = Array.from({ length: n }, () => Uint8Array.from({ length: width * height * 3 }, () => Math.floor(draw() * 256)));
+    // every fourth frame's mask below 255 in patches (0, partial), with their spans; the reference's null
+    const masks: Array<Uint8Array | null> = many.map(() => null);
+    const spans: Array<Int32Array | null> = many.map(() => null);
+    for (let k = 1; k < n; k += 4) {
+      const small = new Uint8Array(10 * 4).fill(255);
+      for (let j = 0; j < 4; j++) small[Math.floor(draw() * 40)] = j % 2 === 0 ? 0 : Math.floor(draw() * 255);
+      [masks[k], spans[k]] = [new Uint8Array(width * height), new Int32Array(2 * height)];
+      upsampleMaskRows(small, 10, 4, 3.7, masks[k]!, width, 0, height, spans[k]!);
+    }
+    const out = sharedImage(width, height);
+    weightedMeanRows(many, masks, width, out.data, 0, height, spans);
+    let partial = 0;
+    for (let p = 0; p < width * height; p++) {
+      if (masks.some((m) => m !== null && m[p]! < 255)) partial++;
+      for (let c = 0; c < 3; c++) {
+        let num = 0, den = 0;
+        many.forEach((f, k) => {
+          const m = masks[k]?.[p] ?? 255;
+          num += m * f[3 * p + c]!;
+          den += m;
+        });
+        assert.equal(out.data[3 * p + c], Math.floor((2 * num + den) / (2 * den)), `pixel ${p} channel ${c}`);
+      }
+    }
+    assert.ok(partial > 0 && partial < width * height, `${partial} of ${width * height} pixels under a partial mask`);
+  });
+
   it('in WebAssembly is the JavaScript to the byte, for every frame count, over chunks and their ragged ends', () => {
     // masks mostly 0 or 255 with partial ones between (as feathering leaves them), the reference's null
     const pixels = WEIGHTED_CHUNK + 333;
