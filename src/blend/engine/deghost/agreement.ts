@@ -1,3 +1,5 @@
+import { fullOutside } from '../image/image.js';
+
 /**
  * Where a frame agrees with the reference frame, judged on their thumbnails (image/thumbnails.ts),
  * on the pool's threads. Deghosting (deghost/deghost.ts) keeps a frame only where it shows what the
@@ -36,8 +38,6 @@
  *    their edge, and the mask (255 agree, 0 disagree) is blurred twice with a box of ±FEATHER / 2:
  *    the blend shows no seam where a frame stops counting.
  */
-
-import { fullOutside } from './masks.js';
 
 /** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
 const AGREEMENT_SIDE = 500;

@@ -1,4 +1,4 @@
-import { fullOutside } from '../deghost/masks.js';
+import { fullOutside } from '../image/image.js';
 import { SIMD_MAX_FRAMES, stackBytes } from './stack-simd.js';
 import { meanRows } from './stack.js';
 import { weightedMeanPixels } from './stack-weighted-simd.js';
