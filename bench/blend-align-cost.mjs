@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import { makeInputs } from './blend.mjs';
 import { makeTempDir } from './lib.mjs';
 
@@ -18,6 +19,7 @@ const arg = (name, fallback) => {
 };
 const types = arg('types', 'median,mean').split(',');
 const rounds = Number(arg('rounds', '5'));
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
 let dir = arg('inputs');
 let removeInputs = async () => {};
 if (!dir) {
@@ -32,7 +34,8 @@ const { loadConfig } = await import('../src/config.ts');
 const { addressPolicy } = await import('../src/net/safe-http.ts');
 const engine = new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid');
 const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
-const fetched = { bytes, pixels: frames.length * 4000 * 3000 };
+const sizes = await Promise.all(bytes.map((b) => sharp(b).metadata()));
+const fetched = { bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0) };
 const spec = (blendType, align) => ({ images: frames, blendType, align, preserveBackground: false, deghost: false, outputFormat: 'jpeg' });
 
 async function job(type, align) {

@@ -96,6 +96,35 @@ test('alignment of sets of one scene it was not tuned on', async (t) => {
     }
   });
 
+  await t.test('drifted tripod frames with strong features take the features-only route; a frame only part of which shows the scene is weighed with the global estimate', async () => {
+    const cat = await loadPhoto(PHOTOS.cat, 832, 554);
+    const coffee = await loadPhoto(PHOTOS.coffee, 832, 554);
+    const next = random(11);
+    const drift = drifts(4, next, 0.5);
+    const frames = drift.map((d) => withNoise(moved(cat, ...d), 2, next));
+    const { frameReports } = await alignFrames(pool, frames);
+    const errors = frameReports.map((r) => cornerError(r, drift[r.index]!, cat.width, cat.height));
+    const summary = JSON.stringify(frameReports.map(({ method, route, shiftPx }, i) => ({ method, route, shiftPx, error: errors[i]!.toFixed(2) })));
+    assert.deepEqual(frameReports.map((r) => r.route), ['lined-up', 'features', 'features', 'features'], summary);
+    for (const e of errors) assert.ok(e < 2, summary);
+
+    // The right 40 % of the frame shows another photo: its features (and the strong homography
+    // they give) come from the left part alone, and the blocks on the right fail under it, far more
+    // than the tenth that confirms a homography. The global estimate is weighed, and the frame is
+    // still brought back.
+    const part = withNoise(moved(cat, ...drift[1]!), 2, next);
+    const cut = Math.round(0.6 * cat.width);
+    for (let y = 0; y < cat.height; y++) {
+      const row = y * cat.width * 3;
+      part.data.set(coffee.data.subarray(row + cut * 3, row + cat.width * 3), row + cut * 3);
+    }
+    const partly = await alignFrames(pool, [frames[0]!, part]);
+    const report = partly.frameReports[1]!;
+    assert.equal(report.route, 'weighed', JSON.stringify(report));
+    assert.ok(report.method === 'translation' || report.method === 'homography', JSON.stringify(report));
+    assert.ok(Math.abs(report.shiftPx - frameReports[1]!.shiftPx) < 2, `${report.shiftPx} px against ${frameReports[1]!.shiftPx} px`);
+  });
+
   await t.test('a frame of another photo still fails, named, as another scene', async () => {
     const cat = await loadPhoto(PHOTOS.cat, 416, 277);
     const coffee = await loadPhoto(PHOTOS.coffee, 416, 277);

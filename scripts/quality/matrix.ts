@@ -285,8 +285,7 @@ export async function runMatrix(options: MatrixOptions): Promise<Case[]> {
       if (!select(k, p)) continue;
       const people = photos[(p + 1) % photos.length]!;
       for (let draw = 0; draw < draws; draw++) {
-        const seed = 1 + 1_000_000 * k + 1000 * p + draw;
-        const c = await runCase(api, pool, scenario, photo, people, path.basename(files[p]!, '.jpg'), draw, seed);
+        const c = await runCase(api, pool, scenario, photo, people, path.basename(files[p]!, '.jpg'), draw, caseSeed(k, p, draw));
         cases.push(c);
         onCase?.(c);
       }
@@ -295,15 +294,26 @@ export async function runMatrix(options: MatrixOptions): Promise<Case[]> {
   return cases;
 }
 
-async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, photo: RgbImage, people: RgbImage, name: string, draw: number, seed: number): Promise<Case> {
+/** The seed of a case: scenario k (index into SCENARIOS), photo p (index into photoFiles()), draw. */
+export const caseSeed = (k: number, p: number, draw: number): number => 1 + 1_000_000 * k + 1000 * p + draw;
+
+/**
+ * A case's scene, drawn from `seed` (caseSeed), its frames as the JPEGs sent (at a quality drawn
+ * per case) and as decoded from them: what the server, the baselines and the oracle see.
+ */
+export async function caseFrames(scenario: Scenario, photo: RgbImage, people: RgbImage, seed: number): Promise<{ scene: Scene; jpegQuality: number; jpegs: Buffer[]; sent: RgbImage[] }> {
   const next = random(seed);
   const scene = await scenario.make(photo, people, next);
   const jpegQuality = 75 + Math.floor(next() * 21);
   const jpegs = await Promise.all(
     scene.frames.map((f) => sharp(Buffer.from(f.data.buffer, f.data.byteOffset, f.data.length), { raw: { width: f.width, height: f.height, channels: 3 } }).jpeg({ quality: jpegQuality }).toBuffer()),
   );
-  // Baselines and oracle see what the server sees: the frames as decoded from the JPEGs sent.
   const sent = await Promise.all(jpegs.map((j) => decode(j)));
+  return { scene, jpegQuality, jpegs, sent };
+}
+
+async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, photo: RgbImage, people: RgbImage, name: string, draw: number, seed: number): Promise<Case> {
+  const { scene, jpegQuality, jpegs, sent } = await caseFrames(scenario, photo, people, seed);
   const { width, height } = scene.truth;
   const box = scene.toFrame ? insideEveryFrame(width, height, scene.toFrame) : { x: 0, y: 0, width, height };
   const target = scene.still ? await blendFrames(pool, scenario.blendType, scene.still) : scene.truth;

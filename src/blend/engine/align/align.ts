@@ -1,5 +1,5 @@
 import type { LineUp, LineUpReference } from './lineup.js';
-import { agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type GlobalEstimate } from './global.js';
+import { agreeingBlocks, agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type BlockScores, type GlobalEstimate } from './global.js';
 import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, thumbnailSize, type RgbImage } from '../image/image.js';
 import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
@@ -7,12 +7,12 @@ import type { Estimate } from './refine.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 
 /**
- * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0. Decisions are taken on grey
- * thumbnails (~1000 px): a frame that already lines up is left alone; for the others an AKAZE +
- * RANSAC homography and, unless it is strong and confirmed, a global estimate (align/global.ts)
- * are weighed by how many of the frame's blocks each makes agree with the reference, then the
- * frame gets a full-size bilinear warp. Only a frame that agrees under no motion fails: it shows another scene. All pixel work
- * runs in the pool.
+ * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0.
+ * Decisions are taken on grey thumbnails (~1000 px): a frame that already lines up is left alone;
+ * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed, a global
+ * estimate (align/global.ts) are weighed by how many of the frame's blocks each makes agree with
+ * the reference, then the frame gets a full-size bilinear warp. Only a frame that agrees under no
+ * motion fails: it shows another scene. All pixel work runs in the pool.
  */
 
 export interface FrameReport {
@@ -34,6 +34,12 @@ export interface FrameReport {
   correlation: number;
   /** Full-size, row-major, normalised (last entry 1): maps a reference pixel to the frame pixel shown there. */
   homography: Homography;
+  /**
+   * How the motion was found: 'lined-up' for a frame left as it is without estimates (and the
+   * reference); 'features' when a strong feature homography that its blocks confirm decided alone
+   * (confirms); 'weighed' when the global estimate joined it and the blocks chose among them all.
+   */
+  route: 'lined-up' | 'features' | 'weighed';
 }
 
 export interface AlignResult {
@@ -73,8 +79,14 @@ const SAME_SCENE = 0.1;
 /** Inliers, and their share of the ratio-test matches, from which a feature homography is strong (strongFeatures): well above MIN_INLIERS and MIN_INLIER_RATIO. */
 const STRONG_INLIERS = 30;
 const STRONG_INLIER_RATIO = 0.5;
-/** Share of the textured blocks that must agree under a strong feature homography to confirm it (confirms). */
-const CONFIRMED = 0.5;
+/**
+ * Fewest textured blocks that must agree under a strong feature homography to confirm it
+ * (confirms). SAME_SCENE of them may fail, rounded down: from 20 agreeing blocks that is at least
+ * two, so one block near AGREES that flips with the noise neither confirms a homography nor
+ * breaks one; with fewer textured blocks (a bare sky, fog) a share moves in steps too coarse to
+ * tell "nearly all" from "most", and the motions are weighed as usual.
+ */
+const MIN_CONFIRMING = 20;
 /** One-sided sign test at 1 %: how many standard deviations the wins less the losses of a richer motion must reach. */
 const SIGNIFICANT = 2.33;
 
@@ -147,14 +159,20 @@ function strongFeatures(e: Estimate, lineUp: LineUp, s: Scale): boolean {
 }
 
 /**
- * Whether the blocks confirm a strong feature homography (candidates identity, then it): at least
- * CONFIRMED of the textured blocks agree under it, and no fewer than as the frame is. Then most of
- * the scene's static blocks already agree under it, and the global estimate could only propose a
- * motion that fits them as well (both are refined by the same Lucas–Kanade on the same pixels).
+ * Whether the blocks confirm a strong feature homography (candidates identity, then it), so that
+ * the global estimate cannot change the decision: at least MIN_CONFIRMING textured blocks agree
+ * under it, no fewer than as the frame is, and those that do not are no more than SAME_SCENE of
+ * them. The global estimate could only win (decide) on the blocks that fit it better; on the ones
+ * that agree under the homography both motions are refined by the same Lucas–Kanade on the same
+ * pixels and fit alike, so what it could add are the failing blocks: at most a tenth, the share
+ * that the same-scene rule counts as no evidence at all. A share alone would not do: when the
+ * features bunch in one region and the homography drifts at the far side, half of the blocks can
+ * agree under it while a global motion fits nearly all of them, and must then be weighed.
  */
 function confirms(agreement: Agreement): boolean {
-  const [asIs, features] = agreement.scores.map((scores) => agreeingShare(agreement, scores));
-  return features !== undefined && features >= CONFIRMED && features >= asIs!;
+  const [asIs, features] = agreement.scores.map((scores) => agreeingBlocks(scores));
+  if (asIs === undefined || features === undefined) return false;
+  return features >= MIN_CONFIRMING && features >= asIs && agreement.textured - features <= SAME_SCENE * agreement.textured;
 }
 
 /** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first; without the global estimate's when `g` is null. */
@@ -180,7 +198,7 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
   const report = (c: Candidate, confidence: number): FrameReport => {
     const homography = c.method === 'identity' ? IDENTITY : fromThumbnail(c.homography, s.factor);
     const shiftPx = c.method === 'identity' ? 0 : cornerDisplacement(homography, s.width, s.height);
-    return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, correlation: c.correlation, homography };
+    return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, correlation: c.correlation, homography, route: 'weighed' };
   };
   const shares = agreement.scores.map((scores) => agreeingShare(agreement, scores));
   // A reference without texture anywhere (fog, a blank wall) cannot tell one motion from another.
@@ -271,7 +289,7 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
   const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
     const lineUp = await check;
     if (linesUp(lineUp, scale)) {
-      return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY };
+      return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY, route: 'lined-up' };
     }
     const ref = await reference;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
@@ -283,20 +301,30 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     })
       .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
       .catch(() => undefined);
-    const judge = (candidates: Candidate[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, candidates.map((c) => c.homography)]);
+    const judge = (motions: Homography[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, motions]);
+    const globalEstimate = () => pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     // A strong feature homography that the blocks confirm leaves the global estimate nothing to add
-    // (strongFeatures); the global estimate runs only for the other frames.
+    // (confirms). The global estimate starts as soon as a frame is known to need it: at once when
+    // its features are not strong, after the blocks' judgement when they do not confirm them.
+    let first: Agreement | null = null;
     if (e && strongFeatures(e, lineUp, scale)) {
       const candidates = candidatesOf(lineUp, e, null, scale);
-      const agreement = await judge(candidates);
-      if (confirms(agreement)) return decide(index, candidates, agreement, e, scale);
+      first = await judge(candidates.map((c) => c.homography));
+      if (confirms(first)) return { ...decide(index, candidates, first, e, scale), route: 'features' };
     }
-    const g = await pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
+    const g = await globalEstimate();
     const candidates = candidatesOf(lineUp, e, g, scale);
-    return decide(index, candidates, await judge(candidates), e, scale);
+    // Each motion's block scores depend on it alone: identity and the feature homography, already
+    // judged, are not judged again.
+    const judged = new Map<Homography, BlockScores>();
+    if (first) [IDENTITY, e!.homography!].forEach((h, k) => judged.set(h, first.scores[k]!));
+    const fresh = candidates.filter((c) => !judged.has(c.homography));
+    const agreement = await judge(fresh.map((c) => c.homography));
+    fresh.forEach((c, k) => judged.set(c.homography, agreement.scores[k]!));
+    return decide(index, candidates, { textured: agreement.textured, scores: candidates.map((c) => judged.get(c.homography)!) }, e, scale);
   };
 
-  const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY })];
+  const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY, route: 'lined-up' })];
   // Each frame is decided as soon as its own line-up check is in, not once every check is.
   for (const [k, grey] of rest.entries()) reports.push(decideFrame(k + 1, grey, checks[k]!));
   return reports;

@@ -427,8 +427,13 @@ export const blockValue = (scores: BlockScores, k: number): number => {
   return Number.isNaN(v) ? -1 : v;
 };
 
+/** How many of the textured blocks agree under one motion. */
+export function agreeingBlocks(scores: BlockScores): number {
+  return scores.correlations.filter((c) => c >= AGREES).length;
+}
+
 /** Share of the textured blocks that agree (0 when none has texture). */
 export function agreeingShare(agreement: Agreement, scores: BlockScores): number {
   if (agreement.textured === 0) return 0;
-  return scores.correlations.filter((c) => c >= AGREES).length / agreement.textured;
+  return agreeingBlocks(scores) / agreement.textured;
 }

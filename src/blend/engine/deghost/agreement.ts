@@ -1,3 +1,5 @@
+import { fullOutside } from '../image/image.js';
+
 /**
  * Where a frame agrees with the reference frame, judged on their thumbnails (image/thumbnails.ts),
  * on the pool's threads. Deghosting (deghost/deghost.ts) keeps a frame only where it shows what the
@@ -36,8 +38,6 @@
  *    their edge, and the mask (255 agree, 0 disagree) is blurred twice with a box of ±FEATHER / 2:
  *    the blend shows no seam where a frame stops counting.
  */
-
-import { fullOutside } from './masks.js';
 
 /** The test runs on the thumbnail's step × step block means when its longest side is this many times step or more. */
 const AGREEMENT_SIDE = 500;
@@ -143,12 +143,16 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
         return Math.max(LEAST_NOISE, QUARTILE_TO_SIGMA * (total(band) >= BAND_PIXELS ? quantile(band, QUARTILE) : all));
       });
     const ownNoise = spread(byOwn), refNoise = spread(byRef);
-    // a pixel's unit by the bands of its two values
-    const units = new Float64Array(bands * bands);
+    // A pixel's unit by the bands of its two values; for a value clipped in the frame, by the
+    // reference's band alone: its gap to the clip's bound carries only the reference's noise, and
+    // the frame's bands next to the clip are narrowed by the mapping's steep slope there.
+    const units = new Float64Array(bands * bands), refUnits = new Float64Array(bands);
     for (let a = 0; a < bands; a++) for (let b = 0; b < bands; b++) units[a * bands + b] = 1 / (3 * Math.min(ownNoise[a]!, refNoise[b]!));
+    for (let b = 0; b < bands; b++) refUnits[b] = 1 / (3 * refNoise[b]!);
     for (let y = 0, p = 0; y < height; y++) {
       for (let x = 0; x < width; x++, p++) {
-        const unit = units[(own[p]! >> BAND_SHIFT) * bands + (ref[p]! >> BAND_SHIFT)]!;
+        const v0 = own[p]!, r0 = ref[p]!;
+        const unit = v0 <= LOW || v0 >= HIGH ? refUnits[r0 >> BAND_SHIFT]! : units[(v0 >> BAND_SHIFT) * bands + (r0 >> BAND_SHIFT)]!;
         z[p]! += residual[p]! * unit;
         // detail: the absolute differences to the right and lower neighbours, the frame's in the reference's values
         const r = ref[p]!, v = mapped[p]!;
@@ -390,8 +394,11 @@ export function upsampleMaskRows(small: Uint8Array, smallWidth: number, smallHei
   }
   runStart.push(width);
   // the first output column that reads small column s or one after it (xs is non-decreasing), width for none
-  const firstReading = new Int32Array(smallWidth + 1).fill(width);
-  for (let x = width - 1; x >= 0; x--) for (let c = xs[x]!; c >= 0 && firstReading[c]! > x; c--) firstReading[c] = x;
+  const firstReading = new Int32Array(smallWidth + 1);
+  for (let c = 0, x = 0; c <= smallWidth; c++) {
+    while (x < width && xs[x]! < c) x++;
+    firstReading[c] = x;
+  }
   const flat = new Int16Array(runStart.length);
   const across = (r0: number, r1: number, x0: number, x1: number) => {
     for (let j = runOf[x0]!, end = x1 > x0 ? runOf[x1 - 1]! + 1 : j; j < end; j++) {

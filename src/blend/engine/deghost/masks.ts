@@ -1,8 +1,7 @@
 /**
- * What deghosting (deghost/deghost.ts) hands the blends, as types, and the one scan both sides make
- * of a mask's row (`fullOutside`): the pyramid's level-0 weights (pyramid/level-zero.ts), the
- * weighted mean (point/stack-weighted.ts) and the registry read them without reaching the code that
- * makes the masks.
+ * What deghosting (deghost/deghost.ts) hands the blends, as types: the pyramid's level-0 weights
+ * (pyramid/level-zero.ts), the weighted mean (point/stack-weighted.ts) and the registry read them
+ * without reaching the code that makes the masks. A mask row's extent is image/image.ts fullOutside.
  */
 
 export interface DeghostMasks {
@@ -17,14 +16,3 @@ export interface DeghostMasks {
 }
 
 export type DeghostReference = 'first' | 'middle-exposure';
-
-/**
- * The columns [x0, x1) of a mask's row (`mask[start + x]`, x < width) outside of which it is 255:
- * the first column below 255 and one past the last; x0 = x1 = width where it is 255 throughout.
- */
-export function fullOutside(mask: Uint8Array, start: number, width: number): [number, number] {
-  let first = 0, last = width;
-  while (first < width && mask[start + first] === 255) first++;
-  while (last > first && mask[start + last - 1] === 255) last--;
-  return [first, last];
-}

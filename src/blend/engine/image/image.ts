@@ -39,3 +39,14 @@ export function rowRanges(height: number, parts: number): Array<[number, number]
 export function thumbnailSize(width: number, height: number, factor: number): [number, number] {
   return [Math.floor(width / factor), Math.floor(height / factor)];
 }
+
+/**
+ * The columns [x0, x1) of a mask's row (`mask[start + x]`, x < width) outside of which it is 255:
+ * the first column below 255 and one past the last; x0 = x1 = width where it is 255 throughout.
+ */
+export function fullOutside(mask: Uint8Array, start: number, width: number): [number, number] {
+  let first = 0, last = width;
+  while (first < width && mask[start + first] === 255) first++;
+  while (last > first && mask[start + last - 1] === 255) last--;
+  return [first, last];
+}

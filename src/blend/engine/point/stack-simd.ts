@@ -130,11 +130,15 @@ export function stackBytes(statistic: StackStatistic, frames: Uint8Array[], out:
   const n = frames.length;
   const { run, memory } = kernelFor(statistic, n);
   const result = n * CHUNK;
-  for (let c0 = from; c0 < to; c0 += CHUNK) {
-    const length = Math.min(CHUNK, to - c0);
+  inChunks(from, to, CHUNK, (c0, length) => {
     for (let k = 0; k < n; k++) memory.set(frames[k]!.subarray(c0, c0 + length), k * CHUNK);
     // the tail of a short chunk is computed from stale bytes and not copied out
     run(length);
     out.set(memory.subarray(result, result + length), c0);
-  }
+  });
+}
+
+/** `body(start, length)` for each piece of [from, to) cut into `size` (the last may be shorter): the loop of the kernels that copy their input into their memory a piece at a time. */
+export function inChunks(from: number, to: number, size: number, body: (start: number, length: number) => void): void {
+  for (let start = from; start < to; start += size) body(start, Math.min(size, to - start));
 }

@@ -1,4 +1,5 @@
 import { fn, I32, instantiate, type ModuleSource, PAGE, V128 } from '../wasm/assembler.js';
+import { inChunks } from './stack-simd.js';
 
 /**
  * The weighted mean of point/stack-weighted.ts as a WebAssembly SIMD kernel, generated per frame
@@ -79,7 +80,7 @@ export function weightedMeanModule(n: number): ModuleSource {
       }
     });
   });
-  return { functions: { run }, pages: Math.ceil((resultAt(n) + 3 * WEIGHTED_CHUNK + 48) / PAGE) };
+  return { functions: { run }, pages: Math.ceil((resultAt(n) + 3 * WEIGHTED_CHUNK) / PAGE) };
 }
 
 interface Kernel {
@@ -106,8 +107,7 @@ function kernelFor(n: number): Kernel {
 export function weightedMeanPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number): void {
   const n = frames.length;
   const { run, memory } = kernelFor(n);
-  for (let p0 = from; p0 < to; p0 += WEIGHTED_CHUNK) {
-    const pixels = Math.min(WEIGHTED_CHUNK, to - p0);
+  inChunks(from, to, WEIGHTED_CHUNK, (p0, pixels) => {
     for (let k = 0; k < n; k++) {
       memory.set(frames[k]!.subarray(3 * p0, 3 * (p0 + pixels)), frameAt(k));
       const mask = masks[k];
@@ -117,5 +117,5 @@ export function weightedMeanPixels(frames: Uint8Array[], masks: Array<Uint8Array
     // the tail of a short chunk is computed from stale bytes and not copied out
     run(pixels);
     out.set(memory.subarray(resultAt(n), resultAt(n) + 3 * pixels), 3 * p0);
-  }
+  });
 }

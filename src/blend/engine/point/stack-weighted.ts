@@ -1,6 +1,6 @@
-import { fullOutside } from '../deghost/masks.js';
-import { SIMD_MAX_FRAMES, stackBytes } from './stack-simd.js';
-import { meanRows } from './stack.js';
+import { fullOutside } from '../image/image.js';
+import { SIMD_MAX_FRAMES } from './stack-simd.js';
+import { meanBytes, meanRows } from './stack.js';
 import { weightedMeanPixels } from './stack-weighted-simd.js';
 
 /**
@@ -23,13 +23,13 @@ export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array |
       y = end;
     } else {
       const [from, to] = [y * width + span[0]!, y * width + span[1]!];
-      if (simd) {
-        // the plain mean beside the span, the weighted one (which is the plain one where every mask is 255) in it
-        stackBytes('mean', frames, out, 3 * y * width, 3 * from);
-        stackBytes('mean', frames, out, 3 * to, 3 * (y + 1) * width);
-        weightedMeanPixels(frames, masks, out, from, to);
-      } else {
-        meanRows(frames, width, out, y, y + 1);
+      // the plain mean beside the span, the weighted one (which is the plain one where every mask is 255) in it
+      meanBytes(frames, out, 3 * y * width, 3 * from);
+      meanBytes(frames, out, 3 * to, 3 * (y + 1) * width);
+      if (simd) weightedMeanPixels(frames, masks, out, from, to);
+      else {
+        // weightedPixels skips the pixels whose masks are all 255: they get the plain mean first
+        meanBytes(frames, out, 3 * from, 3 * to);
         weightedPixels(frames, masks, out, from, to);
       }
       y++;

@@ -15,14 +15,19 @@ const CHUNK = 8192;
 
 /** Per-channel mean, rounded to nearest (halves up). */
 export function meanRows(frames: Uint8Array[], width: number, out: Uint8Array, y0: number, y1: number): void {
-  if (frames.length <= SIMD_MAX_FRAMES) return stackBytes('mean', frames, out, y0 * width * 3, y1 * width * 3);
+  meanBytes(frames, out, y0 * width * 3, y1 * width * 3);
+}
+
+/** Bytes [from, to) of `out` as the mean of the frames' bytes there, rounded to nearest (halves up); for rows or parts of rows. */
+export function meanBytes(frames: Uint8Array[], out: Uint8Array, from: number, to: number): void {
+  if (frames.length <= SIMD_MAX_FRAMES) return stackBytes('mean', frames, out, from, to);
   const n = frames.length;
-  const end = y1 * width * 3;
+  const end = to;
   // sum → round(sum / n), so the hot loop has no division
   const rounded = new Uint8Array(255 * n + 1);
   for (let s = 0; s < rounded.length; s++) rounded[s] = Math.floor((2 * s + n) / (2 * n));
   const acc = new Int32Array(CHUNK);
-  for (let c0 = y0 * width * 3; c0 < end; c0 += CHUNK) {
+  for (let c0 = from; c0 < end; c0 += CHUNK) {
     const len = Math.min(CHUNK, end - c0);
     acc.fill(0, 0, len);
     let k = 0;
