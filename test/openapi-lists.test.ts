@@ -99,6 +99,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/events/{id}/checkin-lists': { path: `/v1/events/${event.id}/checkin-lists`, key },
     '/v1/events/{id}/checkin-lists/{listId}/conflicts': { path: `/v1/events/${event.id}/checkin-lists/${checkinLists[0]!.id}/conflicts`, key },
     '/v1/events/{id}/questions': { path: `/v1/events/${event.id}/questions`, key },
+    '/v1/events/{id}/orders': { path: `/v1/events/${event.id}/orders`, key },
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },
     '/v1/webhooks/{id}/deliveries': { path: deliveries, key: other.key },
     '/v1/blend/jobs': { path: '/v1/blend/jobs', key },
