@@ -288,6 +288,62 @@ for (const engine of ENGINES) {
       assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 0, admittedTickets: 2, conflicts: 0 });
     });
 
+    test('a ticket cancelled or transferred while its scan is decided is not admitted; a change waits for an admission in flight', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 6);
+      const quick = await newList(c, event.id, { name: 'One statement' });
+      const careful = await newList(c, event.id, { name: 'Transactional', scanExits: true });
+      const completed = async () => (await api.database.db.selectFrom('webhookMessages').select('payload').where('eventType', '=', 'checkin.completed').execute()).length;
+      // In sequence, on both engines: a cancelled ticket and a transferred ticket's old code are refused on both paths.
+      await c.expect(200, 'POST', `/tickets/${generals[0].id}/cancel`);
+      await c.expect(200, 'POST', `/tickets/${generals[1].id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      for (const list of [quick, careful]) {
+        await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[0].id }), 409, 'ticket_cancelled');
+        await problem(await scan(c, event.id, { listId: list.id, code: generals[1].code }), 409, 'ticket_revoked');
+      }
+      if (engine !== 'postgres') return;
+
+      // A change of the ticket holds its row, uncommitted, while scans of it are read and written:
+      // each scan waits for it, then sees the change (no entry, no message).
+      const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await holder.connect();
+      onCleanup(t, () => holder.end());
+      await holder.query(`set search_path to "${api.database.schema}"`);
+      const settled = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+      const before = await completed();
+      for (const [i, list] of [quick, careful].entries()) {
+        const ticket = generals[2 + i];
+        await holder.query('begin');
+        await holder.query(`update tickets set status = 'cancelled', cancelled_at = $2 where id = $1`, [ticket.id, Date.now()]);
+        const waiting = scan(c, event.id, { listId: list.id, ticketId: ticket.id });
+        assert.equal(await settled(waiting, 500), false, `${list.name}: the scan did not wait for the ticket's change`);
+        await holder.query('commit');
+        await problem(await waiting, 409, 'ticket_cancelled');
+      }
+      assert.equal(await completed(), before, 'a cancelled ticket got a checkin.completed');
+      for (const list of [quick, careful]) assert.deepEqual(await counts(c, event.id, list.id), { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 });
+
+      // The other order: an admission holds the ticket (as a scan's write does) and commits its
+      // entry; a cancel and a transfer that began meanwhile wait for it, then refuse.
+      const ticket = generals[4];
+      await holder.query('begin');
+      await holder.query('select id from tickets where id = $1 for share', [ticket.id]);
+      const cancel = c.send('POST', `/tickets/${ticket.id}/cancel`);
+      const transfer = c.send('POST', `/tickets/${ticket.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      assert.equal(await settled(Promise.race([cancel, transfer]), 500), false, 'a change did not wait for the admission in flight');
+      const { rows } = await holder.query('select account_id from tickets where id = $1', [ticket.id]);
+      await holder.query(
+        `insert into checkin_list_tickets (list_id, ticket_id, account_id, inside, entries, kept_scan_id, kept_scanned_at, kept_device_id, kept_row_id) values ($1, $2, $3, 1, 1, null, null, null, null)`,
+        [quick.id, ticket.id, rows[0].account_id],
+      );
+      await holder.query('commit');
+      await problem(await cancel, 409, 'ticket_checked_in');
+      await problem(await transfer, 409, 'ticket_checked_in');
+      const now = await c.expect(200, 'GET', `/tickets/${ticket.id}`);
+      assert.deepEqual([now.status, now.code], ['valid', ticket.code]);
+    });
+
     test('sync: idempotent by scanId; the conflict rule keeps the earliest admission in both arrival orders', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key, accountId } = await api.account();

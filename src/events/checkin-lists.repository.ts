@@ -120,11 +120,19 @@ export async function findScans(scope: TenantScope, listIds: string[], scanIds: 
   return found;
 }
 
-/** The event's tickets named by these ids and codes. */
-export async function findTickets(scope: TenantScope, eventId: string, ids: string[], codes: string[]): Promise<TicketRow[]> {
+/**
+ * The event's tickets named by these ids and codes, to scan them. On PostgreSQL held `FOR SHARE`
+ * until the transaction ends: a cancel, transfer or retype of one waits for the scans' commit and
+ * then sees their entries (tickets.repository.ts, lockForChange); one that committed first is read
+ * as it left the ticket (a code it replaced names no ticket). Scans share the lock, so they do not
+ * wait for each other here. In id order, so that two transactions lock the same rows the same way.
+ */
+export async function findTickets(tx: TenantScope, eventId: string, ids: string[], codes: string[]): Promise<TicketRow[]> {
+  if (!tx.db.isTransaction) throw new Error('findTickets needs a transaction');
+  const lock = <Q extends { forShare(): Q }>(query: Q) => (onPostgres(tx.db) ? query.forShare() : query);
   const found: TicketRow[] = [];
-  for (const part of chunks(ids)) found.push(...(await scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', 'in', part).execute()));
-  for (const part of chunks(codes)) found.push(...(await scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', 'in', part).execute()));
+  for (const part of chunks(ids)) found.push(...(await lock(tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', 'in', part).orderBy('id')).execute()));
+  for (const part of chunks(codes)) found.push(...(await lock(tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', 'in', part).orderBy('id')).execute()));
   return found;
 }
 

@@ -549,8 +549,8 @@ export type ListAdmission = ReturnType<typeof admission>;
 
 /**
  * An online entry that the rules admit, decided from one read (online.readOnlineScan) and written
- * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket's state on the list
- * is still as read: two round trips, as the check-in without a list), or in a transaction on
+ * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket and its state on the
+ * list are still as read: two round trips, as the check-in without a list), or in a transaction on
  * SQLite (whose write lock holds from the read to the commit). Undefined for everything else,
  * which recordScans decides in a transaction: a list or ticket not found, a scan id recorded
  * already, a code or a rule that refuses (refusals are recorded there), an exit, a list that scans
