@@ -46,22 +46,21 @@ function privateKeyOf(row: repo.SigningKeyRow): KeyObject {
   return key;
 }
 
-/** What signs an event's new codes: its active key, and the end of the window its codes admit in (unix seconds). */
+/** What signs an event's new codes: its active key. */
 export interface Signer {
   kid: string;
   key: KeyObject;
-  validUntil: number;
 }
 
 /**
  * A code's window (docs/events.md, "Validity window"): from an hour before it was issued (a
- * scanner's clock may be behind; no code admits before it existed) to a day after the event ends
- * (a late night, a time zone mistake). Not from the event's start: tickets are checked in early
+ * scanner's clock may be behind; no code admits before it existed), with no end. The event's end
+ * moves (`PATCH /events/:id`), a code printed or mailed does not: an end signed into it would void
+ * the tickets of a postponed event, or take reissuing every code in circulation. Entry ends where
+ * the check-in lists' windows end. Not from the event's start either: tickets are checked in early
  * (a venue's own early entry, a test before the doors open), which the lists' windows govern.
  */
 export const CODE_VALID_BEFORE_ISSUE_S = 3600;
-export const CODE_VALID_AFTER_END_S = 24 * 3600;
-const codeValidUntil = (endsAt: number) => Math.min(Math.floor(endsAt / 1000) + CODE_VALID_AFTER_END_S, 0xffffffff);
 
 /** A new active key of the event, written in the transaction (which holds the event's lock). */
 async function createActiveKey(tx: TenantScope, eventId: string, now: number): Promise<repo.SigningKeyRow> {
@@ -76,7 +75,7 @@ export async function eventSigner(tx: TenantScope, eventId: string): Promise<Sig
   const found = await repo.signerOf(tx, eventId);
   if (!found) throw notFound('event', eventId);
   const row = found.key ?? (await createActiveKey(tx, eventId, Date.now()));
-  return { kid: row.kid, key: privateKeyOf(row), validUntil: codeValidUntil(found.endsAt) };
+  return { kid: row.kid, key: privateKeyOf(row) };
 }
 
 /** The first key of a new event, in the transaction that creates it. */
@@ -84,10 +83,10 @@ export async function firstSigningKey(tx: TenantScope, eventId: string, now: num
   await createActiveKey(tx, eventId, now);
 }
 
-/** A new signed code (new serial) for a ticket, valid in the signer's window from now (none, for an event over for a day). */
+/** A new signed code (new serial) for a ticket, valid from an hour before now, without an end. */
 export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }, now = Date.now()): string {
   const validFrom = Math.floor(now / 1000) - CODE_VALID_BEFORE_ISSUE_S;
-  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: signer.validUntil };
+  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: 0 };
   return signCode(claims, signer.key);
 }
 
