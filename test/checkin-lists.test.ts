@@ -9,6 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import pg from 'pg';
+import { MAX_CODE_CHARS } from '../src/events/ticket-code-format.js';
+import { notACode } from '../web/scanner/src/rules.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 type Json = any;
@@ -544,6 +546,31 @@ for (const engine of ENGINES) {
       const only = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [batch[0], batch[2]] });
       assert.deepEqual([only.results.map((r: Json) => r.reason), only.lists, only.list], [['invalid_scan', 'invalid_scan'], [], null]);
       assert.equal((await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts.entries, 2);
+    });
+
+    test('one limit for a code everywhere: 256 characters are looked up, 257 are refused before', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event } = await door(c, 1);
+      const list = await newList(c, event.id);
+      const longest = 'x'.repeat(MAX_CODE_CHARS);
+      const over = 'x'.repeat(MAX_CODE_CHARS + 1);
+      assert.equal(MAX_CODE_CHARS, 256);
+      for (const body of [{}, { listId: list.id }]) {
+        await problem(await scan(c, event.id, { ...body, code: longest }), 404, 'not_found');
+        const refused = await problem(await scan(c, event.id, { ...body, code: over }), 400, 'invalid_request');
+        assert.deepEqual(refused.errors.map((e: Json) => e.path), ['/code']);
+      }
+      const synced = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [longest, over].map((code, i) => ({ scanId: `len-${i}`, code, listId: list.id, scannedAt: iso(Date.now() - 1000), localResult: 'refused' })),
+      });
+      assert.deepEqual(synced.results.map((r: Json) => [r.outcome, r.reason, r.detail]), [
+        ['refused', 'not_found', undefined],
+        ['refused', 'invalid_scan', "/scans/1/code must be 1 to 256 characters: it is no ticket's code"],
+      ]);
+      assert.equal(notACode(longest), null);
+      assert.match(notACode(over)!, /257 characters, a ticket code at most 256/);
     });
 
     test('sync: who is inside does not depend on the order exits and entries arrive in', async (t) => {

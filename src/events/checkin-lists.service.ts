@@ -13,6 +13,7 @@ import { checkScanCodes, whyCodesUnknown } from './door.service.js';
 import { requireEvent } from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
+import { MAX_CODE_CHARS } from './ticket-code-format.js';
 import { presentTicket, type PresentedTicket } from './tickets.service.js';
 
 type ListRow = repo.CheckinListRow;
@@ -640,7 +641,7 @@ type SyncScan = Static<typeof SyncBody>['scans'][number];
 function checkedScan(s: SyncScan, i: number, deviceId: string, now: number): ScanInput | { scanId: string; detail: string } {
   const bad = (field: string, message: string) => ({ scanId: s.scanId, detail: `/scans/${i}/${field} ${message}` });
   if ((s.ticketId === undefined) === (s.code === undefined)) return bad(s.ticketId === undefined ? 'code' : 'ticketId', 'send exactly one of ticketId and code');
-  if (s.code !== undefined && (s.code.length < 1 || s.code.length > 256)) return bad('code', "must be 1 to 256 characters: it is no ticket's code");
+  if (s.code !== undefined && (s.code.length < 1 || s.code.length > MAX_CODE_CHARS)) return bad('code', `must be 1 to ${MAX_CODE_CHARS} characters: it is no ticket's code`);
   if (s.ticketId !== undefined && (s.ticketId.length < 1 || s.ticketId.length > 64)) return bad('ticketId', 'must be 1 to 64 characters');
   if (s.listId === undefined) return bad('listId', 'is required: a synced scan goes through a check-in list');
   if (s.listId.length < 1 || s.listId.length > 64) return bad('listId', 'must be 1 to 64 characters');
