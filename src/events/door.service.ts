@@ -8,7 +8,7 @@ import { listSettingsOfEvent, NO_COUNTS, withCounts } from './checkin-lists.repo
 import { type PresentedList, presentList } from './checkin-lists.service.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
-import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
+import { decodeCode, newKeyPair, newSerial, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
 
 /**
  * The door's keys and codes (docs/events.md, "At the door"): each event's Ed25519 signing keys,
@@ -96,7 +96,7 @@ export type RevocationReason = 'cancelled' | 'transferred' | 'reissued';
 export async function revokeCodes(tx: TenantScope, tickets: Array<{ id: string; eventId: string; code: string }>, reason: RevocationReason, now: number): Promise<void> {
   const rows: repo.RevocationRow[] = [];
   for (const ticket of tickets) {
-    const parsed = parseCode(ticket.code);
+    const parsed = decodeCode(ticket.code);
     if (parsed) rows.push({ accountId: tx.accountId, eventId: ticket.eventId, serial: parsed.claims.serial, ticketId: ticket.id, kid: parsed.claims.kid, reason, createdAt: now });
   }
   if (rows.length > 0) await repo.insertRevocations(tx, rows);
@@ -144,7 +144,7 @@ export async function retireSigningKey(scope: TenantScope, eventId: string, kid:
       const batch = await repo.signedTicketsOfEvent(tx, eventId, after, REISSUE_BATCH);
       if (batch.length === 0) break;
       after = batch[batch.length - 1]!.id;
-      const signedByKey = batch.filter((ticket) => parseCode(ticket.code)?.claims.kid === kid);
+      const signedByKey = batch.filter((ticket) => decodeCode(ticket.code)?.claims.kid === kid);
       await revokeCodes(tx, signedByKey, 'reissued', now);
       await repo.replaceCodes(tx, signedByKey.map((ticket) => ({ id: ticket.id, code: issueCode(signer, ticket) })), now);
     }
@@ -184,7 +184,7 @@ async function verifyingKey(scope: TenantScope, eventId: string, kid: string): P
  * ticket_cancelled, the more precise answer. An admitted scan costs no query beyond `admit`'s.
  */
 export async function checkInByCode<T>(scope: TenantScope, eventId: string, code: string | undefined, admit: () => Promise<T>): Promise<T> {
-  const parsed = code === undefined ? undefined : parseCode(code);
+  const parsed = code === undefined ? undefined : decodeCode(code);
   if (!parsed) return admit();
   const { claims } = parsed;
   const key = await verifyingKey(scope, eventId, claims.kid);
@@ -225,7 +225,7 @@ export type CodeScanRefusal = 'not_found' | 'code_not_yet_valid' | 'code_expired
 export async function checkScanCodes(scope: TenantScope, eventId: string, scans: Array<{ code: string | undefined; at: number }>): Promise<Array<CodeScanRefusal | null>> {
   const refusals: Array<CodeScanRefusal | null> = [];
   for (const { code, at } of scans) {
-    const parsed = code === undefined ? undefined : parseCode(code);
+    const parsed = code === undefined ? undefined : decodeCode(code);
     if (!parsed) {
       refusals.push(null);
       continue;
@@ -244,7 +244,7 @@ export async function checkScanCodes(scope: TenantScope, eventId: string, scans:
  */
 export async function whyCodesUnknown(scope: TenantScope, eventId: string, codes: string[]): Promise<Map<string, 'key_retired' | 'ticket_revoked'>> {
   const claims = codes.flatMap((code) => {
-    const parsed = parseCode(code);
+    const parsed = decodeCode(code);
     return parsed ? [{ code, ...parsed.claims }] : [];
   });
   const why = new Map<string, 'key_retired' | 'ticket_revoked'>();
