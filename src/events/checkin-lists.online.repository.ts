@@ -129,7 +129,7 @@ const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =
             select ${p.listId}::text, ticket.id, ${p.accountId}::text, ${p.inside}::integer, ${p.entries}::integer, ${p.keptScanId}::text, ${p.keptScannedAt}::bigint, ${p.keptDeviceId}::text, ${p.keptRowId}::text from ticket
             on conflict (list_id, ticket_id) do update set inside = excluded.inside, entries = excluded.entries, kept_scan_id = excluded.kept_scan_id,
               kept_scanned_at = excluded.kept_scanned_at, kept_device_id = excluded.kept_device_id, kept_row_id = excluded.kept_row_id
-            where checkin_list_tickets.inside = ${p.wasInside}::integer and checkin_list_tickets.entries = ${p.wasEntries}::integer
+            where checkin_list_tickets.account_id = ${p.accountId}::text and checkin_list_tickets.inside = ${p.wasInside}::integer and checkin_list_tickets.entries = ${p.wasEntries}::integer
               and checkin_list_tickets.kept_row_id is not distinct from ${p.wasKeptRowId}::text
             returning list_id)`,
         )
@@ -142,7 +142,8 @@ const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =
           sql`(insert into checkin_list_counts (list_id, slot, account_id, inside, entries, exits, admitted_tickets, conflicts, scans)
             select state.list_id, ${p.slot}::integer, ${p.accountId}::text, ${p.addInside}::integer, 1, 0, ${p.addAdmitted}::integer, 0, 1 from state
             on conflict (list_id, slot) do update set inside = checkin_list_counts.inside + excluded.inside, entries = checkin_list_counts.entries + excluded.entries,
-              admitted_tickets = checkin_list_counts.admitted_tickets + excluded.admitted_tickets, scans = checkin_list_counts.scans + excluded.scans)`,
+              admitted_tickets = checkin_list_counts.admitted_tickets + excluded.admitted_tickets, scans = checkin_list_counts.scans + excluded.scans
+            where checkin_list_counts.account_id = ${p.accountId}::text)`,
         ),
       'state',
       p,
