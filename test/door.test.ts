@@ -619,10 +619,10 @@ for (const engine of ENGINES) {
       assert.deepEqual([counts.inside, counts.entries, counts.admittedTickets, counts.conflicts], [2, 2, 2, 0]);
     });
 
-    test('the offline data\'s ETag changes with the event, its keys, its ticket types and its revocations, and only then', async () => {
+    test('the offline data\'s ETag changes with the event, its keys, its ticket types and its revocations (a cancel, a transfer), and only then: a scan leaves it', async () => {
       const c = await client();
       const { event, types } = await publishedEvent(c);
-      const [ticket] = await buy(c, event.id, types[0].id, 2);
+      const [ticket, scanned, moved] = await buy(c, event.id, types[0].id, 3);
       const tag = async () => (await c.send('GET', `/events/${event.id}/checkin/offline`)).headers.get('etag')!;
       const tags = [await tag()];
       assert.equal(await tag(), tags[0], 'nothing changed: the same tag');
@@ -633,6 +633,12 @@ for (const engine of ENGINES) {
       await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Late entry', price: 1000, quantity: 10 });
       tags.push(await tag());
       await c.expect(200, 'POST', `/tickets/${ticket.id}/cancel`);
+      tags.push(await tag());
+      // A check-in changes nothing the door verifies with: the same tag.
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { code: scanned.code });
+      assert.equal(await tag(), tags.at(-1), 'a scan changed the tag');
+      // A transfer revokes the ticket's old code: a new tag.
+      await c.expect(200, 'POST', `/tickets/${moved.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
       tags.push(await tag());
       assert.equal(new Set(tags).size, tags.length, `a new tag after each change: ${tags.join(' ')}`);
       const last = tags.at(-1)!;
