@@ -48,6 +48,9 @@ const newList = (c: Client, eventId: string, body: Record<string, unknown> = {})
 const getList = (c: Client, eventId: string, listId: string) => c.expect(200, 'GET', `/events/${eventId}/checkin-lists/${listId}`);
 const scan = (c: Client, eventId: string, body: Record<string, unknown>) => c.send('POST', `/events/${eventId}/checkin`, body);
 const counts = async (c: Client, eventId: string, listId: string) => (await getList(c, eventId, listId)).counts;
+/** The scans a list has recorded, summed over its counter rows (the API shows them only in list_in_use). */
+const scansOf = async (api: TestApp, listId: string) =>
+  Number((await api.database.db.selectFrom('checkinListCounts').select((eb) => eb.fn.sum<number | string>('scans').as('scans')).where('listId', '=', listId).executeTakeFirst())?.scans ?? 0);
 
 async function receiver(t: TestContext) {
   const got: Json[] = [];
@@ -200,24 +203,44 @@ for (const engine of ENGINES) {
       assert.equal((await counts(c, event.id, multi.id)).inside, 2);
     });
 
-    test('concurrent entries of one ticket on a list that admits once: exactly one admitted', async (t) => {
-      const api = await startApp(t, await freshStorage(t, engine));
+    test('concurrent entries of one ticket on a list that admits once: exactly one admitted, one message each', async (t) => {
+      // A subscription and no workers: every admission's message and delivery job stay to be counted.
+      const api = await startApp(t, await freshStorage(t, engine), FAST);
       const c = client(api, (await api.account()).key);
+      const hook = await receiver(t);
+      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['checkin.completed'] });
       const { event, generals } = await door(c, 2);
       const list = await newList(c, event.id);
+      const answers: Array<Awaited<ReturnType<typeof scan>>> = [];
       for (const ticket of generals) {
-        const answers = await Promise.all(Array.from({ length: 12 }, () => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
-        const statuses = answers.map((r) => r.status).sort();
+        const round = await Promise.all(Array.from({ length: 12 }, () => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
+        const statuses = round.map((r) => r.status).sort();
         assert.deepEqual(statuses, [201, ...Array(11).fill(409)], String(statuses));
-        for (const r of answers) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+        for (const r of round) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+        answers.push(...round);
       }
       // Concurrent repeats of one scanId: one effect.
       const vipList = await newList(c, event.id, { name: 'Any', allowMultipleEntries: true });
       const same = await Promise.all(Array.from({ length: 8 }, () => scan(c, event.id, { listId: vipList.id, ticketId: generals[0].id, scanId: 'only-once' })));
       const ids = new Set(await Promise.all(same.map(async (r) => (assert.equal(r.status, 201), (await r.json()).id))));
       assert.equal(ids.size, 1);
+      // One scan id sent at the same moment for two tickets: the unique index stops the later
+      // statement (23505), whose transaction runs again and answers with the first's admission.
+      const twins = await Promise.all(generals.map((ticket: Json) => scan(c, event.id, { listId: vipList.id, ticketId: ticket.id, scanId: 'twin' })));
+      const twinIds = new Set(await Promise.all(twins.map(async (r) => (assert.equal(r.status, 201), (await r.json()).id))));
+      assert.equal(twinIds.size, 1, 'both answers name the one recorded scan');
       assert.deepEqual(await counts(c, event.id, list.id), { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
-      assert.equal((await counts(c, event.id, vipList.id)).entries, 1);
+      assert.equal((await counts(c, event.id, vipList.id)).entries, 2);
+      assert.equal(await scansOf(api, vipList.id), 2, 'a scan id recorded once however often it was sent');
+      assert.equal(await scansOf(api, list.id), 24, 'every scan of the admit-once list recorded, the refusals too');
+      // Exactly one checkin.completed, and one delivery job, per admitted scan: 2 + only-once + twin.
+      const db = api.database.db;
+      const messages = await db.selectFrom('webhookMessages').select(['id', 'payload']).where('eventType', '=', 'checkin.completed').execute();
+      const admitted = messages.map((m) => JSON.parse(m.payload).data.id as string).sort();
+      const answered = [...(await Promise.all(answers.filter((r) => r.status === 201).map(async (r) => (await r.json()).id))), ...ids, ...twinIds].sort();
+      assert.deepEqual(admitted, answered);
+      const jobs = (await db.selectFrom('jobs').select('payload').where('kind', '=', 'webhook.deliver').execute()).map((j) => JSON.parse(j.payload).messageId as string);
+      assert.deepEqual(jobs.sort(), messages.map((m) => m.id).sort());
     });
 
     test('a list deleted while its first scans arrive: either the deletion or the scans win, whole, and nothing deadlocks', async (t) => {
