@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { nearestRank } from './answers.mjs';
 import { formatSummary, summarise } from './profile-summary.mjs';
 
@@ -59,12 +59,29 @@ export function cleanupAll() {
 }
 
 /**
+ * Whether the module at `moduleUrl` is the script node was started with: none under `node -e` or a
+ * REPL (argv[1] undefined), and compared as real paths, so a symlinked checkout or bench/ still matches.
+ */
+function isStartedScript(moduleUrl) {
+  const started = process.argv[1];
+  if (started === undefined) return false;
+  const real = (file) => {
+    try {
+      return fs.realpathSync(file);
+    } catch {
+      return path.resolve(file);
+    }
+  };
+  return real(fileURLToPath(moduleUrl)) === real(started);
+}
+
+/**
  * Runs `main` if the module at `moduleUrl` is the script node was started with (a benchmark run on
  * its own, not imported by run.mjs), then exits: a failure is printed and exits 1, every clean-up
  * runs first, and a number that `main` resolves to is the exit code (0 otherwise).
  */
 export async function runAlone(moduleUrl, main) {
-  if (moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  if (!isStartedScript(moduleUrl)) return;
   let code = 1;
   try {
     const result = await main();

@@ -9,6 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import pg from 'pg';
+import { MAX_CODE_CHARS } from '../src/events/ticket-code-format.js';
+import { notACode } from '../web/scanner/src/rules.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 type Json = any;
@@ -46,6 +48,9 @@ const newList = (c: Client, eventId: string, body: Record<string, unknown> = {})
 const getList = (c: Client, eventId: string, listId: string) => c.expect(200, 'GET', `/events/${eventId}/checkin-lists/${listId}`);
 const scan = (c: Client, eventId: string, body: Record<string, unknown>) => c.send('POST', `/events/${eventId}/checkin`, body);
 const counts = async (c: Client, eventId: string, listId: string) => (await getList(c, eventId, listId)).counts;
+/** The scans a list has recorded, summed over its counter rows (the API shows them only in list_in_use). */
+const scansOf = async (api: TestApp, listId: string) =>
+  Number((await api.database.db.selectFrom('checkinListCounts').select((eb) => eb.fn.sum<number | string>('scans').as('scans')).where('listId', '=', listId).executeTakeFirst())?.scans ?? 0);
 
 async function receiver(t: TestContext) {
   const got: Json[] = [];
@@ -198,24 +203,44 @@ for (const engine of ENGINES) {
       assert.equal((await counts(c, event.id, multi.id)).inside, 2);
     });
 
-    test('concurrent entries of one ticket on a list that admits once: exactly one admitted', async (t) => {
-      const api = await startApp(t, await freshStorage(t, engine));
+    test('concurrent entries of one ticket on a list that admits once: exactly one admitted, one message each', async (t) => {
+      // A subscription and no workers: every admission's message and delivery job stay to be counted.
+      const api = await startApp(t, await freshStorage(t, engine), FAST);
       const c = client(api, (await api.account()).key);
+      const hook = await receiver(t);
+      await c.expect(201, 'POST', '/webhooks', { url: hook.url, events: ['checkin.completed'] });
       const { event, generals } = await door(c, 2);
       const list = await newList(c, event.id);
+      const answers: Array<Awaited<ReturnType<typeof scan>>> = [];
       for (const ticket of generals) {
-        const answers = await Promise.all(Array.from({ length: 12 }, () => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
-        const statuses = answers.map((r) => r.status).sort();
+        const round = await Promise.all(Array.from({ length: 12 }, () => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
+        const statuses = round.map((r) => r.status).sort();
         assert.deepEqual(statuses, [201, ...Array(11).fill(409)], String(statuses));
-        for (const r of answers) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+        for (const r of round) if (r.status === 409) assert.equal((await r.json()).code, 'already_inside');
+        answers.push(...round);
       }
       // Concurrent repeats of one scanId: one effect.
       const vipList = await newList(c, event.id, { name: 'Any', allowMultipleEntries: true });
       const same = await Promise.all(Array.from({ length: 8 }, () => scan(c, event.id, { listId: vipList.id, ticketId: generals[0].id, scanId: 'only-once' })));
       const ids = new Set(await Promise.all(same.map(async (r) => (assert.equal(r.status, 201), (await r.json()).id))));
       assert.equal(ids.size, 1);
+      // One scan id sent at the same moment for two tickets: the unique index stops the later
+      // statement (23505), whose transaction runs again and answers with the first's admission.
+      const twins = await Promise.all(generals.map((ticket: Json) => scan(c, event.id, { listId: vipList.id, ticketId: ticket.id, scanId: 'twin' })));
+      const twinIds = new Set(await Promise.all(twins.map(async (r) => (assert.equal(r.status, 201), (await r.json()).id))));
+      assert.equal(twinIds.size, 1, 'both answers name the one recorded scan');
       assert.deepEqual(await counts(c, event.id, list.id), { inside: 2, entries: 2, exits: 0, admittedTickets: 2, conflicts: 0 });
-      assert.equal((await counts(c, event.id, vipList.id)).entries, 1);
+      assert.equal((await counts(c, event.id, vipList.id)).entries, 2);
+      assert.equal(await scansOf(api, vipList.id), 2, 'a scan id recorded once however often it was sent');
+      assert.equal(await scansOf(api, list.id), 24, 'every scan of the admit-once list recorded, the refusals too');
+      // Exactly one checkin.completed, and one delivery job, per admitted scan: 2 + only-once + twin.
+      const db = api.database.db;
+      const messages = await db.selectFrom('webhookMessages').select(['id', 'payload']).where('eventType', '=', 'checkin.completed').execute();
+      const admitted = messages.map((m) => JSON.parse(m.payload).data.id as string).sort();
+      const answered = [...(await Promise.all(answers.filter((r) => r.status === 201).map(async (r) => (await r.json()).id))), ...ids, ...twinIds].sort();
+      assert.deepEqual(admitted, answered);
+      const jobs = (await db.selectFrom('jobs').select('payload').where('kind', '=', 'webhook.deliver').execute()).map((j) => JSON.parse(j.payload).messageId as string);
+      assert.deepEqual(jobs.sort(), messages.map((m) => m.id).sort());
     });
 
     test('a list deleted while its first scans arrive: either the deletion or the scans win, whole, and nothing deadlocks', async (t) => {
@@ -286,6 +311,62 @@ for (const engine of ENGINES) {
       await holder.query('commit');
       assert.equal((await waiting).status, 201);
       assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 0, admittedTickets: 2, conflicts: 0 });
+    });
+
+    test('a ticket cancelled or transferred while its scan is decided is not admitted; a change waits for an admission in flight', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event, generals } = await door(c, 6);
+      const quick = await newList(c, event.id, { name: 'One statement' });
+      const careful = await newList(c, event.id, { name: 'Transactional', scanExits: true });
+      const completed = async () => (await api.database.db.selectFrom('webhookMessages').select('payload').where('eventType', '=', 'checkin.completed').execute()).length;
+      // In sequence, on both engines: a cancelled ticket and a transferred ticket's old code are refused on both paths.
+      await c.expect(200, 'POST', `/tickets/${generals[0].id}/cancel`);
+      await c.expect(200, 'POST', `/tickets/${generals[1].id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      for (const list of [quick, careful]) {
+        await problem(await scan(c, event.id, { listId: list.id, ticketId: generals[0].id }), 409, 'ticket_cancelled');
+        await problem(await scan(c, event.id, { listId: list.id, code: generals[1].code }), 409, 'ticket_revoked');
+      }
+      if (engine !== 'postgres') return;
+
+      // A change of the ticket holds its row, uncommitted, while scans of it are read and written:
+      // each scan waits for it, then sees the change (no entry, no message).
+      const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await holder.connect();
+      onCleanup(t, () => holder.end());
+      await holder.query(`set search_path to "${api.database.schema}"`);
+      const settled = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+      const before = await completed();
+      for (const [i, list] of [quick, careful].entries()) {
+        const ticket = generals[2 + i];
+        await holder.query('begin');
+        await holder.query(`update tickets set status = 'cancelled', cancelled_at = $2 where id = $1`, [ticket.id, Date.now()]);
+        const waiting = scan(c, event.id, { listId: list.id, ticketId: ticket.id });
+        assert.equal(await settled(waiting, 500), false, `${list.name}: the scan did not wait for the ticket's change`);
+        await holder.query('commit');
+        await problem(await waiting, 409, 'ticket_cancelled');
+      }
+      assert.equal(await completed(), before, 'a cancelled ticket got a checkin.completed');
+      for (const list of [quick, careful]) assert.deepEqual(await counts(c, event.id, list.id), { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0 });
+
+      // The other order: an admission holds the ticket (as a scan's write does) and commits its
+      // entry; a cancel and a transfer that began meanwhile wait for it, then refuse.
+      const ticket = generals[4];
+      await holder.query('begin');
+      await holder.query('select id from tickets where id = $1 for share', [ticket.id]);
+      const cancel = c.send('POST', `/tickets/${ticket.id}/cancel`);
+      const transfer = c.send('POST', `/tickets/${ticket.id}/transfer`, { attendee: { name: 'Grace Hopper', email: 'grace@example.com' } });
+      assert.equal(await settled(Promise.race([cancel, transfer]), 500), false, 'a change did not wait for the admission in flight');
+      const { rows } = await holder.query('select account_id from tickets where id = $1', [ticket.id]);
+      await holder.query(
+        `insert into checkin_list_tickets (list_id, ticket_id, account_id, inside, entries, kept_scan_id, kept_scanned_at, kept_device_id, kept_row_id) values ($1, $2, $3, 1, 1, null, null, null, null)`,
+        [quick.id, ticket.id, rows[0].account_id],
+      );
+      await holder.query('commit');
+      await problem(await cancel, 409, 'ticket_checked_in');
+      await problem(await transfer, 409, 'ticket_checked_in');
+      const now = await c.expect(200, 'GET', `/tickets/${ticket.id}`);
+      assert.deepEqual([now.status, now.code], ['valid', ticket.code]);
     });
 
     test('sync: idempotent by scanId; the conflict rule keeps the earliest admission in both arrival orders', async (t) => {
@@ -488,6 +569,31 @@ for (const engine of ENGINES) {
       const only = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door-1', scans: [batch[0], batch[2]] });
       assert.deepEqual([only.results.map((r: Json) => r.reason), only.lists, only.list], [['invalid_scan', 'invalid_scan'], [], null]);
       assert.equal((await c.expect(200, 'GET', `/events/${event.id}/checkin-lists/${list.id}`)).counts.entries, 2);
+    });
+
+    test('one limit for a code everywhere: 256 characters are looked up, 257 are refused before', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event } = await door(c, 1);
+      const list = await newList(c, event.id);
+      const longest = 'x'.repeat(MAX_CODE_CHARS);
+      const over = 'x'.repeat(MAX_CODE_CHARS + 1);
+      assert.equal(MAX_CODE_CHARS, 256);
+      for (const body of [{}, { listId: list.id }]) {
+        await problem(await scan(c, event.id, { ...body, code: longest }), 404, 'not_found');
+        const refused = await problem(await scan(c, event.id, { ...body, code: over }), 400, 'invalid_request');
+        assert.deepEqual(refused.errors.map((e: Json) => e.path), ['/code']);
+      }
+      const synced = await c.expect(200, 'POST', `/events/${event.id}/checkin/sync`, {
+        deviceId: 'door-1',
+        scans: [longest, over].map((code, i) => ({ scanId: `len-${i}`, code, listId: list.id, scannedAt: iso(Date.now() - 1000), localResult: 'refused' })),
+      });
+      assert.deepEqual(synced.results.map((r: Json) => [r.outcome, r.reason, r.detail]), [
+        ['refused', 'not_found', undefined],
+        ['refused', 'invalid_scan', "/scans/1/code must be 1 to 256 characters: it is no ticket's code"],
+      ]);
+      assert.equal(notACode(longest), null);
+      assert.match(notACode(over)!, /257 characters, a ticket code at most 256/);
     });
 
     test('sync: who is inside does not depend on the order exits and entries arrive in', async (t) => {

@@ -81,6 +81,8 @@ type AdmitEntry = {
   eventId: string;
   listId: string;
   ticketId: string;
+  /** The ticket's code as read. */
+  code: string;
   rowId: string;
   scanId: string;
   at: number;
@@ -105,7 +107,7 @@ type AdmitEntry = {
 } & OneMessageFanOutValues;
 
 const ADMIT_ENTRY = [
-  'accountId', 'eventId', 'listId', 'ticketId', 'rowId', 'scanId', 'at', 'gate', 'keyId', 'now', 'slot', 'wasInside', 'wasEntries', 'wasKeptRowId',
+  'accountId', 'eventId', 'listId', 'ticketId', 'code', 'rowId', 'scanId', 'at', 'gate', 'keyId', 'now', 'slot', 'wasInside', 'wasEntries', 'wasKeptRowId',
   'inside', 'entries', 'keptScanId', 'keptScannedAt', 'keptDeviceId', 'keptRowId', 'addInside', 'addAdmitted', ...fanOut.oneNames,
 ] as const satisfies ReadonlyArray<keyof AdmitEntry>;
 
@@ -115,13 +117,19 @@ const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =
   fanOut
     .into(
       db
+        // The ticket still valid under the code read, held until the commit: a cancel, transfer or
+        // retype committed since is seen here (no row, nothing below is written), and one after
+        // waits for this entry and then sees it (tickets.repository.ts, lockForChange).
+        .with('ticket', () =>
+          sql`(select id from tickets where id = ${p.ticketId}::text and account_id = ${p.accountId}::text and status = 'valid' and code = ${p.code}::text for share)`,
+        )
         // The ticket's state: made, or changed only if it is as read (else no row, and nothing below is written).
         .with('state', () =>
           sql<{ listId: string }>`(insert into checkin_list_tickets (list_id, ticket_id, account_id, inside, entries, kept_scan_id, kept_scanned_at, kept_device_id, kept_row_id)
-            values (${p.listId}, ${p.ticketId}, ${p.accountId}, ${p.inside}::integer, ${p.entries}::integer, ${p.keptScanId}::text, ${p.keptScannedAt}::bigint, ${p.keptDeviceId}::text, ${p.keptRowId}::text)
+            select ${p.listId}::text, ticket.id, ${p.accountId}::text, ${p.inside}::integer, ${p.entries}::integer, ${p.keptScanId}::text, ${p.keptScannedAt}::bigint, ${p.keptDeviceId}::text, ${p.keptRowId}::text from ticket
             on conflict (list_id, ticket_id) do update set inside = excluded.inside, entries = excluded.entries, kept_scan_id = excluded.kept_scan_id,
               kept_scanned_at = excluded.kept_scanned_at, kept_device_id = excluded.kept_device_id, kept_row_id = excluded.kept_row_id
-            where checkin_list_tickets.inside = ${p.wasInside}::integer and checkin_list_tickets.entries = ${p.wasEntries}::integer
+            where checkin_list_tickets.account_id = ${p.accountId}::text and checkin_list_tickets.inside = ${p.wasInside}::integer and checkin_list_tickets.entries = ${p.wasEntries}::integer
               and checkin_list_tickets.kept_row_id is not distinct from ${p.wasKeptRowId}::text
             returning list_id)`,
         )
@@ -134,7 +142,8 @@ const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =
           sql`(insert into checkin_list_counts (list_id, slot, account_id, inside, entries, exits, admitted_tickets, conflicts, scans)
             select state.list_id, ${p.slot}::integer, ${p.accountId}::text, ${p.addInside}::integer, 1, 0, ${p.addAdmitted}::integer, 0, 1 from state
             on conflict (list_id, slot) do update set inside = checkin_list_counts.inside + excluded.inside, entries = checkin_list_counts.entries + excluded.entries,
-              admitted_tickets = checkin_list_counts.admitted_tickets + excluded.admitted_tickets, scans = checkin_list_counts.scans + excluded.scans)`,
+              admitted_tickets = checkin_list_counts.admitted_tickets + excluded.admitted_tickets, scans = checkin_list_counts.scans + excluded.scans
+            where checkin_list_counts.account_id = ${p.accountId}::text)`,
         ),
       'state',
       p,
@@ -162,8 +171,9 @@ export interface OnlineEntry {
 
 /**
  * PostgreSQL, one statement: the admitted entry (the ticket's state on the list, the scan's row,
- * one counter row of the list, the message and its delivery jobs), written only if the ticket's
- * state is still as read. False, with nothing written, when it changed or the scan id was taken
+ * one counter row of the list, the message and its delivery jobs), written only if the ticket is
+ * still valid under the code read and its state on the list is still as read. False, with nothing
+ * written, when either changed or the scan id was taken
  * or the list deleted meanwhile (the transactional path then decides the scan).
  */
 export async function writeOnlineEntry(scope: TenantScope, entry: OnlineEntry, message: OutboxMessage): Promise<boolean> {
@@ -176,6 +186,7 @@ export async function writeOnlineEntry(scope: TenantScope, entry: OnlineEntry, m
       eventId: entry.eventId,
       listId: entry.listId,
       ticketId: entry.read.ticket.id,
+      code: entry.read.ticket.code,
       rowId: entry.rowId,
       scanId: entry.scanId,
       at: entry.scannedAt,

@@ -7,12 +7,18 @@ import type { TicketRow } from './tickets.repository.js';
 import './checkin-lists.table.js';
 
 export type ListSettingsRow = Selectable<CheckinListTable>;
-export type ListCounts = Pick<CheckinListCountsTable, 'inside' | 'entries' | 'exits' | 'admittedTickets' | 'conflicts' | 'scans'>;
+/** A list's counts, the one place they are named. */
+export const COUNT_COLUMNS = ['inside', 'entries', 'exits', 'admittedTickets', 'conflicts', 'scans'] as const satisfies ReadonlyArray<keyof CheckinListCountsTable>;
+export type ListCounts = Pick<CheckinListCountsTable, (typeof COUNT_COLUMNS)[number]>;
 /** A list with its counts (summed over its counter rows). */
 export type CheckinListRow = ListSettingsRow & ListCounts;
+/** A list a transaction scans through: its settings, and what the transaction adds to its counts (addCounts). */
+export type ScanListRow = ListSettingsRow & { change: ListCounts };
 
-const COUNT_COLUMNS = ['inside', 'entries', 'exits', 'admittedTickets', 'conflicts', 'scans'] as const satisfies ReadonlyArray<keyof ListCounts>;
-export const NO_COUNTS: ListCounts = { inside: 0, entries: 0, exits: 0, admittedTickets: 0, conflicts: 0, scans: 0 };
+export const noCounts = (): ListCounts => Object.fromEntries(COUNT_COLUMNS.map((c) => [c, 0])) as ListCounts;
+export const NO_COUNTS: Readonly<ListCounts> = Object.freeze(noCounts());
+/** A ticket's state on a list before its first scan there. */
+export const EMPTY_STATE = Object.freeze({ inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null });
 
 /**
  * Counter rows per list: each transaction that changes a list's counts adds to one of them, at
@@ -67,15 +73,15 @@ export async function lockList(tx: TenantScope, eventId: string, id: string, pur
 }
 
 /**
- * The event's lists of these ids, to scan through them, with their counts at zero: what the
- * caller adds to them is its transaction's change (addCounts). On PostgreSQL with `FOR KEY SHARE`:
- * the list is not deleted while the scan is decided (lockList), but scans of one list do not wait
- * for each other here: each locks only its tickets' states on the list (lockListTickets).
+ * The event's lists of these ids, to scan through them, each with a change of its counts at zero:
+ * what the caller adds to it is its transaction's change (addCounts). On PostgreSQL with `FOR KEY
+ * SHARE`: the list is not deleted while the scan is decided (lockList), but scans of one list do not
+ * wait for each other here: each locks only its tickets' states on the list (lockListTickets).
  */
-export async function listsForScans(tx: TenantScope, eventId: string, ids: string[]): Promise<CheckinListRow[]> {
+export async function listsForScans(tx: TenantScope, eventId: string, ids: string[]): Promise<ScanListRow[]> {
   if (!tx.db.isTransaction) throw new Error('listsForScans needs a transaction');
   const query = tx.selectFrom('checkinLists').selectAll().where('eventId', '=', eventId).where('id', 'in', ids).orderBy('id');
-  return (await (onPostgres(tx.db) ? query.forKeyShare().execute() : query.execute())).map((row) => ({ ...row, ...NO_COUNTS }));
+  return (await (onPostgres(tx.db) ? query.forKeyShare().execute() : query.execute())).map((row) => ({ ...row, change: noCounts() }));
 }
 
 export async function pageLists(scope: TenantScope, eventId: string, page: KeysetPage): Promise<CheckinListRow[]> {
@@ -120,25 +126,24 @@ export async function findScans(scope: TenantScope, listIds: string[], scanIds: 
   return found;
 }
 
-/** The event's tickets named by these ids and codes. */
-export async function findTickets(scope: TenantScope, eventId: string, ids: string[], codes: string[]): Promise<TicketRow[]> {
+/**
+ * The event's tickets named by these ids and codes, to scan them. On PostgreSQL held `FOR SHARE`
+ * until the transaction ends: a cancel, transfer or retype of one waits for the scans' commit and
+ * then sees their entries (tickets.repository.ts, lockForChange); one that committed first is read
+ * as it left the ticket (a code it replaced names no ticket). Scans share the lock, so they do not
+ * wait for each other here. In id order, so that two transactions lock the same rows the same way.
+ */
+export async function findTickets(tx: TenantScope, eventId: string, ids: string[], codes: string[]): Promise<TicketRow[]> {
+  if (!tx.db.isTransaction) throw new Error('findTickets needs a transaction');
+  const lock = <Q extends { forShare(): Q }>(query: Q) => (onPostgres(tx.db) ? query.forShare() : query);
   const found: TicketRow[] = [];
-  for (const part of chunks(ids)) found.push(...(await scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', 'in', part).execute()));
-  for (const part of chunks(codes)) found.push(...(await scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', 'in', part).execute()));
+  for (const part of chunks(ids)) found.push(...(await lock(tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('id', 'in', part).orderBy('id')).execute()));
+  for (const part of chunks(codes)) found.push(...(await lock(tx.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('code', 'in', part).orderBy('id')).execute()));
   return found;
 }
 
 export function ticketTypeNames(scope: TenantScope, eventId: string): Promise<Array<{ id: string; name: string }>> {
   return scope.selectFrom('ticketTypes').select(['id', 'name']).where('eventId', '=', eventId).execute();
-}
-
-/** The per-ticket state of these tickets on these lists. */
-export async function findListTickets(scope: TenantScope, listIds: string[], ticketIds: string[]): Promise<ListTicketRow[]> {
-  const found: ListTicketRow[] = [];
-  for (const part of chunks(ticketIds)) {
-    found.push(...(await scope.selectFrom('checkinListTickets').selectAll().where('listId', 'in', listIds).where('ticketId', 'in', part).execute()));
-  }
-  return found;
 }
 
 /**
@@ -156,7 +161,7 @@ export async function lockListTickets(tx: TenantScope, pairs: Array<{ listId: st
   );
   const found: ListTicketRow[] = [];
   for (const part of chunks(unique)) {
-    const rows = part.map((p) => ({ listId: p.listId, ticketId: p.ticketId, accountId: tx.accountId, inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null }));
+    const rows = part.map((p) => ({ listId: p.listId, ticketId: p.ticketId, accountId: tx.accountId, ...EMPTY_STATE }));
     found.push(
       ...(await tx.db
         .insertInto('checkinListTickets')
@@ -243,11 +248,6 @@ export async function setOutcome(scope: TenantScope, rowId: string, outcome: str
   await scope.updateTable('checkinScans').set({ outcome }).where('id', '=', rowId).execute();
 }
 
-export type CountsChange = ListCounts;
-
-/** The counts of a list row read by listsForScans (as zero): its transaction's change. */
-export const countsChange = (row: CheckinListRow): CountsChange => Object.fromEntries(COUNT_COLUMNS.map((c) => [c, row[c]])) as CountsChange;
-
 /** A counter row of the list, at random (COUNT_SLOTS). */
 export const countSlot = () => Math.floor(Math.random() * COUNT_SLOTS);
 
@@ -256,7 +256,7 @@ export const countSlot = () => Math.floor(Math.random() * COUNT_SLOTS);
  * entries + ?`, ...). Its row lock is held until the commit, so a scan makes it its last
  * statement; concurrent scans of one list wait for each other only when they drew the same row.
  */
-export async function addCounts(scope: TenantScope, listId: string, change: CountsChange): Promise<void> {
+export async function addCounts(scope: TenantScope, listId: string, change: ListCounts): Promise<void> {
   await scope.db
     .insertInto('checkinListCounts')
     .values({ listId, slot: countSlot(), accountId: scope.accountId, ...change })

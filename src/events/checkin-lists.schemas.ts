@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
+import { MAX_CODE_CHARS } from './ticket-code-format.js';
 import { Name, Nullable, NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
 
 const TicketTypeIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
@@ -79,7 +80,7 @@ const ConflictInfo = Type.Object(
 
 /**
  * The limits a scan's fields must keep for the scan to be checked at all. Tighter rules (a code of
- * at most 256 characters, a time that parses and is not ahead, a known direction, ...) are checked
+ * at most MAX_CODE_CHARS characters, a time that parses and is not ahead, a known direction, ...) are checked
  * per scan by the service: a scan that breaks one is refused `invalid_scan` and the rest of the
  * batch is recorded, so one bad scan does not hold up a scanner's whole queue.
  */
@@ -92,7 +93,7 @@ export const SyncBody = Type.Object(
       Type.Object(
         {
           scanId: ScanId,
-          code: Type.Optional(ScanText(8192, "The ticket's code as scanned: any QR code's text fits; one longer than 256 characters is refused invalid_scan.")),
+          code: Type.Optional(ScanText(8192, `The ticket's code as scanned: any QR code's text fits; one longer than ${MAX_CODE_CHARS} characters is refused invalid_scan.`)),
           ticketId: Type.Optional(ScanText(1024, 'The ticket id, instead of a code.')),
           listId: Type.Optional(ScanText(1024, 'The check-in list of the scan; a scan without one is refused invalid_scan.')),
           direction: Type.Optional(ScanText(64, '`entry` (the default) or `exit`.')),

@@ -13,6 +13,7 @@ import { checkScanCodes, whyCodesUnknown } from './door.service.js';
 import { requireEvent } from './events.repository.js';
 import type { CheckinBody } from './events.schemas.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
+import { MAX_CODE_CHARS } from './ticket-code-format.js';
 import { presentTicket, type PresentedTicket } from './tickets.service.js';
 
 type ListRow = repo.CheckinListRow;
@@ -45,7 +46,11 @@ export function presentList(row: ListRow) {
 
 export type PresentedList = ReturnType<typeof presentList>;
 
-export const countsOf = (row: ListRow) => ({ inside: row.inside, entries: row.entries, exits: row.exits, admittedTickets: row.admittedTickets, conflicts: row.conflicts });
+/** The counts a list shows: all but its scans (which only say whether it may be deleted). */
+export const countsOf = (row: ListRow) => {
+  const { scans: _scans, ...shown } = Object.fromEntries(repo.COUNT_COLUMNS.map((c) => [c, row[c]])) as repo.ListCounts;
+  return shown;
+};
 
 async function requireList(scope: TenantScope, eventId: string, listId: string): Promise<ListRow> {
   const list = await repo.findList(scope, eventId, listId);
@@ -76,8 +81,7 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
   const validUntil = time(input.validUntil, '/validUntil') ?? null;
   checkedWindow(validFrom, validUntil);
   const now = Date.now();
-  const row: ListRow = {
-    ...repo.NO_COUNTS,
+  const settings: repo.ListSettingsRow = {
     id: newId('checkinList'),
     accountId: scope.accountId,
     eventId,
@@ -90,9 +94,8 @@ export async function createList(scope: TenantScope, eventId: string, input: Sta
     createdAt: now,
     updatedAt: now,
   };
-  const { inside: _i, entries: _e, exits: _x, admittedTickets: _a, conflicts: _c, scans: _s, ...settings } = row;
   await repo.insertList(scope, settings);
-  return presentList(row);
+  return presentList({ ...settings, ...repo.NO_COUNTS });
 }
 
 export async function getList(scope: TenantScope, eventId: string, listId: string): Promise<PresentedList> {
@@ -185,6 +188,31 @@ interface Kept {
   deviceId: string | null;
 }
 
+/** A new scan row for `input` (its outcome as decided so far; nothing displaced, no conflict). */
+function newScanRow(scope: TenantScope, eventId: string, input: ScanInput, ticketId: string | null, keyId: string | null, now: number, outcome: 'admitted' | 'refused'): ScanRow {
+  return {
+    id: newId('checkin'),
+    accountId: scope.accountId,
+    eventId,
+    listId: input.listId,
+    scanId: input.scanId,
+    ticketId,
+    direction: input.direction,
+    scannedAt: input.scannedAt,
+    deviceId: input.deviceId,
+    gate: input.gate,
+    keyId,
+    localResult: input.localResult,
+    outcome,
+    reason: null,
+    keptScanId: null,
+    keptScannedAt: null,
+    keptDeviceId: null,
+    conflictedAt: null,
+    createdAt: now,
+  };
+}
+
 /**
  * Records scans through lists of one event, in the caller's transaction, and decides each:
  *   - a scan id already recorded on its list is a duplicate: nothing changes, its first result stands;
@@ -207,7 +235,7 @@ interface Kept {
  * (repo.addCounts). Everything is read in a few queries, decided in memory in the order given, and
  * written in a few statements, so a batch of 1000 costs about as many statements as a batch of one.
  */
-async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, ListRow> }> {
+async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[], keyId: string | null, now: number): Promise<{ decided: Array<Decided | { input: ScanInput; listMissing: true }>; lists: Map<string, repo.ScanListRow> }> {
   const listIds = [...new Set(scans.map((s) => s.listId))];
   const lists = new Map((await repo.listsForScans(tx, eventId, listIds)).map((l) => [l.id, l]));
   const known = scans.filter((s) => lists.has(s.listId));
@@ -284,38 +312,8 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     const codeRefusal = codeRefusals.get(input);
     const ticket = codeRefusal === 'not_found' ? undefined : input.key.ticketId !== undefined ? byId.get(input.key.ticketId) : byCode.get(input.key.code!);
     const stateKey = ticket ? `${list.id} ${ticket.id}` : '';
-    const state: repo.ListTicketRow = (ticket && states.get(stateKey)) || {
-      listId: list.id,
-      ticketId: ticket?.id ?? '',
-      accountId: tx.accountId,
-      inside: 0,
-      entries: 0,
-      keptScanId: null,
-      keptScannedAt: null,
-      keptDeviceId: null,
-      keptRowId: null,
-    };
-    const row: ScanRow = {
-      id: newId('checkin'),
-      accountId: tx.accountId,
-      eventId,
-      listId: list.id,
-      scanId: input.scanId,
-      ticketId: ticket?.id ?? null,
-      direction: input.direction,
-      scannedAt: input.scannedAt,
-      deviceId: input.deviceId,
-      gate: input.gate,
-      keyId,
-      localResult: input.localResult,
-      outcome: 'refused',
-      reason: null,
-      keptScanId: null,
-      keptScannedAt: null,
-      keptDeviceId: null,
-      conflictedAt: null,
-      createdAt: now,
-    };
+    const state: repo.ListTicketRow = (ticket && states.get(stateKey)) || { listId: list.id, ticketId: ticket?.id ?? '', accountId: tx.accountId, ...repo.EMPTY_STATE };
+    const row = newScanRow(tx, eventId, input, ticket?.id ?? null, keyId, now, 'refused');
     const result: Decided = { input, row, ticket, duplicate: false };
     let reapplied: ScanRow | undefined;
     const reason = codeRefusal ?? ruleRefusal(list, ticket, input);
@@ -329,13 +327,13 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       else {
         row.outcome = 'admitted';
         state.inside = 0;
-        list.inside -= 1;
-        list.exits += 1;
+        list.change.inside -= 1;
+        list.change.exits += 1;
       }
     } else if (single && state.entries > 0) {
       if (doorAdmitted) {
         // Two doors admitted the ticket: the earliest admission is kept, the other is a conflict.
-        list.conflicts += 1;
+        list.change.conflicts += 1;
         const kept: Kept = { scanId: state.keptScanId!, scannedAt: state.keptScannedAt!, deviceId: state.keptDeviceId };
         if (input.scannedAt < kept.scannedAt) {
           // The row kept so far: read already, or written by this batch, or known by its state alone.
@@ -374,11 +372,11 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
       const cameIn = state.inside === 0;
       if (cameIn) {
         state.inside = 1;
-        list.inside += 1;
+        list.change.inside += 1;
       }
-      if (state.entries === 0) list.admittedTickets += 1;
+      if (state.entries === 0) list.change.admittedTickets += 1;
       state.entries += 1;
-      list.entries += 1;
+      list.change.entries += 1;
       if (state.keptRowId === null) Object.assign(state, { keptScanId: input.scanId, keptScannedAt: input.scannedAt, keptDeviceId: input.deviceId, keptRowId: row.id });
       // An exit made after this entry, refused when it arrived first: it takes the ticket out again
       // (only when this entry brought it in: a ticket inside already may have re-entered since).
@@ -389,8 +387,8 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
         admittedExits.push(exit);
         reapplied = exit;
         state.inside = 0;
-        list.inside -= 1;
-        list.exits += 1;
+        list.change.inside -= 1;
+        list.change.exits += 1;
       }
     }
     if (ticket && row.outcome !== 'refused') {
@@ -399,7 +397,7 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
     }
     if (ticket && row.outcome === 'admitted') pending.push({ event: 'checkin.completed', row, ticket });
     if (ticket && reapplied) pending.push({ event: 'checkin.completed', row: reapplied, ticket });
-    list.scans += 1;
+    list.change.scans += 1;
     inserts.push(row);
     rowsById.set(row.id, row);
     recorded.set(`${list.id} ${input.scanId}`, row);
@@ -422,8 +420,7 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
   // Last: what this transaction changed (the lists' counts were read as zero) is added to a counter
   // row of each list, which concurrent scans of the list add to too (the list was only read).
   for (const list of lists.values()) {
-    const change = repo.countsChange(list);
-    if (Object.values(change).some((n) => n !== 0)) await repo.addCounts(tx, list.id, change);
+    if (Object.values(list.change).some((n) => n !== 0)) await repo.addCounts(tx, list.id, list.change);
   }
   return { decided, lists };
 }
@@ -549,8 +546,8 @@ export type ListAdmission = ReturnType<typeof admission>;
 
 /**
  * An online entry that the rules admit, decided from one read (online.readOnlineScan) and written
- * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket's state on the list
- * is still as read: two round trips, as the check-in without a list), or in a transaction on
+ * in one statement on PostgreSQL (online.writeOnlineEntry, only if the ticket and its state on the
+ * list are still as read: two round trips, as the check-in without a list), or in a transaction on
  * SQLite (whose write lock holds from the read to the commit). Undefined for everything else,
  * which recordScans decides in a transaction: a list or ticket not found, a scan id recorded
  * already, a code or a rule that refuses (refusals are recorded there), an exit, a list that scans
@@ -582,35 +579,15 @@ async function decideOnlineEntry(scope: TenantScope, eventId: string, scan: Scan
   if (!read || read.scanRecorded || read.list.scanExits === 1) return undefined;
   const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }]);
   if (codeRefusal || ruleRefusal(read.list, read.ticket, scan)) return undefined;
-  const was = read.state ?? { inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null };
+  const was = read.state ?? repo.EMPTY_STATE;
   if (read.list.allowMultipleEntries === 0 && was.entries > 0) return undefined;
-  const rowId = newId('checkin');
+  const row = newScanRow(scope, eventId, scan, read.ticket.id, keyId, now, 'admitted');
+  const rowId = row.id;
   const state = {
     ...was,
     inside: 1,
     entries: was.entries + 1,
     ...(was.keptRowId === null ? { keptScanId: scan.scanId, keptScannedAt: scan.scannedAt, keptDeviceId: null, keptRowId: rowId } : {}),
-  };
-  const row: ScanRow = {
-    id: rowId,
-    accountId: scope.accountId,
-    eventId,
-    listId: scan.listId,
-    scanId: scan.scanId,
-    ticketId: read.ticket.id,
-    direction: 'entry',
-    scannedAt: scan.scannedAt,
-    deviceId: null,
-    gate: scan.gate,
-    keyId,
-    localResult: null,
-    outcome: 'admitted',
-    reason: null,
-    keptScanId: null,
-    keptScannedAt: null,
-    keptDeviceId: null,
-    conflictedAt: null,
-    createdAt: now,
   };
   const entry: online.OnlineEntry = { read, eventId, listId: scan.listId, rowId, scanId: scan.scanId, scannedAt: scan.scannedAt, gate: scan.gate, keyId, now, state, addInside: was.inside === 0 ? 1 : 0, addAdmitted: was.entries === 0 ? 1 : 0 };
   return { entry, row, admitted: admission(row, read.ticket) };
@@ -640,7 +617,7 @@ type SyncScan = Static<typeof SyncBody>['scans'][number];
 function checkedScan(s: SyncScan, i: number, deviceId: string, now: number): ScanInput | { scanId: string; detail: string } {
   const bad = (field: string, message: string) => ({ scanId: s.scanId, detail: `/scans/${i}/${field} ${message}` });
   if ((s.ticketId === undefined) === (s.code === undefined)) return bad(s.ticketId === undefined ? 'code' : 'ticketId', 'send exactly one of ticketId and code');
-  if (s.code !== undefined && (s.code.length < 1 || s.code.length > 256)) return bad('code', "must be 1 to 256 characters: it is no ticket's code");
+  if (s.code !== undefined && (s.code.length < 1 || s.code.length > MAX_CODE_CHARS)) return bad('code', `must be 1 to ${MAX_CODE_CHARS} characters: it is no ticket's code`);
   if (s.ticketId !== undefined && (s.ticketId.length < 1 || s.ticketId.length > 64)) return bad('ticketId', 'must be 1 to 64 characters');
   if (s.listId === undefined) return bad('listId', 'is required: a synced scan goes through a check-in list');
   if (s.listId.length < 1 || s.listId.length > 64) return bad('listId', 'must be 1 to 64 characters');
@@ -721,7 +698,7 @@ export async function undoOnList(scope: TenantScope, eventId: string, ticketId: 
     if (!entry || !state) throw new AppError('not_checked_in', `Ticket ${ticketId} has no admitted entry on check-in list ${listId}.`);
     const now = Date.now();
     await repo.setOutcome(tx, entry.id, 'undone');
-    const change: repo.CountsChange = { inside: 0, entries: -1, exits: 0, admittedTickets: 0, conflicts: 0, scans: 0 };
+    const change = { ...repo.NO_COUNTS, entries: -1 };
     state.entries -= 1;
     if (state.inside === 1) {
       state.inside = 0;

@@ -32,17 +32,17 @@ export function activeSigningKey(scope: TenantScope, eventId: string): Promise<S
   return scope.selectFrom('signingKeys').selectAll().where('eventId', '=', eventId).where('status', '=', 'active').executeTakeFirst();
 }
 
-/** The event's end and its active key, in one read (what signs new codes, and until when they admit). */
-export async function signerOf(scope: TenantScope, eventId: string): Promise<{ endsAt: number; key: SigningKeyRow | undefined } | undefined> {
+/** The event's active key, undefined when it has none; undefined for no such event. */
+export async function signerOf(scope: TenantScope, eventId: string): Promise<{ key: SigningKeyRow | undefined } | undefined> {
   const found = await scope
     .selectFrom('events')
     .leftJoin('signingKeys', (j) => j.onRef('signingKeys.eventId', '=', 'events.id').on('signingKeys.status', '=', 'active'))
-    .select(['events.endsAt', 'signingKeys.id', 'signingKeys.kid', 'signingKeys.publicKey', 'signingKeys.privateKey', 'signingKeys.status', 'signingKeys.createdAt', 'signingKeys.retiredAt'])
+    .select(['signingKeys.id', 'signingKeys.kid', 'signingKeys.publicKey', 'signingKeys.privateKey', 'signingKeys.status', 'signingKeys.createdAt', 'signingKeys.retiredAt'])
     .where('events.id', '=', eventId)
     .executeTakeFirst();
   if (!found) return undefined;
-  const { endsAt, id, ...key } = found;
-  return { endsAt, key: id === null ? undefined : ({ ...key, id, accountId: scope.accountId, eventId } as SigningKeyRow) };
+  const { id, ...key } = found;
+  return { key: id === null ? undefined : ({ ...key, id, accountId: scope.accountId, eventId } as SigningKeyRow) };
 }
 
 export async function insertSigningKey(scope: TenantScope, row: SigningKeyRow): Promise<void> {

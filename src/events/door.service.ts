@@ -8,7 +8,7 @@ import { listSettingsOfEvent, NO_COUNTS, withCounts } from './checkin-lists.repo
 import { type PresentedList, presentList } from './checkin-lists.service.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
-import { newKeyPair, newSerial, parseCode, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
+import { decodeCode, newKeyPair, newSerial, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
 
 /**
  * The door's keys and codes (docs/events.md, "At the door"): each event's Ed25519 signing keys,
@@ -46,22 +46,21 @@ function privateKeyOf(row: repo.SigningKeyRow): KeyObject {
   return key;
 }
 
-/** What signs an event's new codes: its active key, and the end of the window its codes admit in (unix seconds). */
+/** What signs an event's new codes: its active key. */
 export interface Signer {
   kid: string;
   key: KeyObject;
-  validUntil: number;
 }
 
 /**
  * A code's window (docs/events.md, "Validity window"): from an hour before it was issued (a
- * scanner's clock may be behind; no code admits before it existed) to a day after the event ends
- * (a late night, a time zone mistake). Not from the event's start: tickets are checked in early
+ * scanner's clock may be behind; no code admits before it existed), with no end. The event's end
+ * moves (`PATCH /events/:id`), a code printed or mailed does not: an end signed into it would void
+ * the tickets of a postponed event, or take reissuing every code in circulation. Entry ends where
+ * the check-in lists' windows end. Not from the event's start either: tickets are checked in early
  * (a venue's own early entry, a test before the doors open), which the lists' windows govern.
  */
 export const CODE_VALID_BEFORE_ISSUE_S = 3600;
-export const CODE_VALID_AFTER_END_S = 24 * 3600;
-const codeValidUntil = (endsAt: number) => Math.min(Math.floor(endsAt / 1000) + CODE_VALID_AFTER_END_S, 0xffffffff);
 
 /** A new active key of the event, written in the transaction (which holds the event's lock). */
 async function createActiveKey(tx: TenantScope, eventId: string, now: number): Promise<repo.SigningKeyRow> {
@@ -76,7 +75,7 @@ export async function eventSigner(tx: TenantScope, eventId: string): Promise<Sig
   const found = await repo.signerOf(tx, eventId);
   if (!found) throw notFound('event', eventId);
   const row = found.key ?? (await createActiveKey(tx, eventId, Date.now()));
-  return { kid: row.kid, key: privateKeyOf(row), validUntil: codeValidUntil(found.endsAt) };
+  return { kid: row.kid, key: privateKeyOf(row) };
 }
 
 /** The first key of a new event, in the transaction that creates it. */
@@ -84,10 +83,10 @@ export async function firstSigningKey(tx: TenantScope, eventId: string, now: num
   await createActiveKey(tx, eventId, now);
 }
 
-/** A new signed code (new serial) for a ticket, valid in the signer's window from now (none, for an event over for a day). */
+/** A new signed code (new serial) for a ticket, valid from an hour before now, without an end. */
 export function issueCode(signer: Signer, ticket: { id: string; eventId: string; ticketTypeId: string }, now = Date.now()): string {
   const validFrom = Math.floor(now / 1000) - CODE_VALID_BEFORE_ISSUE_S;
-  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: signer.validUntil };
+  const claims = { kid: signer.kid, serial: newSerial(), ticketId: ticket.id, eventId: ticket.eventId, ticketTypeId: ticket.ticketTypeId, validFrom, validUntil: 0 };
   return signCode(claims, signer.key);
 }
 
@@ -97,7 +96,7 @@ export type RevocationReason = 'cancelled' | 'transferred' | 'reissued';
 export async function revokeCodes(tx: TenantScope, tickets: Array<{ id: string; eventId: string; code: string }>, reason: RevocationReason, now: number): Promise<void> {
   const rows: repo.RevocationRow[] = [];
   for (const ticket of tickets) {
-    const parsed = parseCode(ticket.code);
+    const parsed = decodeCode(ticket.code);
     if (parsed) rows.push({ accountId: tx.accountId, eventId: ticket.eventId, serial: parsed.claims.serial, ticketId: ticket.id, kid: parsed.claims.kid, reason, createdAt: now });
   }
   if (rows.length > 0) await repo.insertRevocations(tx, rows);
@@ -145,7 +144,7 @@ export async function retireSigningKey(scope: TenantScope, eventId: string, kid:
       const batch = await repo.signedTicketsOfEvent(tx, eventId, after, REISSUE_BATCH);
       if (batch.length === 0) break;
       after = batch[batch.length - 1]!.id;
-      const signedByKey = batch.filter((ticket) => parseCode(ticket.code)?.claims.kid === kid);
+      const signedByKey = batch.filter((ticket) => decodeCode(ticket.code)?.claims.kid === kid);
       await revokeCodes(tx, signedByKey, 'reissued', now);
       await repo.replaceCodes(tx, signedByKey.map((ticket) => ({ id: ticket.id, code: issueCode(signer, ticket) })), now);
     }
@@ -185,7 +184,7 @@ async function verifyingKey(scope: TenantScope, eventId: string, kid: string): P
  * ticket_cancelled, the more precise answer. An admitted scan costs no query beyond `admit`'s.
  */
 export async function checkInByCode<T>(scope: TenantScope, eventId: string, code: string | undefined, admit: () => Promise<T>): Promise<T> {
-  const parsed = code === undefined ? undefined : parseCode(code);
+  const parsed = code === undefined ? undefined : decodeCode(code);
   if (!parsed) return admit();
   const { claims } = parsed;
   const key = await verifyingKey(scope, eventId, claims.kid);
@@ -226,7 +225,7 @@ export type CodeScanRefusal = 'not_found' | 'code_not_yet_valid' | 'code_expired
 export async function checkScanCodes(scope: TenantScope, eventId: string, scans: Array<{ code: string | undefined; at: number }>): Promise<Array<CodeScanRefusal | null>> {
   const refusals: Array<CodeScanRefusal | null> = [];
   for (const { code, at } of scans) {
-    const parsed = code === undefined ? undefined : parseCode(code);
+    const parsed = code === undefined ? undefined : decodeCode(code);
     if (!parsed) {
       refusals.push(null);
       continue;
@@ -245,7 +244,7 @@ export async function checkScanCodes(scope: TenantScope, eventId: string, scans:
  */
 export async function whyCodesUnknown(scope: TenantScope, eventId: string, codes: string[]): Promise<Map<string, 'key_retired' | 'ticket_revoked'>> {
   const claims = codes.flatMap((code) => {
-    const parsed = parseCode(code);
+    const parsed = decodeCode(code);
     return parsed ? [{ code, ...parsed.claims }] : [];
   });
   const why = new Map<string, 'key_retired' | 'ticket_revoked'>();

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { PageQuery, pageSchema } from '../http/paging.js';
 import { CheckinCounts } from './checkin-lists.schemas.js';
 import { AnswerSchema, AnswersInput } from './questions.schemas.js';
+import { MAX_CODE_CHARS } from './ticket-code-format.js';
 import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
@@ -318,7 +319,7 @@ export const ExportQuery = Type.Object(
 export const CheckinBody = Type.Object(
   {
     ticketId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    code: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    code: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_CODE_CHARS })),
     checkedInAt: Type.Optional(Timestamp),
     gate: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     listId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Scan through this check-in list (`cl_...`): its ticket types, window, entries and exits. Without it, the event-wide check-in.' })),

@@ -26,6 +26,12 @@ export const SIGNATURE_BYTES = 64;
 /** "M1" and the base64url of 133 bytes without padding: 180 characters. */
 export const CODE_LENGTH = CODE_PREFIX.length + Math.ceil(((PAYLOAD_BYTES + SIGNATURE_BYTES) * 4) / 3);
 export const REVOCATIONS_CONTEXT = 'montage-revocations-v1';
+/**
+ * The longest text taken as a ticket's code anywhere: the check-in's body, a synced scan, the door
+ * page (a signed code has 180 characters, an older one 22). A longer text (a foreign QR code, a
+ * paste) is no ticket's code and is refused before it is looked up, queued or stored.
+ */
+export const MAX_CODE_CHARS = 256;
 
 /** What a signed code says. Times are unix seconds (0: no bound). */
 export interface CodeClaims {

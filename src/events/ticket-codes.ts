@@ -6,14 +6,7 @@ import { type CodeClaims, decodeCode, encodeCode, encodePayload } from './ticket
 // ticket-code-format.ts, which the scanner page shares. This file holds no database: door.service.ts
 // issues and checks codes.
 
-export { CODE_LENGTH, type CodeClaims, encodePayload, isSignedCode, revocationText } from './ticket-code-format.js';
-
-/** A code taken apart: its claims, and the bytes its signature covers. */
-export interface ParsedCode {
-  claims: CodeClaims;
-  payload: Uint8Array;
-  signature: Uint8Array;
-}
+export { CODE_LENGTH, type CodeClaims, decodeCode, encodePayload, isSignedCode, revocationText } from './ticket-code-format.js';
 
 export const newSerial = () => randomBytes(8).toString('base64url');
 
@@ -21,11 +14,6 @@ export const newSerial = () => randomBytes(8).toString('base64url');
 export function signCode(claims: CodeClaims, privateKey: KeyObject): string {
   const payload = encodePayload(claims);
   return encodeCode(payload, sign(null, payload, privateKey));
-}
-
-/** The parts of a code of the signed shape, or undefined when it is not one (prefix, length, version, spelling). */
-export function parseCode(code: string): ParsedCode | undefined {
-  return decodeCode(code) ?? undefined;
 }
 
 /** Why a verifier refuses a code, in the order it checks (see verifyCode). */
@@ -48,7 +36,7 @@ export function verifyCode(
   code: string,
   input: { eventId: string; keys: VerifyingKey[]; nowSeconds: number; revoked: (serial: string) => boolean },
 ): { ok: true; claims: CodeClaims } | { ok: false; reason: CodeRefusal; claims?: CodeClaims } {
-  const parsed = parseCode(code);
+  const parsed = decodeCode(code);
   if (!parsed) return { ok: false, reason: 'malformed' };
   const { claims } = parsed;
   const key = input.keys.find((k) => k.kid === claims.kid);

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
 import type { Database, Db } from '../db/database.js';
-import { prepared } from '../db/prepared.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { TICKET_COLUMNS, type TicketTable } from './events.table.js';
 import './checkin-lists.table.js';
@@ -59,11 +59,23 @@ const notAdmittedOnLists = (eb: ExpressionBuilder<Database, 'tickets'>) =>
   );
 
 /**
+ * The ticket's row locked before a change of a valid ticket (PostgreSQL; SQLite's transaction holds
+ * the write lock). An admission through a list holds the row `FOR SHARE` until it commits and
+ * writes no column of it, so the change waits here for it, and its own statement, run after, sees
+ * the entry (a change's statement alone would decide by what it saw when it began).
+ */
+async function lockForChange(scope: TenantScope, id: string): Promise<void> {
+  if (!scope.db.isTransaction) throw new Error('a ticket change needs a transaction');
+  if (onPostgres(scope.db)) await scope.selectFrom('tickets').select('id').where('id', '=', id).forUpdate().execute();
+}
+
+/**
  * Valid and not checked in (event-wide or on a list) → cancelled, at `price` (its price less what
  * its order still owed of it); the ticket as it is now, or undefined if it was not so. Its refund
  * is recorded when the money went back (refunds.service.ts).
  */
-export function cancelOpenTicket(scope: TenantScope, id: string, price: number, now: number): Promise<TicketRow | undefined> {
+export async function cancelOpenTicket(scope: TenantScope, id: string, price: number, now: number): Promise<TicketRow | undefined> {
+  await lockForChange(scope, id);
   return scope
     .updateTable('tickets')
     .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, price })
@@ -76,7 +88,8 @@ export function cancelOpenTicket(scope: TenantScope, id: string, price: number, 
 }
 
 /** Valid and not checked in (event-wide or on a list) → a new holder and code; the ticket as it is now, or undefined if it was not so. */
-export function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
+export async function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
+  await lockForChange(scope, id);
   return scope
     .updateTable('tickets')
     .set({ attendeeName: holder.name, attendeeEmail: holder.email, code, updatedAt: now })
@@ -89,7 +102,8 @@ export function transferOpenTicket(scope: TenantScope, id: string, holder: { nam
 }
 
 /** Valid and not checked in (event-wide or on a list) → another ticket type, its price and a new code; the ticket as it is now, or undefined if it was not so. */
-export function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
+export async function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
+  await lockForChange(scope, id);
   return scope
     .updateTable('tickets')
     .set({ ticketTypeId: change.ticketTypeId, price: change.price, code: change.code, updatedAt: now })

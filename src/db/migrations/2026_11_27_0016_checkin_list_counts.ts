@@ -18,6 +18,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('scans', 'integer', (c) => c.notNull())
     .addPrimaryKeyConstraint('checkin_list_counts_pk', ['list_id', 'slot'])
     .execute();
+  // Deleting an account cascades here: without an index each deletion would read the whole table.
+  await db.schema.createIndex('checkin_list_counts_account').on('checkin_list_counts').column('account_id').execute();
   await db
     .insertInto('checkin_list_counts')
     .columns(['list_id', 'slot', 'account_id', 'inside', 'entries', 'exits', 'admitted_tickets', 'conflicts', 'scans'])

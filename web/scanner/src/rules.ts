@@ -2,6 +2,7 @@
  * What the door decides alone, when the server cannot be asked: pure, so Node tests it too. The
  * server stays the judge: every scan is uploaded and its answer replaces this one.
  */
+import { MAX_CODE_CHARS } from '../../../src/events/ticket-code-format.js';
 import type { LocalRefusal, Verdict } from './verify.js';
 
 export type Direction = 'entry' | 'exit';
@@ -60,14 +61,7 @@ export function decide(verdict: Verdict, list: CheckinList | null, earlier: read
   return { result: 'admitted' };
 }
 
-/**
- * The longest text the door takes as a code: the server's limit for a code (a signed code has
- * 180 characters, an older one 22). A longer text (a foreign QR code, a paste) is refused before
- * anything else: it never reaches the server, the queue or IndexedDB.
- */
-export const MAX_CODE_CHARS = 256;
-
-/** Why `text` is no code at all, as the door shows it; null when it may be one. Looks at the length only, so a megabyte costs nothing. */
+/** Why `text` is no code at all (longer than the server takes as a code), as the door shows it; null when it may be one. Looks at the length only, so a megabyte costs nothing. */
 export function notACode(text: string): string | null {
   return text.length > MAX_CODE_CHARS ? `Not a ticket code: the scanned text has ${text.length.toLocaleString('en')} characters, a ticket code at most ${MAX_CODE_CHARS}.` : null;
 }
