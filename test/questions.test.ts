@@ -262,6 +262,12 @@ for (const engine of ENGINES) {
       const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&ticketTypeId=${vip.id}`)).text()).trim().split('\n').map((l) => JSON.parse(l));
       assert.deepEqual(filtered.map((a) => [a.name, a.answers.map((x: Json) => x.value), a.orderAnswers.length]), [['Guest 1', ['Vegan', 42], 2], ['Guest 3', ['Anything'], 1]]);
       assert.ok(!filtered.some((a) => a.ticketId === between.tickets[0].id));
+      // Filtered by search or check-in too (read by the batch's ids, not the range it spans).
+      const searched = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&q=guest3`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual(searched.map((a) => [a.name, a.answers.map((x: Json) => x.value)]), [['Guest 3', ['Anything']]]);
+      const unchecked = (await (await c.send('GET', `/events/${e.id}/attendees/export?checkedIn=false&ticketTypeId=${general.id}`)).text()).split('\r\n');
+      assert.equal(unchecked.length, 3);
+      assert.match(unchecked[1]!, /"Guest 2",.*,"","7","","false"$/);
 
       const ndjson = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
       assert.equal(ndjson.length, 3);

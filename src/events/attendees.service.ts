@@ -152,6 +152,9 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
   const event = await requireEvent(scope, eventId);
   const format = query.format ?? 'csv';
   const questions = await askedQuestions(scope, event);
+  // Unfiltered, a batch's tickets are all the event's in their id range: read its answers by that
+  // range. Filtered, the range may span the whole event (a rare ticket type): read by the batch's ids.
+  const read = query.checkedIn === undefined && query.ticketTypeId === undefined && query.q === undefined ? 'range' : 'ids';
   async function* lines() {
     if (format === 'csv') yield csvHeader(questions);
     let after: string | null = null;
@@ -159,7 +162,7 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
       const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
       if (rows.length === 0) return;
       let chunk = '';
-      for (const attendee of await presentAttendees(scope, eventId, questions, rows, 'range')) chunk += exportLine(format, attendee, questions);
+      for (const attendee of await presentAttendees(scope, eventId, questions, rows, read)) chunk += exportLine(format, attendee, questions);
       yield chunk;
       after = rows[rows.length - 1]!.ticketId;
       if (rows.length < EXPORT_BATCH) return;

@@ -103,9 +103,10 @@ export async function answersOfTickets(scope: TenantScope, eventId: string, tick
 
 /**
  * The answers given for the event's tickets from `first` to `last` (ids, inclusive), per attendee:
- * one range of the ticket index, where an `in` list of an export batch's 1,000 ids costs a lookup
- * each. Read by an export, which walks every ticket in id order: over all its batches it reads each
- * answer of the event at most once, whatever its filters leave out.
+ * one range of the (event, ticket) index, where an `in` list of an export batch's ids costs a
+ * lookup each. Only for an unfiltered export, which walks every ticket of the event in id order, so
+ * the range holds little but its batch's tickets; a filtered batch can span the whole event and
+ * reads by its ids instead.
  */
 export function answersOfTicketRange(scope: TenantScope, eventId: string, first: string, last: string): Promise<GivenAnswer[]> {
   return scope
