@@ -325,6 +325,16 @@ for (const engine of ENGINES) {
       // A retired question is no longer asked (nor required) and its answers are no longer shown.
       await c.expect(204, 'DELETE', `/events/${e.id}/questions/${q.meal.id}`);
       assert.deepEqual((await c.expect(200, 'GET', `/tickets/${v.id}/answers`)).answers, [{ questionId: q.age.id, value: 30 }]);
+      // A PUT replaces the answers to the questions asked now: the retired question's answer stays stored.
+      await c.expect(200, 'PUT', `/tickets/${v.id}/answers`, { answers: [{ questionId: q.age.id, value: 31 }] });
+      const stored = await api.database.db.selectFrom('answers').select(['questionId', 'value']).where('ticketId', '=', v.id).orderBy('questionId').execute();
+      assert.deepEqual(stored, [{ questionId: q.meal.id, value: '"Vegetarian"' }, { questionId: q.age.id, value: '31' }].sort((a, b) => (a.questionId < b.questionId ? -1 : 1)));
+      // A question no longer asked of the ticket's type (ticketTypeIds changed): a PUT neither takes nor removes its answer.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { ticketTypeIds: [general.id] });
+      assert.equal((await errorsOf(await c.send('PUT', `/tickets/${v.id}/answers`, { answers: [{ questionId: q.age.id, value: 32 }] })))['/answers/0/questionId'], `is not asked for ticket type ${vip.id}`);
+      await c.expect(200, 'PUT', `/tickets/${v.id}/answers`, { answers: [] });
+      assert.equal((await api.database.db.selectFrom('answers').select('value').where('ticketId', '=', v.id).where('questionId', '=', q.age.id).executeTakeFirst())?.value, '31');
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { ticketTypeIds: null });
       await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1 }], answers: [{ questionId: q.consent.id, value: true }] });
       // The questions left are still asked (the event's count of questions, which lets an order of an event that asks nothing skip reading them, followed).
       assert.match((await errorsOf(await c.send('POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1 }] })))['/answers']!, /"Photos OK"/);

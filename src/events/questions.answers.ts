@@ -285,7 +285,9 @@ export async function getOrderAnswers(scope: TenantScope, orderId: string) {
 
 /**
  * Replaces a ticket's answers with `input` (the complete set), checked as at order time against
- * the questions asked of its ticket type now: a required one must be answered. One transaction,
+ * the questions asked of its ticket type now: a required one must be answered. Only the answers to
+ * those questions are replaced: answers to retired questions, or to questions no longer asked of
+ * its type, stay stored (as retiring promises). One transaction,
  * with the ticket locked, so two edits of one ticket run one after the other.
  */
 export async function putTicketAnswers(scope: TenantScope, ticketId: string, input: Static<typeof PutAnswersBody>) {
@@ -295,9 +297,10 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
     if (ticket.status !== 'valid') throw new AppError('ticket_cancelled', `Ticket ${ticketId} is cancelled; its answers cannot be edited.`);
     const questions = await repo.questionsForAnswers(tx, ticket.eventId);
     const problems = new Problems();
-    const answers = checkAnswers(byId(questions), attendeeAsks(ticket.ticketTypeId), input.answers, '/answers', '/answers', problems);
+    const asks = attendeeAsks(ticket.ticketTypeId);
+    const answers = checkAnswers(byId(questions), asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteTicketAnswers(tx, ticketId);
+    await repo.deleteTicketAnswers(tx, ticketId, questions.filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, {
       accountId: tx.accountId,
       orderId: ticket.orderId,
@@ -321,9 +324,10 @@ export async function putOrderAnswers(scope: TenantScope, orderId: string, input
     const questions = await repo.questionsForAnswers(tx, order.eventId);
     const ticketTypeIds = (JSON.parse(order.items) as Array<{ ticketTypeId: string }>).map((item) => item.ticketTypeId);
     const problems = new Problems();
-    const answers = checkAnswers(byId(questions), orderAsks(ticketTypeIds), input.answers, '/answers', '/answers', problems);
+    const asks = orderAsks(ticketTypeIds);
+    const answers = checkAnswers(byId(questions), asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteOrderAnswers(tx, orderId);
+    await repo.deleteOrderAnswers(tx, orderId, questions.filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, { accountId: tx.accountId, orderId, tickets: [], prepared: { eventId: order.eventId, order: answers, attendees: [] } });
     return { orderId, answers };
   });

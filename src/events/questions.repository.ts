@@ -131,14 +131,19 @@ export async function insertAnswers(scope: TenantScope, rows: Array<Insertable<A
   for (const part of chunks(rows)) await scope.db.insertInto('answers').values(part).execute();
 }
 
-/** Removes a ticket's answers (questions asked per attendee). */
-export async function deleteTicketAnswers(scope: TenantScope, ticketId: string): Promise<void> {
-  await scope.deleteFrom('answers').where('ticketId', '=', ticketId).execute();
+/**
+ * Removes a ticket's answers to `questionIds` (the live questions asked of it, which a PUT replaces):
+ * answers to retired questions, or to questions no longer asked of its type, stay.
+ */
+export async function deleteTicketAnswers(scope: TenantScope, ticketId: string, questionIds: string[]): Promise<void> {
+  if (questionIds.length === 0) return;
+  await scope.deleteFrom('answers').where('ticketId', '=', ticketId).where('questionId', 'in', questionIds).execute();
 }
 
-/** Removes an order's answers to questions asked per order. */
-export async function deleteOrderAnswers(scope: TenantScope, orderId: string): Promise<void> {
-  await scope.deleteFrom('answers').where('orderId', '=', orderId).where('ticketId', 'is', null).execute();
+/** Removes an order's answers to `questionIds`, questions asked per order (as deleteTicketAnswers). */
+export async function deleteOrderAnswers(scope: TenantScope, orderId: string, questionIds: string[]): Promise<void> {
+  if (questionIds.length === 0) return;
+  await scope.deleteFrom('answers').where('orderId', '=', orderId).where('ticketId', 'is', null).where('questionId', 'in', questionIds).execute();
 }
 
 export function findTicket(scope: TenantScope, id: string) {
