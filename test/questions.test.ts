@@ -365,6 +365,33 @@ for (const engine of ENGINES) {
       assert.equal(foreignOrder['/answers/0/questionId'], 'is not a question of this event');
     });
 
+    test('a pending order completes without the options removed since it was placed', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e } = await event(c);
+      const paid = await c.expect(201, 'POST', `/events/${e.id}/tickets`, { name: 'Dinner', price: 5000, quantity: 10 });
+      const meal = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Meal', kind: 'choice', options: ['Vegan', 'Fish', 'Anything'] });
+      const diet = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Allergies', kind: 'multiple_choice', options: ['Nuts', 'Gluten'], askedPer: 'order' });
+      const pending = await c.expect(201, 'POST', `/events/${e.id}/orders`, {
+        buyer: ada,
+        items: [{ ticketTypeId: paid.id, quantity: 2, attendees: [{ ...person(1), answers: [{ questionId: meal.id, value: 'Fish' }] }, { ...person(2), answers: [{ questionId: meal.id, value: 'Vegan' }] }] }],
+        answers: [{ questionId: diet.id, value: ['Nuts', 'Gluten'] }],
+        payment: { provider: 'manual' },
+      });
+      assert.equal(pending.status, 'pending');
+      // No stored answer uses Fish or Nuts yet: both can go.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${meal.id}`, { options: ['Vegan', 'Anything'] });
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${diet.id}`, { options: ['Gluten'] });
+      const done = await c.expect(200, 'POST', `/orders/${pending.id}/confirm`, {});
+      assert.equal(done.status, 'completed');
+      const [first, second] = done.tickets as Json[];
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${first.id}/answers`)).answers, [], 'the removed option is no answer');
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${second.id}/answers`)).answers, [{ questionId: meal.id, value: 'Vegan' }]);
+      assert.deepEqual((await c.expect(200, 'GET', `/orders/${pending.id}/answers`)).answers, [{ questionId: diet.id, value: ['Gluten'] }]);
+      const stored = await api.database.db.selectFrom('answers').select('value').where('orderId', '=', pending.id).execute();
+      assert.ok(stored.every((r) => !/Fish|Nuts/.test(r.value)), JSON.stringify(stored));
+    });
+
     test('removing an option while orders answer with it: never an answer with an option the question no longer has', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);

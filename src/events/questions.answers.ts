@@ -211,6 +211,31 @@ export async function writeAnswers(
   await repo.insertAnswers(tx, rows);
 }
 
+/**
+ * A pending order's prepared answers as they can be stored at its completion, under its event's
+ * lock: an option removed from its question since the order was placed (removal checks stored
+ * answers only, and an expired or cancelled order can still complete when its money arrives) is
+ * dropped: a choice answer with it becomes no answer, a multiple choice keeps its other options.
+ * So no stored answer ever names an option its question does not offer.
+ */
+export async function offeredAnswers(tx: TenantScope, prepared: PreparedAnswers): Promise<PreparedAnswers> {
+  const all = [...prepared.order, ...prepared.attendees.flatMap((a) => a.answers)];
+  const choices = all.filter((a) => typeof a.value === 'string' || Array.isArray(a.value));
+  if (choices.length === 0) return prepared;
+  const offered = new Map((await repo.choiceQuestions(tx, prepared.eventId, choices.map((a) => a.questionId))).map((q) => [q.id, new Set(optionsOf(q))]));
+  const keep = (answers: PreparedAnswer[]): PreparedAnswer[] =>
+    answers.flatMap((answer) => {
+      const options = offered.get(answer.questionId);
+      if (options === undefined) return [answer];
+      if (Array.isArray(answer.value)) {
+        const left = answer.value.filter((o) => options.has(o));
+        return left.length > 0 ? [{ ...answer, value: left }] : [];
+      }
+      return typeof answer.value === 'string' && !options.has(answer.value) ? [] : [answer];
+    });
+  return { eventId: prepared.eventId, order: keep(prepared.order), attendees: prepared.attendees.map((a) => ({ ...a, answers: keep(a.answers) })) };
+}
+
 /** Each ticket's place in the order (item, attendee), for writeAnswers: tickets are issued item by item, in the items' order. */
 export function ticketPlaces(items: Array<{ quantity: number }>, ticketIds: string[]) {
   const places = items.flatMap((item, itemIndex) => Array.from({ length: item.quantity }, (_, attendeeIndex) => ({ itemIndex, attendeeIndex })));

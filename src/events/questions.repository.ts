@@ -47,6 +47,15 @@ export function pageQuestions(scope: TenantScope, eventId: string, page: KeysetP
   return keysetPage(live(scope, eventId), page, 'questions.position', 'questions.id', 'asc').execute();
 }
 
+/** The event's choice questions among `ids`, live or retired (a pending order's answers may name either). */
+export async function choiceQuestions(scope: TenantScope, eventId: string, ids: string[]): Promise<QuestionRow[]> {
+  const found: QuestionRow[] = [];
+  for (const part of chunks([...new Set(ids)])) {
+    found.push(...(await scope.selectFrom('questions').selectAll().where('eventId', '=', eventId).where('id', 'in', part).where('kind', 'in', ['choice', 'multiple_choice']).execute()));
+  }
+  return found;
+}
+
 /** How many live questions the event has, and the last position. */
 export async function questionStats(scope: TenantScope, eventId: string): Promise<{ count: number; lastPosition: number | null }> {
   const row = await scope
