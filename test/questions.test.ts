@@ -365,6 +365,34 @@ for (const engine of ENGINES) {
       assert.equal(foreignOrder['/answers/0/questionId'], 'is not a question of this event');
     });
 
+    test("one attendee's or order's answers take at most 64 KB; an export of more attendees than a batch has them all", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general, vip } = await event(c);
+      const texts: Json[] = [];
+      for (let i = 0; i < 7; i++) texts.push(await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: `Note ${i}`, kind: 'text', maxLength: 10_000 }));
+      const long = (n: number) => texts.slice(0, n).map((q) => ({ questionId: q.id, value: 'é'.repeat(5000) }));
+      // Seven answers of 10,000 bytes each (5,000 two-byte characters): over the cap, at the answers' pointer.
+      const over = await errorsOf(await c.send('POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers: long(7) }] }] }));
+      assert.match(over['/items/0/attendees/0/answers']!, /take 70014 bytes together, more than the 65536/);
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers: long(6) }] }] });
+      assert.match((await errorsOf(await c.send('PUT', `/tickets/${ok.tickets[0].id}/answers`, { answers: long(7) })))['/answers']!, /more than the 65536/);
+
+      // 150 attendees, over two batches of an export of an event with questions, each with its answer.
+      for (const n of [100, 49]) {
+        await c.expect(201, 'POST', `/events/${e.id}/orders`, {
+          buyer: ada,
+          items: [{ ticketTypeId: vip.id, quantity: n, attendees: Array.from({ length: n }, (_, i) => ({ ...person(i), answers: [{ questionId: texts[0].id, value: `n${n}-${i}` }] })) }],
+        });
+      }
+      const lines = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      assert.equal(lines.length, 150);
+      assert.equal(new Set(lines.map((a) => a.ticketId)).size, 150);
+      assert.equal(lines.filter((a) => /^n(100|49)-/.test(a.answers[0]?.value)).length, 149);
+      const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n');
+      assert.equal(filtered.length, 151, 'header, 149 lines, and the end');
+    });
+
     test('a pending order completes without the options removed since it was placed', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);

@@ -54,7 +54,15 @@ export async function listAttendees(scope: TenantScope, eventId: string, query: 
   return { ...listed, data: await presentAttendees(scope, eventId, await askedQuestions(scope, event), listed.data) };
 }
 
+/**
+ * Attendees per export batch: 1,000 when the event asks nothing; with questions each attendee may
+ * carry up to MAX_ANSWERS_BYTES of its own answers and as much of its order's, so a batch of 100
+ * holds at most ~13 MB of answers (as many as a page of the list, at most 100).
+ */
 const EXPORT_BATCH = 1000;
+const EXPORT_BATCH_WITH_ANSWERS = 100;
+/** The export hands its text on in pieces of about this many characters (not a whole batch at once). */
+const EXPORT_CHUNK = 64 * 1024;
 const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
 
 /**
@@ -145,8 +153,9 @@ export const EXPORT_EXAMPLES = {
 };
 
 /**
- * The attendees as CSV or NDJSON, read from the database in keyset batches so memory stays
- * flat however many there are, and written as fast as the client reads (backpressure).
+ * The attendees as CSV or NDJSON, read from the database in keyset batches so memory is bounded by
+ * a batch (EXPORT_BATCH_WITH_ANSWERS) however many there are, and written in pieces of ~64 KB as
+ * fast as the client reads (backpressure).
  */
 export async function exportAttendees(scope: TenantScope, eventId: string, query: Static<typeof ExportQuery>) {
   const event = await requireEvent(scope, eventId);
@@ -157,15 +166,22 @@ export async function exportAttendees(scope: TenantScope, eventId: string, query
   const read = query.checkedIn === undefined && query.ticketTypeId === undefined && query.q === undefined ? 'range' : 'ids';
   async function* lines() {
     if (format === 'csv') yield csvHeader(questions);
+    const batch = questions.length === 0 ? EXPORT_BATCH : EXPORT_BATCH_WITH_ANSWERS;
     let after: string | null = null;
     for (;;) {
-      const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
+      const rows = await repo.attendeesAfter(scope, eventId, query, after, batch);
       if (rows.length === 0) return;
       let chunk = '';
-      for (const attendee of await presentAttendees(scope, eventId, questions, rows, read)) chunk += exportLine(format, attendee, questions);
-      yield chunk;
+      for (const attendee of await presentAttendees(scope, eventId, questions, rows, read)) {
+        chunk += exportLine(format, attendee, questions);
+        if (chunk.length >= EXPORT_CHUNK) {
+          yield chunk;
+          chunk = '';
+        }
+      }
+      if (chunk !== '') yield chunk;
       after = rows[rows.length - 1]!.ticketId;
-      if (rows.length < EXPORT_BATCH) return;
+      if (rows.length < batch) return;
     }
   }
   return {

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, type FieldError, notFound } from '../errors.js';
 import * as repo from './questions.repository.js';
-import { type AnswerInput, DEFAULT_MAX_LENGTH, type PutAnswersBody } from './questions.schemas.js';
+import { type AnswerInput, DEFAULT_MAX_LENGTH, MAX_ANSWERS_BYTES, type PutAnswersBody } from './questions.schemas.js';
 
 type QuestionRow = repo.QuestionRow;
 export type AnswerValue = string | number | boolean | string[];
@@ -133,6 +133,8 @@ function checkAnswers(
     if (value !== undefined) prepared.push({ questionId: q.id, value });
     else if (q.required === 1) problems.add(missingAt, `needs an answer to ${named(q)}, which is required`);
   }
+  const bytes = prepared.reduce((sum, answer) => sum + Buffer.byteLength(JSON.stringify(answer.value)), 0);
+  if (bytes > MAX_ANSWERS_BYTES) problems.add(at, `take ${bytes} bytes together, more than the ${MAX_ANSWERS_BYTES} one attendee's or one order's answers may take`);
   return prepared;
 }
 

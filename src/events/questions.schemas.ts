@@ -8,6 +8,11 @@ export const MAX_OPTIONS = 50;
 /** A text answer's limit when the question sets none, and the most it may set. */
 export const DEFAULT_MAX_LENGTH = 1000;
 export const MAX_TEXT_LENGTH = 10_000;
+/**
+ * The most one subject's answers (an attendee's, or an order's) take, as stored (UTF-8 bytes of
+ * their JSON): what bounds the memory of a page of attendees or an export batch.
+ */
+export const MAX_ANSWERS_BYTES = 64 * 1024;
 
 export const QuestionKind = StringEnum(['text', 'number', 'choice', 'multiple_choice', 'boolean'], {
   description: '`text` (a string up to `maxLength`), `number` (finite, within `min`..`max`), `choice` (one of `options`), `multiple_choice` (one or more of `options`), `boolean` (true or false).',
