@@ -50,11 +50,14 @@ class Problems {
 
 const named = (q: QuestionRow) => `question ${q.id} (${JSON.stringify(q.label)})`;
 const optionsOf = (q: QuestionRow): string[] => (q.options === null ? [] : (JSON.parse(q.options) as string[]));
-const typesOf = (q: QuestionRow): string[] | null => (q.ticketTypeIds === null ? null : (JSON.parse(q.ticketTypeIds) as string[]));
-const covers = (q: QuestionRow, ticketTypeId: string) => typesOf(q)?.includes(ticketTypeId) ?? true;
 
-function oneOf(q: QuestionRow): string {
-  const list = JSON.stringify(optionsOf(q));
+/** A question as answers are checked against it: its options and ticket types parsed once (not per attendee and answer). */
+type Asked = QuestionRow & { optionSet: ReadonlySet<string>; typeSet: ReadonlySet<string> | null };
+const asAsked = (q: QuestionRow): Asked => ({ ...q, optionSet: new Set(optionsOf(q)), typeSet: q.ticketTypeIds === null ? null : new Set(JSON.parse(q.ticketTypeIds) as string[]) });
+const covers = (q: Asked, ticketTypeId: string) => q.typeSet?.has(ticketTypeId) ?? true;
+
+function oneOf(q: Asked): string {
+  const list = JSON.stringify([...q.optionSet]);
   return list.length <= 300 ? `must be one of ${list}` : `must be one of the options of ${named(q)}`;
 }
 
@@ -62,7 +65,7 @@ function oneOf(q: QuestionRow): string {
  * The answer `value` to `q` as stored, or null for no answer (null, an empty or blank text, an empty
  * selection); a value the question does not take is reported at `path` and answers null.
  */
-function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Problems): AnswerValue | null {
+function checkedValue(q: Asked, value: unknown, path: string, problems: Problems): AnswerValue | null {
   if (value === null) return null;
   switch (q.kind) {
     case 'text': {
@@ -82,15 +85,15 @@ function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Pr
       if (typeof value !== 'boolean') return problems.add(path, 'must be true or false'), null;
       return value;
     case 'choice':
-      if (typeof value !== 'string' || !optionsOf(q).includes(value)) return problems.add(path, oneOf(q)), null;
+      if (typeof value !== 'string' || !q.optionSet.has(value)) return problems.add(path, oneOf(q)), null;
       return value;
     case 'multiple_choice': {
       if (!Array.isArray(value)) return problems.add(path, 'must be an array of options'), null;
-      const options = optionsOf(q);
+      const options = q.optionSet;
       const seen = new Set<string>();
       let ok = true;
       value.forEach((option: unknown, i) => {
-        if (typeof option !== 'string' || !options.includes(option)) ok = (problems.add(`${path}/${i}`, oneOf(q)), false);
+        if (typeof option !== 'string' || !options.has(option)) ok = (problems.add(`${path}/${i}`, oneOf(q)), false);
         else if (seen.has(option)) ok = (problems.add(`${path}/${i}`, 'is chosen twice'), false);
         else seen.add(option);
       });
@@ -108,8 +111,8 @@ function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Pr
  * `at` is the pointer of the answers' array, `missingAt` where a missing required answer is reported.
  */
 function checkAnswers(
-  all: Map<string, QuestionRow>,
-  asked: (q: QuestionRow) => string | null,
+  all: Map<string, Asked>,
+  asked: (q: Asked) => string | null,
   answers: Array<Static<typeof AnswerInput>> | undefined,
   at: string,
   missingAt: string,
@@ -139,14 +142,15 @@ function checkAnswers(
 }
 
 /** Why `q` is not asked of an attendee with a ticket of `ticketTypeId`, or null if it is. */
-const attendeeAsks = (ticketTypeId: string) => (q: QuestionRow) =>
+const attendeeAsks = (ticketTypeId: string) => (q: Asked) =>
   q.askedPer !== 'attendee' ? 'is asked per order: answer it in the order\'s answers' : covers(q, ticketTypeId) ? null : `is not asked for ticket type ${ticketTypeId}`;
 
 /** Why `q` is not asked of an order with tickets of `ticketTypeIds`, or null if it is. */
-const orderAsks = (ticketTypeIds: string[]) => (q: QuestionRow) =>
+const orderAsks = (ticketTypeIds: string[]) => (q: Asked) =>
   q.askedPer !== 'order' ? 'is asked per attendee: answer it in the attendee\'s answers' : ticketTypeIds.some((id) => covers(q, id)) ? null : 'is not asked for the ticket types of this order';
 
-const byId = (questions: QuestionRow[]) => new Map(questions.map((q) => [q.id, q]));
+/** The questions by id, each parsed once for the whole body (asAsked). */
+const byId = (questions: QuestionRow[]) => new Map(questions.map((q) => [q.id, asAsked(q)]));
 
 /**
  * The answers of an order's body validated against the event's questions, in the order's
@@ -325,9 +329,10 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
     const questions = await repo.questionsForAnswers(tx, ticket.eventId);
     const problems = new Problems();
     const asks = attendeeAsks(ticket.ticketTypeId);
-    const answers = checkAnswers(byId(questions), asks, input.answers, '/answers', '/answers', problems);
+    const all = byId(questions);
+    const answers = checkAnswers(all, asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteTicketAnswers(tx, ticketId, questions.filter((q) => asks(q) === null).map((q) => q.id));
+    await repo.deleteTicketAnswers(tx, ticketId, [...all.values()].filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, {
       accountId: tx.accountId,
       orderId: ticket.orderId,
@@ -352,9 +357,10 @@ export async function putOrderAnswers(scope: TenantScope, orderId: string, input
     const ticketTypeIds = (JSON.parse(order.items) as Array<{ ticketTypeId: string }>).map((item) => item.ticketTypeId);
     const problems = new Problems();
     const asks = orderAsks(ticketTypeIds);
-    const answers = checkAnswers(byId(questions), asks, input.answers, '/answers', '/answers', problems);
+    const all = byId(questions);
+    const answers = checkAnswers(all, asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteOrderAnswers(tx, orderId, questions.filter((q) => asks(q) === null).map((q) => q.id));
+    await repo.deleteOrderAnswers(tx, orderId, [...all.values()].filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, { accountId: tx.accountId, orderId, tickets: [], prepared: { eventId: order.eventId, order: answers, attendees: [] } });
     return { orderId, answers };
   });
