@@ -121,6 +121,10 @@ for (const engine of ENGINES) {
       await problem(await other.send('DELETE', `${base}/${meal.id}`), 404, 'not_found');
       const theirs = await event(other);
       await problem(await other.send('POST', `/events/${theirs.event.id}/questions`, { label: 'x', kind: 'text', ticketTypeIds: [vip.id] }), 400, 'invalid_request');
+
+      // The document types an answer's value for client generators.
+      const doc = (await (await api.fetch('/openapi.json')).json()) as Json;
+      assert.deepEqual(doc.components.schemas.Answer.properties.value.anyOf.map((s: Json) => s.type), ['string', 'number', 'boolean', 'array']);
     });
 
     test('at most 100 questions an event, also when created at once; deleting a draft event takes its questions', async (t) => {

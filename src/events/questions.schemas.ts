@@ -121,7 +121,9 @@ export const AnswersInput = Type.Array(AnswerInput, { maxItems: MAX_QUESTIONS_PE
 export const AnswerSchema = Type.Object(
   {
     questionId: Type.String(),
-    value: Type.Unsafe<string | number | boolean | string[]>({ description: 'A string, a number, a boolean, or an array of options (multiple choice).' }),
+    value: Type.Union([Type.String({ maxLength: MAX_TEXT_LENGTH }), Type.Number(), Type.Boolean(), Type.Array(Type.String({ maxLength: 200 }), { maxItems: MAX_OPTIONS })], {
+      description: 'A string (text, choice), a number, a boolean, or an array of options (multiple choice).',
+    }),
   },
   { $id: 'Answer' },
 );
