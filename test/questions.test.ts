@@ -262,6 +262,11 @@ for (const engine of ENGINES) {
 
       // Tickets the filters leave out, between those exported: their answers stay out too.
       const between = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(2), answers: [{ questionId: q.age.id, value: 7 }] }] }], answers: [{ questionId: q.consent.id, value: false }] });
+      // A negative number answer is a number, not a formula: not neutralised.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { min: null });
+      await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: -5 }] });
+      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n')[1]!, /"Vegan","-5",/);
+      await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: 42 }] });
       await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(3), answers: [{ questionId: q.meal.id, value: 'Anything' }] }] }], answers: [{ questionId: q.consent.id, value: true }] });
       const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&ticketTypeId=${vip.id}`)).text()).trim().split('\n').map((l) => JSON.parse(l));
       assert.deepEqual(filtered.map((a) => [a.name, a.answers.map((x: Json) => x.value), a.orderAnswers.length]), [['Guest 1', ['Vegan', 42], 2], ['Guest 3', ['Anything'], 1]]);

@@ -109,7 +109,8 @@ function exportLine(format: 'csv' | 'json', attendee: Attendee, questions: Colum
     let value: AnswerValue | undefined;
     if (attendee.answers[own]?.questionId === q.id) value = attendee.answers[own++]!.value;
     else if (attendee.orderAnswers[order]?.questionId === q.id) value = attendee.orderAnswers[order++]!.value;
-    line += `,${csvCell(answerText(value))}`;
+    // A number is data a spreadsheet reads as a number: -5 stays -5 (no formula can hide in it).
+    line += typeof value === 'number' ? `,"${value}"` : `,${csvCell(answerText(value))}`;
   }
   return `${line}\r\n`;
 }
