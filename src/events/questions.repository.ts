@@ -56,15 +56,10 @@ export async function choiceQuestions(scope: TenantScope, eventId: string, ids: 
   return found;
 }
 
-/** How many live questions the event has, and the last position. */
-export async function questionStats(scope: TenantScope, eventId: string): Promise<{ count: number; lastPosition: number | null }> {
-  const row = await scope
-    .selectFrom('questions')
-    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.max('position').as('lastPosition')])
-    .where('eventId', '=', eventId)
-    .where('deletedAt', 'is', null)
-    .executeTakeFirstOrThrow();
-  return { count: Number(row.count), lastPosition: row.lastPosition === null ? null : Number(row.lastPosition) };
+/** The last position of the event's live questions (null: none). */
+export async function lastPosition(scope: TenantScope, eventId: string): Promise<number | null> {
+  const row = await scope.selectFrom('questions').select((eb) => eb.fn.max('position').as('last')).where('eventId', '=', eventId).where('deletedAt', 'is', null).executeTakeFirstOrThrow();
+  return row.last === null ? null : Number(row.last);
 }
 
 export async function insertQuestion(scope: TenantScope, row: Insertable<QuestionTable>): Promise<void> {

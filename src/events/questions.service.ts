@@ -68,12 +68,13 @@ export async function createQuestion(scope: TenantScope, eventId: string, input:
   if (isChoice(input.kind) && input.options === undefined) throw invalid('/options', `is required for a ${input.kind} question`);
   checkSettings(input.kind, input);
   return scope.transaction(async (tx) => {
-    await requireLockedEvent(tx, eventId);
-    await checkedTypes(tx, eventId, input.ticketTypeIds);
-    const { count, lastPosition } = await repo.questionStats(tx, eventId);
-    if (count >= MAX_QUESTIONS_PER_EVENT) {
-      throw new AppError('too_many_questions', `Event ${eventId} has ${count} questions, the most it may have.`, { limit: MAX_QUESTIONS_PER_EVENT });
+    // The event's row, read under its lock, counts its live questions (countQuestions keeps it).
+    const event = await requireLockedEvent(tx, eventId);
+    if (event.questions >= MAX_QUESTIONS_PER_EVENT) {
+      throw new AppError('too_many_questions', `Event ${eventId} has ${event.questions} questions, the most it may have.`, { limit: MAX_QUESTIONS_PER_EVENT });
     }
+    await checkedTypes(tx, eventId, input.ticketTypeIds);
+    const lastPosition = input.position !== undefined || event.questions === 0 ? null : await repo.lastPosition(tx, eventId);
     const now = Date.now();
     const row: QuestionRow = {
       id: newId('question'),
