@@ -1,7 +1,10 @@
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, type FieldError, notFound } from '../errors.js';
+import { findOrder } from './orders.repository.js';
 import * as repo from './questions.repository.js';
+import { lockOrder } from './refunds.repository.js';
+import { findTicket, lockTicket } from './tickets.repository.js';
 import { type AnswerInput, DEFAULT_MAX_LENGTH, MAX_ANSWERS_BYTES, type PutAnswersBody } from './questions.schemas.js';
 
 type QuestionRow = repo.QuestionRow;
@@ -301,14 +304,14 @@ export async function answersOfAttendees(
 const valuesOf = (rows: repo.GivenAnswer[]): AnswersOf => new Map(rows.map((r) => [r.questionId, JSON.parse(r.value) as AnswerValue]));
 
 export async function getTicketAnswers(scope: TenantScope, ticketId: string) {
-  const ticket = await repo.findTicket(scope, ticketId);
+  const ticket = await findTicket(scope, ticketId);
   if (!ticket) throw notFound('ticket', ticketId);
   const questions = await repo.questionsOfEvent(scope, ticket.eventId);
   return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfTickets(scope, ticket.eventId, [ticketId]))) };
 }
 
 export async function getOrderAnswers(scope: TenantScope, orderId: string) {
-  const order = await repo.findOrder(scope, orderId);
+  const order = await findOrder(scope, orderId);
   if (!order) throw notFound('order', orderId);
   const questions = await repo.questionsOfEvent(scope, order.eventId);
   return { orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfOrders(scope, [orderId]))) };
@@ -323,7 +326,7 @@ export async function getOrderAnswers(scope: TenantScope, orderId: string) {
  */
 export async function putTicketAnswers(scope: TenantScope, ticketId: string, input: Static<typeof PutAnswersBody>) {
   return scope.transaction(async (tx) => {
-    const ticket = await repo.lockTicket(tx, ticketId);
+    const ticket = await lockTicket(tx, ticketId);
     if (!ticket) throw notFound('ticket', ticketId);
     if (ticket.status !== 'valid') throw new AppError('ticket_cancelled', `Ticket ${ticketId} is cancelled; its answers cannot be edited.`);
     const questions = await repo.questionsForAnswers(tx, ticket.eventId);
@@ -350,7 +353,7 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
  */
 export async function putOrderAnswers(scope: TenantScope, orderId: string, input: Static<typeof PutAnswersBody>) {
   return scope.transaction(async (tx) => {
-    const order = await repo.lockOrder(tx, orderId);
+    const order = await lockOrder(tx, orderId);
     if (!order) throw notFound('order', orderId);
     if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { orderStatus: order.status });
     const questions = await repo.questionsForAnswers(tx, order.eventId);

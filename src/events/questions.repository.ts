@@ -149,23 +149,3 @@ export async function deleteOrderAnswers(scope: TenantScope, orderId: string, qu
   if (questionIds.length === 0) return;
   await scope.deleteFrom('answers').where('orderId', '=', orderId).where('ticketId', 'is', null).where('questionId', 'in', questionIds).execute();
 }
-
-export function findTicket(scope: TenantScope, id: string) {
-  return scope.selectFrom('tickets').select(['id', 'eventId', 'orderId']).where('id', '=', id).executeTakeFirst();
-}
-
-export function findOrder(scope: TenantScope, id: string) {
-  return scope.selectFrom('orders').select(['id', 'eventId']).where('id', '=', id).executeTakeFirst();
-}
-
-/** The ticket (valid or not), locked for the rest of the transaction so edits of its answers run one after the other. */
-export function lockTicket(tx: TenantScope, id: string) {
-  const query = tx.selectFrom('tickets').select(['id', 'eventId', 'orderId', 'ticketTypeId', 'status']).where('id', '=', id);
-  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
-}
-
-/** The order, locked for the rest of the transaction so edits of its answers run one after the other. */
-export function lockOrder(tx: TenantScope, id: string) {
-  const query = tx.selectFrom('orders').select(['id', 'eventId', 'items', 'status']).where('id', '=', id);
-  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
-}

@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
 import type { Database, Db } from '../db/database.js';
-import { prepared } from '../db/prepared.js';
+import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { TICKET_COLUMNS, type TicketTable } from './events.table.js';
 import './checkin-lists.table.js';
@@ -27,6 +27,13 @@ export async function findEventTicket(scope: TenantScope, eventId: string, key: 
   const db = scope.db as Db;
   const [ticket] = key.ticketId !== undefined ? await ticketById(db, scope.accountId, eventId, key.ticketId) : await ticketByCode(db, scope.accountId, eventId, key.code!);
   return ticket;
+}
+
+/** The ticket, locked for the rest of the transaction (PostgreSQL: a row lock; SQLite's transaction holds the write lock). */
+export function lockTicket(tx: TenantScope, id: string): Promise<TicketRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockTicket needs a transaction');
+  const query = tx.selectFrom('tickets').selectAll().where('id', '=', id);
+  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
 }
 
 /** The tickets of an order, by id. */
