@@ -402,6 +402,18 @@ for (const engine of ENGINES) {
       assert.equal(filtered.length, 151, 'header, 149 lines, and the end');
     });
 
+    test("an order's answers are asked by the types of its tickets now, after an order change", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general, vip } = await event(c);
+      const lounge = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Lounge slot', kind: 'text', askedPer: 'order', ticketTypeIds: [vip.id] });
+      const placed = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1 }] });
+      const notAsked = await errorsOf(await c.send('PUT', `/orders/${placed.id}/answers`, { answers: [{ questionId: lounge.id, value: '19:00' }] }));
+      assert.equal(notAsked['/answers/0/questionId'], 'is not asked for the ticket types of this order');
+      await c.expect(200, 'POST', `/orders/${placed.id}/changes`, { changeTypes: [{ ticketId: placed.tickets[0].id, ticketTypeId: vip.id }] });
+      assert.deepEqual((await c.expect(200, 'PUT', `/orders/${placed.id}/answers`, { answers: [{ questionId: lounge.id, value: '19:00' }] })).answers, [{ questionId: lounge.id, value: '19:00' }]);
+    });
+
     test('a pending order completes without the options removed since it was placed', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);

@@ -4,7 +4,7 @@ import { AppError, type FieldError, notFound } from '../errors.js';
 import { findOrder } from './orders.repository.js';
 import * as repo from './questions.repository.js';
 import { lockOrder } from './refunds.repository.js';
-import { findTicket, lockTicket } from './tickets.repository.js';
+import { findTicket, lockTicket, ticketsOfOrder } from './tickets.repository.js';
 import { type AnswerInput, DEFAULT_MAX_LENGTH, MAX_ANSWERS_BYTES, type PutAnswersBody } from './questions.schemas.js';
 
 type QuestionRow = repo.QuestionRow;
@@ -348,7 +348,8 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
 
 /**
  * Replaces an order's answers to questions asked per order with `input` (the complete set), checked
- * against the questions asked of the order's ticket types now. Only a completed order's: a pending
+ * against the questions asked of the types of the order's valid tickets now (not of its items as
+ * placed: an order change may have moved tickets to another type). Only a completed order's: a pending
  * one writes the answers it was placed with when it completes.
  */
 export async function putOrderAnswers(scope: TenantScope, orderId: string, input: Static<typeof PutAnswersBody>) {
@@ -357,7 +358,8 @@ export async function putOrderAnswers(scope: TenantScope, orderId: string, input
     if (!order) throw notFound('order', orderId);
     if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { orderStatus: order.status });
     const questions = await repo.questionsForAnswers(tx, order.eventId);
-    const ticketTypeIds = (JSON.parse(order.items) as Array<{ ticketTypeId: string }>).map((item) => item.ticketTypeId);
+    // The types of its valid tickets now: an order change may have moved tickets to other types since it was placed.
+    const ticketTypeIds = [...new Set((await ticketsOfOrder(tx, orderId)).filter((t) => t.status === 'valid').map((t) => t.ticketTypeId))];
     const problems = new Problems();
     const asks = orderAsks(ticketTypeIds);
     const all = byId(questions);
