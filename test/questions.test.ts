@@ -104,6 +104,21 @@ for (const engine of ENGINES) {
       await refused({ kind: 'text' }, '/kind', 'PATCH', `${base}/${meal.id}`);
       await refused({ maxLength: 10 }, '/maxLength', 'PATCH', `${base}/${meal.id}`);
       await problem(await c.send('GET', `${base}/qst_01m80eg3tperaacsapew6ns732`), 404, 'not_found');
+      // Labels and options are plain text; an option cannot hold the export's joiner.
+      await refused({ label: 'Meal\u202Egnp.exe', kind: 'text' }, '/label');
+      await refused({ label: 'Two\nlines', kind: 'text' }, '/label');
+      await refused({ label: 'Size', kind: 'choice', options: ['S', 'M, L'] }, '/options/1');
+      await refused({ label: 'Size', kind: 'choice', options: ['S\u0007'] }, '/options/0');
+      // Characters are code points: three emoji are three characters.
+      const short = await c.expect(201, 'POST', base, { label: 'Mood', kind: 'text', maxLength: 3, position: 1_000_000 });
+      const last = await c.expect(201, 'POST', base, { label: 'Mood', kind: 'boolean' });
+      assert.equal(last.position, 1_000_000, 'a question goes last, within the highest position');
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(1), answers: [{ questionId: meal.id, value: 'Vegan' }, { questionId: short.id, value: '😀😀😀' }] }] }] });
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${ok.tickets[0].id}/answers`)).answers.map((a: Json) => a.value), ['Vegan', '😀😀😀']);
+      // Two questions of one label: the export tells their columns apart.
+      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export`)).text()).split('\r\n')[0]!, /"Mood","Mood \(2\)"$/);
+      await c.expect(204, 'DELETE', `${base}/${short.id}`);
+      await c.expect(204, 'DELETE', `${base}/${last.id}`);
 
       // Retiring: gone from reads and lists; a second delete is a 404.
       await c.expect(204, 'DELETE', `${base}/${first.id}`);
@@ -150,6 +165,13 @@ for (const engine of ENGINES) {
       const q = await c.expect(201, 'POST', `/events/${draft.id}/questions`, { label: 'Size', kind: 'choice', options: ['S', 'M'] });
       await c.expect(204, 'DELETE', `/events/${draft.id}`);
       await problem(await c.send('GET', `/events/${draft.id}/questions/${q.id}`), 404, 'not_found');
+
+      // A cancelled event's questions do not change, as its ticket types.
+      const cancelled = (await event(c)).event;
+      const asked = await c.expect(201, 'POST', `/events/${cancelled.id}/questions`, { label: 'Size', kind: 'text' });
+      await c.expect(200, 'POST', `/events/${cancelled.id}/cancel`);
+      await problem(await c.send('POST', `/events/${cancelled.id}/questions`, { label: 'More', kind: 'text' }), 409, 'event_cancelled');
+      await problem(await c.send('PATCH', `/events/${cancelled.id}/questions/${asked.id}`, { label: 'More' }), 409, 'event_cancelled');
     });
 
     test('answers at order time: errors at their pointers, required per attendee and per order, ticket-type scoping', async (t) => {

@@ -91,7 +91,16 @@ function csvCell(value: string | boolean | null): string {
 type Column = Pick<QuestionRow, 'id' | 'label'>;
 
 /** The CSV's first line: the attendee's columns, then one per question (its label), in the questions' order. */
-const csvHeader = (questions: Column[]) => `${CSV_COLUMNS.join(',')}${questions.map((q) => `,${csvCell(q.label)}`).join('')}\r\n`;
+function csvHeader(questions: Column[]): string {
+  // Two questions may have the same label: the second column is headed `label (2)`, and so on, so every column is told apart.
+  const seen = new Map<string, number>();
+  const labels = questions.map((q) => {
+    const n = (seen.get(q.label) ?? 0) + 1;
+    seen.set(q.label, n);
+    return n === 1 ? q.label : `${q.label} (${n})`;
+  });
+  return `${CSV_COLUMNS.join(',')}${labels.map((label) => `,${csvCell(label)}`).join('')}\r\n`;
+}
 
 /** An answer as a CSV cell's text: a multiple choice's options joined by ", "; no answer is an empty cell. */
 const answerText = (value: AnswerValue | undefined): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));

@@ -64,6 +64,12 @@ function oneOf(q: Asked): string {
   return list.length <= 300 ? `must be one of ${list}` : `must be one of the options of ${named(q)}`;
 }
 
+function codePoints(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
 /**
  * The answer `value` to `q` as stored, or null for no answer (null, an empty or blank text, an empty
  * selection); a value the question does not take is reported at `path` and answers null.
@@ -75,7 +81,8 @@ function checkedValue(q: Asked, value: unknown, path: string, problems: Problems
       if (typeof value !== 'string') return problems.add(path, 'must be a string'), null;
       if (value.trim() === '') return null;
       const max = q.maxLength ?? DEFAULT_MAX_LENGTH;
-      if (value.length > max) return problems.add(path, `must have ${max} characters or fewer`), null;
+      // Characters are code points (an emoji is one), never fewer than UTF-16 units: count them only when the units are over.
+      if (value.length > max && codePoints(value) > max) return problems.add(path, `must have ${max} characters or fewer`), null;
       return value;
     }
     case 'number': {

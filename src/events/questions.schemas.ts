@@ -19,9 +19,13 @@ export const QuestionKind = StringEnum(['text', 'number', 'choice', 'multiple_ch
 });
 export const AskedPer = StringEnum(['attendee', 'order'], { description: '`attendee`: asked for each ticket of the types it covers; `order`: asked once per order that has such a ticket.' });
 
-const Label = Type.String({ minLength: 1, maxLength: 200 });
+/** No C0 control characters (tabs, line breaks included) nor bidirectional overrides or isolates, which would disguise a label or option in lists and exports. */
+const PLAIN = '^[^\\u0000-\\u001F\\u007F\\u202A-\\u202E\\u2066-\\u2069]*$';
+const Label = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN, description: 'One line of plain text: no control characters nor bidirectional overrides.' });
 const Help = Type.String({ maxLength: 1000 });
-const Options = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+/** An option: plain text, without `, ` (the export joins a multiple choice's options with it). */
+const Option = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN.replace('^', '^(?!.*, )'), description: 'Plain text without control characters, bidirectional overrides, or `, `.' });
+const Options = Type.Array(Option, {
   minItems: 1,
   maxItems: MAX_OPTIONS,
   uniqueItems: true,
@@ -33,7 +37,8 @@ const TicketTypeIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
   uniqueItems: true,
   description: 'The ticket types the question is asked for; null (the default): every ticket type of the event.',
 });
-const Position = Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, description: 'Where the question stands: lists, forms and export columns go by position, then by creation.' });
+export const MAX_POSITION = 1_000_000;
+const Position = Type.Integer({ format: 'int32', minimum: 0, maximum: MAX_POSITION, description: 'Where the question stands: lists, forms and export columns go by position, then by creation.' });
 const MaxLength = Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_TEXT_LENGTH, description: `Text questions: the most characters an answer may have (${DEFAULT_MAX_LENGTH} unless set).` });
 const Bound = Type.Number({ minimum: -1e15, maximum: 1e15 });
 
