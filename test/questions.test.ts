@@ -165,6 +165,7 @@ for (const engine of ENGINES) {
       const q = await c.expect(201, 'POST', `/events/${draft.id}/questions`, { label: 'Size', kind: 'choice', options: ['S', 'M'] });
       await c.expect(204, 'DELETE', `/events/${draft.id}`);
       await problem(await c.send('GET', `/events/${draft.id}/questions/${q.id}`), 404, 'not_found');
+      assert.deepEqual(await api.database.db.selectFrom('questions').select('id').where('eventId', '=', draft.id).execute(), [], 'the rows are gone, not only hidden');
 
       // A cancelled event's questions do not change, as its ticket types.
       const cancelled = (await event(c)).event;
@@ -424,6 +425,23 @@ for (const engine of ENGINES) {
       assert.equal(filtered.length, 151, 'header, 149 lines, and the end');
     });
 
+    test('a required question is answered by a value: not by [], nor blanks; false answers a required boolean', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general } = await event(c);
+      const diet = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Allergies', kind: 'multiple_choice', options: ['Nuts', 'None'], required: true });
+      const name = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Badge', kind: 'text', required: true });
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Photos OK', kind: 'boolean', required: true, askedPer: 'order' });
+      const body = (answers: Json[]) => ({ buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers }] }], answers: [{ questionId: ok.id, value: false }] });
+      const empty = await problem(await c.send('POST', `/events/${e.id}/orders`, body([{ questionId: diet.id, value: [] }, { questionId: name.id, value: ' \t ' }])), 400, 'invalid_request');
+      assert.deepEqual(
+        empty.errors.map((x: Json) => [x.path, x.message.replace(/qst_\w+ /, '')]),
+        [['/items/0/attendees/0/answers', 'needs an answer to question ("Allergies"), which is required'], ['/items/0/attendees/0/answers', 'needs an answer to question ("Badge"), which is required']],
+      );
+      const placed = await c.expect(201, 'POST', `/events/${e.id}/orders`, body([{ questionId: diet.id, value: ['None'] }, { questionId: name.id, value: 'Ada' }]));
+      assert.deepEqual((await c.expect(200, 'GET', `/orders/${placed.id}/answers`)).answers, [{ questionId: ok.id, value: false }]);
+    });
+
     test("an order's answers are asked by the types of its tickets now, after an order change", async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);
@@ -476,6 +494,10 @@ for (const engine of ENGINES) {
       const results = await Promise.all([...orders, ...patches]);
       const statuses = results.map((r) => r.status);
       assert.ok(statuses.slice(0, 40).every((s) => s === 201 || s === 400), JSON.stringify(statuses));
+      // An order refused was refused for its answer, at its pointer, after the option went.
+      for (const res of results.slice(0, 40).filter((r) => r.status === 400)) {
+        assert.deepEqual(await errorsOf(res), { '/items/0/attendees/0/answers/0/value': 'must be one of ["Anything"]' });
+      }
       assert.ok(statuses.slice(40).every((s) => s === 200 || s === 409), JSON.stringify(statuses));
       const now = await c.expect(200, 'GET', `/events/${e.id}/questions/${meal.id}`);
       const sold = statuses.slice(0, 40).filter((s) => s === 201).length;
