@@ -104,6 +104,21 @@ for (const engine of ENGINES) {
       await refused({ kind: 'text' }, '/kind', 'PATCH', `${base}/${meal.id}`);
       await refused({ maxLength: 10 }, '/maxLength', 'PATCH', `${base}/${meal.id}`);
       await problem(await c.send('GET', `${base}/qst_01m80eg3tperaacsapew6ns732`), 404, 'not_found');
+      // Labels and options are plain text; an option cannot hold the export's joiner.
+      await refused({ label: 'Meal\u202Egnp.exe', kind: 'text' }, '/label');
+      await refused({ label: 'Two\nlines', kind: 'text' }, '/label');
+      await refused({ label: 'Size', kind: 'choice', options: ['S', 'M, L'] }, '/options/1');
+      await refused({ label: 'Size', kind: 'choice', options: ['S\u0007'] }, '/options/0');
+      // Characters are code points: three emoji are three characters.
+      const short = await c.expect(201, 'POST', base, { label: 'Mood', kind: 'text', maxLength: 3, position: 1_000_000 });
+      const last = await c.expect(201, 'POST', base, { label: 'Mood', kind: 'boolean' });
+      assert.equal(last.position, 1_000_000, 'a question goes last, within the highest position');
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(1), answers: [{ questionId: meal.id, value: 'Vegan' }, { questionId: short.id, value: '😀😀😀' }] }] }] });
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${ok.tickets[0].id}/answers`)).answers.map((a: Json) => a.value), ['Vegan', '😀😀😀']);
+      // Two questions of one label: the export tells their columns apart.
+      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export`)).text()).split('\r\n')[0]!, /"Mood","Mood \(2\)"$/);
+      await c.expect(204, 'DELETE', `${base}/${short.id}`);
+      await c.expect(204, 'DELETE', `${base}/${last.id}`);
 
       // Retiring: gone from reads and lists; a second delete is a 404.
       await c.expect(204, 'DELETE', `${base}/${first.id}`);
@@ -121,6 +136,10 @@ for (const engine of ENGINES) {
       await problem(await other.send('DELETE', `${base}/${meal.id}`), 404, 'not_found');
       const theirs = await event(other);
       await problem(await other.send('POST', `/events/${theirs.event.id}/questions`, { label: 'x', kind: 'text', ticketTypeIds: [vip.id] }), 400, 'invalid_request');
+
+      // The document types an answer's value for client generators.
+      const doc = (await (await api.fetch('/openapi.json')).json()) as Json;
+      assert.deepEqual(doc.components.schemas.Answer.properties.value.anyOf.map((s: Json) => s.type), ['string', 'number', 'boolean', 'array']);
     });
 
     test('at most 100 questions an event, also when created at once; deleting a draft event takes its questions', async (t) => {
@@ -146,6 +165,14 @@ for (const engine of ENGINES) {
       const q = await c.expect(201, 'POST', `/events/${draft.id}/questions`, { label: 'Size', kind: 'choice', options: ['S', 'M'] });
       await c.expect(204, 'DELETE', `/events/${draft.id}`);
       await problem(await c.send('GET', `/events/${draft.id}/questions/${q.id}`), 404, 'not_found');
+      assert.deepEqual(await api.database.db.selectFrom('questions').select('id').where('eventId', '=', draft.id).execute(), [], 'the rows are gone, not only hidden');
+
+      // A cancelled event's questions do not change, as its ticket types.
+      const cancelled = (await event(c)).event;
+      const asked = await c.expect(201, 'POST', `/events/${cancelled.id}/questions`, { label: 'Size', kind: 'text' });
+      await c.expect(200, 'POST', `/events/${cancelled.id}/cancel`);
+      await problem(await c.send('POST', `/events/${cancelled.id}/questions`, { label: 'More', kind: 'text' }), 409, 'event_cancelled');
+      await problem(await c.send('PATCH', `/events/${cancelled.id}/questions/${asked.id}`, { label: 'More' }), 409, 'event_cancelled');
     });
 
     test('answers at order time: errors at their pointers, required per attendee and per order, ticket-type scoping', async (t) => {
@@ -258,10 +285,21 @@ for (const engine of ENGINES) {
 
       // Tickets the filters leave out, between those exported: their answers stay out too.
       const between = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(2), answers: [{ questionId: q.age.id, value: 7 }] }] }], answers: [{ questionId: q.consent.id, value: false }] });
+      // A negative number answer is a number, not a formula: not neutralised.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { min: null });
+      await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: -5 }] });
+      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n')[1]!, /"Vegan","-5",/);
+      await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: 42 }] });
       await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(3), answers: [{ questionId: q.meal.id, value: 'Anything' }] }] }], answers: [{ questionId: q.consent.id, value: true }] });
       const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&ticketTypeId=${vip.id}`)).text()).trim().split('\n').map((l) => JSON.parse(l));
       assert.deepEqual(filtered.map((a) => [a.name, a.answers.map((x: Json) => x.value), a.orderAnswers.length]), [['Guest 1', ['Vegan', 42], 2], ['Guest 3', ['Anything'], 1]]);
       assert.ok(!filtered.some((a) => a.ticketId === between.tickets[0].id));
+      // Filtered by search or check-in too (read by the batch's ids, not the range it spans).
+      const searched = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&q=guest3`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual(searched.map((a) => [a.name, a.answers.map((x: Json) => x.value)]), [['Guest 3', ['Anything']]]);
+      const unchecked = (await (await c.send('GET', `/events/${e.id}/attendees/export?checkedIn=false&ticketTypeId=${general.id}`)).text()).split('\r\n');
+      assert.equal(unchecked.length, 3);
+      assert.match(unchecked[1]!, /"Guest 2",.*,"","7","","false"$/);
 
       const ndjson = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
       assert.equal(ndjson.length, 3);
@@ -319,6 +357,16 @@ for (const engine of ENGINES) {
       // A retired question is no longer asked (nor required) and its answers are no longer shown.
       await c.expect(204, 'DELETE', `/events/${e.id}/questions/${q.meal.id}`);
       assert.deepEqual((await c.expect(200, 'GET', `/tickets/${v.id}/answers`)).answers, [{ questionId: q.age.id, value: 30 }]);
+      // A PUT replaces the answers to the questions asked now: the retired question's answer stays stored.
+      await c.expect(200, 'PUT', `/tickets/${v.id}/answers`, { answers: [{ questionId: q.age.id, value: 31 }] });
+      const stored = await api.database.db.selectFrom('answers').select(['questionId', 'value']).where('ticketId', '=', v.id).orderBy('questionId').execute();
+      assert.deepEqual(stored, [{ questionId: q.meal.id, value: '"Vegetarian"' }, { questionId: q.age.id, value: '31' }].sort((a, b) => (a.questionId < b.questionId ? -1 : 1)));
+      // A question no longer asked of the ticket's type (ticketTypeIds changed): a PUT neither takes nor removes its answer.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { ticketTypeIds: [general.id] });
+      assert.equal((await errorsOf(await c.send('PUT', `/tickets/${v.id}/answers`, { answers: [{ questionId: q.age.id, value: 32 }] })))['/answers/0/questionId'], `is not asked for ticket type ${vip.id}`);
+      await c.expect(200, 'PUT', `/tickets/${v.id}/answers`, { answers: [] });
+      assert.equal((await api.database.db.selectFrom('answers').select('value').where('ticketId', '=', v.id).where('questionId', '=', q.age.id).executeTakeFirst())?.value, '31');
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { ticketTypeIds: null });
       await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1 }], answers: [{ questionId: q.consent.id, value: true }] });
       // The questions left are still asked (the event's count of questions, which lets an order of an event that asks nothing skip reading them, followed).
       assert.match((await errorsOf(await c.send('POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1 }] })))['/answers']!, /"Photos OK"/);
@@ -349,6 +397,90 @@ for (const engine of ENGINES) {
       assert.equal(foreignOrder['/answers/0/questionId'], 'is not a question of this event');
     });
 
+    test("one attendee's or order's answers take at most 64 KB; an export of more attendees than a batch has them all", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general, vip } = await event(c);
+      const texts: Json[] = [];
+      for (let i = 0; i < 7; i++) texts.push(await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: `Note ${i}`, kind: 'text', maxLength: 10_000 }));
+      const long = (n: number) => texts.slice(0, n).map((q) => ({ questionId: q.id, value: 'é'.repeat(5000) }));
+      // Seven answers of 10,000 bytes each (5,000 two-byte characters): over the cap, at the answers' pointer.
+      const over = await errorsOf(await c.send('POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers: long(7) }] }] }));
+      assert.match(over['/items/0/attendees/0/answers']!, /take 70014 bytes together, more than the 65536/);
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers: long(6) }] }] });
+      assert.match((await errorsOf(await c.send('PUT', `/tickets/${ok.tickets[0].id}/answers`, { answers: long(7) })))['/answers']!, /more than the 65536/);
+
+      // 150 attendees, over two batches of an export of an event with questions, each with its answer.
+      for (const n of [100, 49]) {
+        await c.expect(201, 'POST', `/events/${e.id}/orders`, {
+          buyer: ada,
+          items: [{ ticketTypeId: vip.id, quantity: n, attendees: Array.from({ length: n }, (_, i) => ({ ...person(i), answers: [{ questionId: texts[0].id, value: `n${n}-${i}` }] })) }],
+        });
+      }
+      const lines = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      assert.equal(lines.length, 150);
+      assert.equal(new Set(lines.map((a) => a.ticketId)).size, 150);
+      assert.equal(lines.filter((a) => /^n(100|49)-/.test(a.answers[0]?.value)).length, 149);
+      const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n');
+      assert.equal(filtered.length, 151, 'header, 149 lines, and the end');
+    });
+
+    test('a required question is answered by a value: not by [], nor blanks; false answers a required boolean', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general } = await event(c);
+      const diet = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Allergies', kind: 'multiple_choice', options: ['Nuts', 'None'], required: true });
+      const name = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Badge', kind: 'text', required: true });
+      const ok = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Photos OK', kind: 'boolean', required: true, askedPer: 'order' });
+      const body = (answers: Json[]) => ({ buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1, attendees: [{ ...person(1), answers }] }], answers: [{ questionId: ok.id, value: false }] });
+      const empty = await problem(await c.send('POST', `/events/${e.id}/orders`, body([{ questionId: diet.id, value: [] }, { questionId: name.id, value: ' \t ' }])), 400, 'invalid_request');
+      assert.deepEqual(
+        empty.errors.map((x: Json) => [x.path, x.message.replace(/qst_\w+ /, '')]),
+        [['/items/0/attendees/0/answers', 'needs an answer to question ("Allergies"), which is required'], ['/items/0/attendees/0/answers', 'needs an answer to question ("Badge"), which is required']],
+      );
+      const placed = await c.expect(201, 'POST', `/events/${e.id}/orders`, body([{ questionId: diet.id, value: ['None'] }, { questionId: name.id, value: 'Ada' }]));
+      assert.deepEqual((await c.expect(200, 'GET', `/orders/${placed.id}/answers`)).answers, [{ questionId: ok.id, value: false }]);
+    });
+
+    test("an order's answers are asked by the types of its tickets now, after an order change", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e, general, vip } = await event(c);
+      const lounge = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Lounge slot', kind: 'text', askedPer: 'order', ticketTypeIds: [vip.id] });
+      const placed = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: general.id, quantity: 1 }] });
+      const notAsked = await errorsOf(await c.send('PUT', `/orders/${placed.id}/answers`, { answers: [{ questionId: lounge.id, value: '19:00' }] }));
+      assert.equal(notAsked['/answers/0/questionId'], 'is not asked for the ticket types of this order');
+      await c.expect(200, 'POST', `/orders/${placed.id}/changes`, { changeTypes: [{ ticketId: placed.tickets[0].id, ticketTypeId: vip.id }] });
+      assert.deepEqual((await c.expect(200, 'PUT', `/orders/${placed.id}/answers`, { answers: [{ questionId: lounge.id, value: '19:00' }] })).answers, [{ questionId: lounge.id, value: '19:00' }]);
+    });
+
+    test('a pending order completes without the options removed since it was placed', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { event: e } = await event(c);
+      const paid = await c.expect(201, 'POST', `/events/${e.id}/tickets`, { name: 'Dinner', price: 5000, quantity: 10 });
+      const meal = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Meal', kind: 'choice', options: ['Vegan', 'Fish', 'Anything'] });
+      const diet = await c.expect(201, 'POST', `/events/${e.id}/questions`, { label: 'Allergies', kind: 'multiple_choice', options: ['Nuts', 'Gluten'], askedPer: 'order' });
+      const pending = await c.expect(201, 'POST', `/events/${e.id}/orders`, {
+        buyer: ada,
+        items: [{ ticketTypeId: paid.id, quantity: 2, attendees: [{ ...person(1), answers: [{ questionId: meal.id, value: 'Fish' }] }, { ...person(2), answers: [{ questionId: meal.id, value: 'Vegan' }] }] }],
+        answers: [{ questionId: diet.id, value: ['Nuts', 'Gluten'] }],
+        payment: { provider: 'manual' },
+      });
+      assert.equal(pending.status, 'pending');
+      // No stored answer uses Fish or Nuts yet: both can go.
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${meal.id}`, { options: ['Vegan', 'Anything'] });
+      await c.expect(200, 'PATCH', `/events/${e.id}/questions/${diet.id}`, { options: ['Gluten'] });
+      const done = await c.expect(200, 'POST', `/orders/${pending.id}/confirm`, {});
+      assert.equal(done.status, 'completed');
+      const [first, second] = done.tickets as Json[];
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${first.id}/answers`)).answers, [], 'the removed option is no answer');
+      assert.deepEqual((await c.expect(200, 'GET', `/tickets/${second.id}/answers`)).answers, [{ questionId: meal.id, value: 'Vegan' }]);
+      assert.deepEqual((await c.expect(200, 'GET', `/orders/${pending.id}/answers`)).answers, [{ questionId: diet.id, value: ['Gluten'] }]);
+      const stored = await api.database.db.selectFrom('answers').select('value').where('orderId', '=', pending.id).execute();
+      assert.ok(stored.every((r) => !/Fish|Nuts/.test(r.value)), JSON.stringify(stored));
+    });
+
     test('removing an option while orders answer with it: never an answer with an option the question no longer has', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);
@@ -362,6 +494,10 @@ for (const engine of ENGINES) {
       const results = await Promise.all([...orders, ...patches]);
       const statuses = results.map((r) => r.status);
       assert.ok(statuses.slice(0, 40).every((s) => s === 201 || s === 400), JSON.stringify(statuses));
+      // An order refused was refused for its answer, at its pointer, after the option went.
+      for (const res of results.slice(0, 40).filter((r) => r.status === 400)) {
+        assert.deepEqual(await errorsOf(res), { '/items/0/attendees/0/answers/0/value': 'must be one of ["Anything"]' });
+      }
       assert.ok(statuses.slice(40).every((s) => s === 200 || s === 409), JSON.stringify(statuses));
       const now = await c.expect(200, 'GET', `/events/${e.id}/questions/${meal.id}`);
       const sold = statuses.slice(0, 40).filter((s) => s === 201).length;

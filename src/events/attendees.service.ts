@@ -54,7 +54,15 @@ export async function listAttendees(scope: TenantScope, eventId: string, query: 
   return { ...listed, data: await presentAttendees(scope, eventId, await askedQuestions(scope, event), listed.data) };
 }
 
+/**
+ * Attendees per export batch: 1,000 when the event asks nothing; with questions each attendee may
+ * carry up to MAX_ANSWERS_BYTES of its own answers and as much of its order's, so a batch of 100
+ * holds at most ~13 MB of answers (as many as a page of the list, at most 100).
+ */
 const EXPORT_BATCH = 1000;
+const EXPORT_BATCH_WITH_ANSWERS = 100;
+/** The export hands its text on in pieces of about this many characters (not a whole batch at once). */
+const EXPORT_CHUNK = 64 * 1024;
 const CSV_COLUMNS = ['ticketId', 'orderId', 'name', 'email', 'ticketTypeId', 'ticketTypeName', 'checkedIn', 'checkedInAt'] as const;
 
 /**
@@ -83,7 +91,16 @@ function csvCell(value: string | boolean | null): string {
 type Column = Pick<QuestionRow, 'id' | 'label'>;
 
 /** The CSV's first line: the attendee's columns, then one per question (its label), in the questions' order. */
-const csvHeader = (questions: Column[]) => `${CSV_COLUMNS.join(',')}${questions.map((q) => `,${csvCell(q.label)}`).join('')}\r\n`;
+function csvHeader(questions: Column[]): string {
+  // Two questions may have the same label: the second column is headed `label (2)`, and so on, so every column is told apart.
+  const seen = new Map<string, number>();
+  const labels = questions.map((q) => {
+    const n = (seen.get(q.label) ?? 0) + 1;
+    seen.set(q.label, n);
+    return n === 1 ? q.label : `${q.label} (${n})`;
+  });
+  return `${CSV_COLUMNS.join(',')}${labels.map((label) => `,${csvCell(label)}`).join('')}\r\n`;
+}
 
 /** An answer as a CSV cell's text: a multiple choice's options joined by ", "; no answer is an empty cell. */
 const answerText = (value: AnswerValue | undefined): string | null => (value === undefined ? null : Array.isArray(value) ? value.join(', ') : String(value));
@@ -101,7 +118,8 @@ function exportLine(format: 'csv' | 'json', attendee: Attendee, questions: Colum
     let value: AnswerValue | undefined;
     if (attendee.answers[own]?.questionId === q.id) value = attendee.answers[own++]!.value;
     else if (attendee.orderAnswers[order]?.questionId === q.id) value = attendee.orderAnswers[order++]!.value;
-    line += `,${csvCell(answerText(value))}`;
+    // A number is data a spreadsheet reads as a number: -5 stays -5 (no formula can hide in it).
+    line += typeof value === 'number' ? `,"${value}"` : `,${csvCell(answerText(value))}`;
   }
   return `${line}\r\n`;
 }
@@ -145,24 +163,35 @@ export const EXPORT_EXAMPLES = {
 };
 
 /**
- * The attendees as CSV or NDJSON, read from the database in keyset batches so memory stays
- * flat however many there are, and written as fast as the client reads (backpressure).
+ * The attendees as CSV or NDJSON, read from the database in keyset batches so memory is bounded by
+ * a batch (EXPORT_BATCH_WITH_ANSWERS) however many there are, and written in pieces of ~64 KB as
+ * fast as the client reads (backpressure).
  */
 export async function exportAttendees(scope: TenantScope, eventId: string, query: Static<typeof ExportQuery>) {
   const event = await requireEvent(scope, eventId);
   const format = query.format ?? 'csv';
   const questions = await askedQuestions(scope, event);
+  // Unfiltered, a batch's tickets are all the event's in their id range: read its answers by that
+  // range. Filtered, the range may span the whole event (a rare ticket type): read by the batch's ids.
+  const read = query.checkedIn === undefined && query.ticketTypeId === undefined && query.q === undefined ? 'range' : 'ids';
   async function* lines() {
     if (format === 'csv') yield csvHeader(questions);
+    const batch = questions.length === 0 ? EXPORT_BATCH : EXPORT_BATCH_WITH_ANSWERS;
     let after: string | null = null;
     for (;;) {
-      const rows = await repo.attendeesAfter(scope, eventId, query, after, EXPORT_BATCH);
+      const rows = await repo.attendeesAfter(scope, eventId, query, after, batch);
       if (rows.length === 0) return;
       let chunk = '';
-      for (const attendee of await presentAttendees(scope, eventId, questions, rows, 'range')) chunk += exportLine(format, attendee, questions);
-      yield chunk;
+      for (const attendee of await presentAttendees(scope, eventId, questions, rows, read)) {
+        chunk += exportLine(format, attendee, questions);
+        if (chunk.length >= EXPORT_CHUNK) {
+          yield chunk;
+          chunk = '';
+        }
+      }
+      if (chunk !== '') yield chunk;
       after = rows[rows.length - 1]!.ticketId;
-      if (rows.length < EXPORT_BATCH) return;
+      if (rows.length < batch) return;
     }
   }
   return {

@@ -223,7 +223,17 @@ export const CreateOrderBody = Type.Object(
   {
     $id: 'CreateOrderRequest',
     examples: [
-      { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 2, attendees: [{ name: 'Charles Babbage', email: 'charles@example.com' }] }] },
+      {
+        buyer: { name: 'Ada Lovelace', email: 'ada@example.com' },
+        items: [
+          {
+            ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732',
+            quantity: 2,
+            attendees: [{ name: 'Charles Babbage', email: 'charles@example.com', answers: [{ questionId: 'qst_01m80eg3tperaacsapew6ns732', value: 'Vegan' }] }],
+          },
+        ],
+        answers: [{ questionId: 'qst_01m80eg3tperaacsapew6ns733', value: 'Analytical Engines Ltd' }],
+      },
       { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: 'tt_01m80eg3tperaacsapew6ns732', quantity: 1 }], payment: { provider: 'manual' } },
     ],
     additionalProperties: false,

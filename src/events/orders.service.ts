@@ -12,7 +12,7 @@ import { type EventRow, requireEvent, requireLockedEvent, type TicketTypeRow } f
 import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events.schemas.js';
 import { confirmBalance } from './order-changes.service.js';
 import * as repo from './orders.repository.js';
-import { type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
+import { offeredAnswers, type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
 import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
@@ -366,7 +366,8 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
   const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;
   const tickets = await issueTickets(tx, order, items, plan, now);
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
-  if (plan.answers) await writeAnswers(tx, { accountId: tx.accountId, orderId: order.id, tickets: ticketPlaces(items, tickets.map((t) => t.id)), prepared: plan.answers });
+  // Options removed from their questions since the order was placed are dropped from its answers (offeredAnswers).
+  if (plan.answers) await writeAnswers(tx, { accountId: tx.accountId, orderId: order.id, tickets: ticketPlaces(items, tickets.map((t) => t.id)), prepared: await offeredAnswers(tx, plan.answers) });
   const completed = await repo.markCompleted(tx, order.id, {
     provider: paid.provider,
     paymentStatus: order.total > 0 ? 'paid' : 'none',

@@ -1,8 +1,11 @@
 import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, type FieldError, notFound } from '../errors.js';
+import { findOrder } from './orders.repository.js';
 import * as repo from './questions.repository.js';
-import { type AnswerInput, DEFAULT_MAX_LENGTH, type PutAnswersBody } from './questions.schemas.js';
+import { lockOrder } from './refunds.repository.js';
+import { findTicket, lockTicket, ticketsOfOrder } from './tickets.repository.js';
+import { type AnswerInput, DEFAULT_MAX_LENGTH, MAX_ANSWERS_BYTES, type PutAnswersBody } from './questions.schemas.js';
 
 type QuestionRow = repo.QuestionRow;
 export type AnswerValue = string | number | boolean | string[];
@@ -50,26 +53,36 @@ class Problems {
 
 const named = (q: QuestionRow) => `question ${q.id} (${JSON.stringify(q.label)})`;
 const optionsOf = (q: QuestionRow): string[] => (q.options === null ? [] : (JSON.parse(q.options) as string[]));
-const typesOf = (q: QuestionRow): string[] | null => (q.ticketTypeIds === null ? null : (JSON.parse(q.ticketTypeIds) as string[]));
-const covers = (q: QuestionRow, ticketTypeId: string) => typesOf(q)?.includes(ticketTypeId) ?? true;
 
-function oneOf(q: QuestionRow): string {
-  const list = JSON.stringify(optionsOf(q));
+/** A question as answers are checked against it: its options and ticket types parsed once (not per attendee and answer). */
+type Asked = QuestionRow & { optionSet: ReadonlySet<string>; typeSet: ReadonlySet<string> | null };
+const asAsked = (q: QuestionRow): Asked => ({ ...q, optionSet: new Set(optionsOf(q)), typeSet: q.ticketTypeIds === null ? null : new Set(JSON.parse(q.ticketTypeIds) as string[]) });
+const covers = (q: Asked, ticketTypeId: string) => q.typeSet?.has(ticketTypeId) ?? true;
+
+function oneOf(q: Asked): string {
+  const list = JSON.stringify([...q.optionSet]);
   return list.length <= 300 ? `must be one of ${list}` : `must be one of the options of ${named(q)}`;
+}
+
+function codePoints(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
 }
 
 /**
  * The answer `value` to `q` as stored, or null for no answer (null, an empty or blank text, an empty
  * selection); a value the question does not take is reported at `path` and answers null.
  */
-function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Problems): AnswerValue | null {
+function checkedValue(q: Asked, value: unknown, path: string, problems: Problems): AnswerValue | null {
   if (value === null) return null;
   switch (q.kind) {
     case 'text': {
       if (typeof value !== 'string') return problems.add(path, 'must be a string'), null;
       if (value.trim() === '') return null;
       const max = q.maxLength ?? DEFAULT_MAX_LENGTH;
-      if (value.length > max) return problems.add(path, `must have ${max} characters or fewer`), null;
+      // Characters are code points (an emoji is one), never fewer than UTF-16 units: count them only when the units are over.
+      if (value.length > max && codePoints(value) > max) return problems.add(path, `must have ${max} characters or fewer`), null;
       return value;
     }
     case 'number': {
@@ -82,15 +95,15 @@ function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Pr
       if (typeof value !== 'boolean') return problems.add(path, 'must be true or false'), null;
       return value;
     case 'choice':
-      if (typeof value !== 'string' || !optionsOf(q).includes(value)) return problems.add(path, oneOf(q)), null;
+      if (typeof value !== 'string' || !q.optionSet.has(value)) return problems.add(path, oneOf(q)), null;
       return value;
     case 'multiple_choice': {
       if (!Array.isArray(value)) return problems.add(path, 'must be an array of options'), null;
-      const options = optionsOf(q);
+      const options = q.optionSet;
       const seen = new Set<string>();
       let ok = true;
       value.forEach((option: unknown, i) => {
-        if (typeof option !== 'string' || !options.includes(option)) ok = (problems.add(`${path}/${i}`, oneOf(q)), false);
+        if (typeof option !== 'string' || !options.has(option)) ok = (problems.add(`${path}/${i}`, oneOf(q)), false);
         else if (seen.has(option)) ok = (problems.add(`${path}/${i}`, 'is chosen twice'), false);
         else seen.add(option);
       });
@@ -108,8 +121,8 @@ function checkedValue(q: QuestionRow, value: unknown, path: string, problems: Pr
  * `at` is the pointer of the answers' array, `missingAt` where a missing required answer is reported.
  */
 function checkAnswers(
-  all: Map<string, QuestionRow>,
-  asked: (q: QuestionRow) => string | null,
+  all: Map<string, Asked>,
+  asked: (q: Asked) => string | null,
   answers: Array<Static<typeof AnswerInput>> | undefined,
   at: string,
   missingAt: string,
@@ -133,18 +146,21 @@ function checkAnswers(
     if (value !== undefined) prepared.push({ questionId: q.id, value });
     else if (q.required === 1) problems.add(missingAt, `needs an answer to ${named(q)}, which is required`);
   }
+  const bytes = prepared.reduce((sum, answer) => sum + Buffer.byteLength(JSON.stringify(answer.value)), 0);
+  if (bytes > MAX_ANSWERS_BYTES) problems.add(at, `take ${bytes} bytes together, more than the ${MAX_ANSWERS_BYTES} one attendee's or one order's answers may take`);
   return prepared;
 }
 
 /** Why `q` is not asked of an attendee with a ticket of `ticketTypeId`, or null if it is. */
-const attendeeAsks = (ticketTypeId: string) => (q: QuestionRow) =>
+const attendeeAsks = (ticketTypeId: string) => (q: Asked) =>
   q.askedPer !== 'attendee' ? 'is asked per order: answer it in the order\'s answers' : covers(q, ticketTypeId) ? null : `is not asked for ticket type ${ticketTypeId}`;
 
 /** Why `q` is not asked of an order with tickets of `ticketTypeIds`, or null if it is. */
-const orderAsks = (ticketTypeIds: string[]) => (q: QuestionRow) =>
+const orderAsks = (ticketTypeIds: string[]) => (q: Asked) =>
   q.askedPer !== 'order' ? 'is asked per attendee: answer it in the attendee\'s answers' : ticketTypeIds.some((id) => covers(q, id)) ? null : 'is not asked for the ticket types of this order';
 
-const byId = (questions: QuestionRow[]) => new Map(questions.map((q) => [q.id, q]));
+/** The questions by id, each parsed once for the whole body (asAsked). */
+const byId = (questions: QuestionRow[]) => new Map(questions.map((q) => [q.id, asAsked(q)]));
 
 /**
  * The answers of an order's body validated against the event's questions, in the order's
@@ -211,6 +227,31 @@ export async function writeAnswers(
   await repo.insertAnswers(tx, rows);
 }
 
+/**
+ * A pending order's prepared answers as they can be stored at its completion, under its event's
+ * lock: an option removed from its question since the order was placed (removal checks stored
+ * answers only, and an expired or cancelled order can still complete when its money arrives) is
+ * dropped: a choice answer with it becomes no answer, a multiple choice keeps its other options.
+ * So no stored answer ever names an option its question does not offer.
+ */
+export async function offeredAnswers(tx: TenantScope, prepared: PreparedAnswers): Promise<PreparedAnswers> {
+  const all = [...prepared.order, ...prepared.attendees.flatMap((a) => a.answers)];
+  const choices = all.filter((a) => typeof a.value === 'string' || Array.isArray(a.value));
+  if (choices.length === 0) return prepared;
+  const offered = new Map((await repo.choiceQuestions(tx, prepared.eventId, choices.map((a) => a.questionId))).map((q) => [q.id, new Set(optionsOf(q))]));
+  const keep = (answers: PreparedAnswer[]): PreparedAnswer[] =>
+    answers.flatMap((answer) => {
+      const options = offered.get(answer.questionId);
+      if (options === undefined) return [answer];
+      if (Array.isArray(answer.value)) {
+        const left = answer.value.filter((o) => options.has(o));
+        return left.length > 0 ? [{ ...answer, value: left }] : [];
+      }
+      return typeof answer.value === 'string' && !options.has(answer.value) ? [] : [answer];
+    });
+  return { eventId: prepared.eventId, order: keep(prepared.order), attendees: prepared.attendees.map((a) => ({ ...a, answers: keep(a.answers) })) };
+}
+
 /** Each ticket's place in the order (item, attendee), for writeAnswers: tickets are issued item by item, in the items' order. */
 export function ticketPlaces(items: Array<{ quantity: number }>, ticketIds: string[]) {
   const places = items.flatMap((item, itemIndex) => Array.from({ length: item.quantity }, (_, attendeeIndex) => ({ itemIndex, attendeeIndex })));
@@ -270,14 +311,14 @@ export async function answersOfAttendees(
 const valuesOf = (rows: repo.GivenAnswer[]): AnswersOf => new Map(rows.map((r) => [r.questionId, JSON.parse(r.value) as AnswerValue]));
 
 export async function getTicketAnswers(scope: TenantScope, ticketId: string) {
-  const ticket = await repo.findTicket(scope, ticketId);
+  const ticket = await findTicket(scope, ticketId);
   if (!ticket) throw notFound('ticket', ticketId);
   const questions = await repo.questionsOfEvent(scope, ticket.eventId);
   return { ticketId, orderId: ticket.orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfTickets(scope, ticket.eventId, [ticketId]))) };
 }
 
 export async function getOrderAnswers(scope: TenantScope, orderId: string) {
-  const order = await repo.findOrder(scope, orderId);
+  const order = await findOrder(scope, orderId);
   if (!order) throw notFound('order', orderId);
   const questions = await repo.questionsOfEvent(scope, order.eventId);
   return { orderId, answers: presentAnswers(questions, valuesOf(await repo.answersOfOrders(scope, [orderId]))) };
@@ -285,19 +326,23 @@ export async function getOrderAnswers(scope: TenantScope, orderId: string) {
 
 /**
  * Replaces a ticket's answers with `input` (the complete set), checked as at order time against
- * the questions asked of its ticket type now: a required one must be answered. One transaction,
+ * the questions asked of its ticket type now: a required one must be answered. Only the answers to
+ * those questions are replaced: answers to retired questions, or to questions no longer asked of
+ * its type, stay stored (as retiring promises). One transaction,
  * with the ticket locked, so two edits of one ticket run one after the other.
  */
 export async function putTicketAnswers(scope: TenantScope, ticketId: string, input: Static<typeof PutAnswersBody>) {
   return scope.transaction(async (tx) => {
-    const ticket = await repo.lockTicket(tx, ticketId);
+    const ticket = await lockTicket(tx, ticketId);
     if (!ticket) throw notFound('ticket', ticketId);
     if (ticket.status !== 'valid') throw new AppError('ticket_cancelled', `Ticket ${ticketId} is cancelled; its answers cannot be edited.`);
     const questions = await repo.questionsForAnswers(tx, ticket.eventId);
     const problems = new Problems();
-    const answers = checkAnswers(byId(questions), attendeeAsks(ticket.ticketTypeId), input.answers, '/answers', '/answers', problems);
+    const asks = attendeeAsks(ticket.ticketTypeId);
+    const all = byId(questions);
+    const answers = checkAnswers(all, asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteTicketAnswers(tx, ticketId);
+    await repo.deleteTicketAnswers(tx, ticketId, [...all.values()].filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, {
       accountId: tx.accountId,
       orderId: ticket.orderId,
@@ -310,20 +355,24 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
 
 /**
  * Replaces an order's answers to questions asked per order with `input` (the complete set), checked
- * against the questions asked of the order's ticket types now. Only a completed order's: a pending
+ * against the questions asked of the types of the order's valid tickets now (not of its items as
+ * placed: an order change may have moved tickets to another type). Only a completed order's: a pending
  * one writes the answers it was placed with when it completes.
  */
 export async function putOrderAnswers(scope: TenantScope, orderId: string, input: Static<typeof PutAnswersBody>) {
   return scope.transaction(async (tx) => {
-    const order = await repo.lockOrder(tx, orderId);
+    const order = await lockOrder(tx, orderId);
     if (!order) throw notFound('order', orderId);
     if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { orderStatus: order.status });
     const questions = await repo.questionsForAnswers(tx, order.eventId);
-    const ticketTypeIds = (JSON.parse(order.items) as Array<{ ticketTypeId: string }>).map((item) => item.ticketTypeId);
+    // The types of its valid tickets now: an order change may have moved tickets to other types since it was placed.
+    const ticketTypeIds = [...new Set((await ticketsOfOrder(tx, orderId)).filter((t) => t.status === 'valid').map((t) => t.ticketTypeId))];
     const problems = new Problems();
-    const answers = checkAnswers(byId(questions), orderAsks(ticketTypeIds), input.answers, '/answers', '/answers', problems);
+    const asks = orderAsks(ticketTypeIds);
+    const all = byId(questions);
+    const answers = checkAnswers(all, asks, input.answers, '/answers', '/answers', problems);
     problems.throwIfAny();
-    await repo.deleteOrderAnswers(tx, orderId);
+    await repo.deleteOrderAnswers(tx, orderId, [...all.values()].filter((q) => asks(q) === null).map((q) => q.id));
     await writeAnswers(tx, { accountId: tx.accountId, orderId, tickets: [], prepared: { eventId: order.eventId, order: answers, attendees: [] } });
     return { orderId, answers };
   });

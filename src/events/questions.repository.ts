@@ -47,15 +47,19 @@ export function pageQuestions(scope: TenantScope, eventId: string, page: KeysetP
   return keysetPage(live(scope, eventId), page, 'questions.position', 'questions.id', 'asc').execute();
 }
 
-/** How many live questions the event has, and the last position. */
-export async function questionStats(scope: TenantScope, eventId: string): Promise<{ count: number; lastPosition: number | null }> {
-  const row = await scope
-    .selectFrom('questions')
-    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.max('position').as('lastPosition')])
-    .where('eventId', '=', eventId)
-    .where('deletedAt', 'is', null)
-    .executeTakeFirstOrThrow();
-  return { count: Number(row.count), lastPosition: row.lastPosition === null ? null : Number(row.lastPosition) };
+/** The event's choice questions among `ids`, live or retired (a pending order's answers may name either). */
+export async function choiceQuestions(scope: TenantScope, eventId: string, ids: string[]): Promise<QuestionRow[]> {
+  const found: QuestionRow[] = [];
+  for (const part of chunks([...new Set(ids)])) {
+    found.push(...(await scope.selectFrom('questions').selectAll().where('eventId', '=', eventId).where('id', 'in', part).where('kind', 'in', ['choice', 'multiple_choice']).execute()));
+  }
+  return found;
+}
+
+/** The last position of the event's live questions (null: none). */
+export async function lastPosition(scope: TenantScope, eventId: string): Promise<number | null> {
+  const row = await scope.selectFrom('questions').select((eb) => eb.fn.max('position').as('last')).where('eventId', '=', eventId).where('deletedAt', 'is', null).executeTakeFirstOrThrow();
+  return row.last === null ? null : Number(row.last);
 }
 
 export async function insertQuestion(scope: TenantScope, row: Insertable<QuestionTable>): Promise<void> {
@@ -103,9 +107,10 @@ export async function answersOfTickets(scope: TenantScope, eventId: string, tick
 
 /**
  * The answers given for the event's tickets from `first` to `last` (ids, inclusive), per attendee:
- * one range of the ticket index, where an `in` list of an export batch's 1,000 ids costs a lookup
- * each. Read by an export, which walks every ticket in id order: over all its batches it reads each
- * answer of the event at most once, whatever its filters leave out.
+ * one range of the (event, ticket) index, where an `in` list of an export batch's ids costs a
+ * lookup each. Only for an unfiltered export, which walks every ticket of the event in id order, so
+ * the range holds little but its batch's tickets; a filtered batch can span the whole event and
+ * reads by its ids instead.
  */
 export function answersOfTicketRange(scope: TenantScope, eventId: string, first: string, last: string): Promise<GivenAnswer[]> {
   return scope
@@ -130,32 +135,17 @@ export async function insertAnswers(scope: TenantScope, rows: Array<Insertable<A
   for (const part of chunks(rows)) await scope.db.insertInto('answers').values(part).execute();
 }
 
-/** Removes a ticket's answers (questions asked per attendee). */
-export async function deleteTicketAnswers(scope: TenantScope, ticketId: string): Promise<void> {
-  await scope.deleteFrom('answers').where('ticketId', '=', ticketId).execute();
+/**
+ * Removes a ticket's answers to `questionIds` (the live questions asked of it, which a PUT replaces):
+ * answers to retired questions, or to questions no longer asked of its type, stay.
+ */
+export async function deleteTicketAnswers(scope: TenantScope, ticketId: string, questionIds: string[]): Promise<void> {
+  if (questionIds.length === 0) return;
+  await scope.deleteFrom('answers').where('ticketId', '=', ticketId).where('questionId', 'in', questionIds).execute();
 }
 
-/** Removes an order's answers to questions asked per order. */
-export async function deleteOrderAnswers(scope: TenantScope, orderId: string): Promise<void> {
-  await scope.deleteFrom('answers').where('orderId', '=', orderId).where('ticketId', 'is', null).execute();
-}
-
-export function findTicket(scope: TenantScope, id: string) {
-  return scope.selectFrom('tickets').select(['id', 'eventId', 'orderId']).where('id', '=', id).executeTakeFirst();
-}
-
-export function findOrder(scope: TenantScope, id: string) {
-  return scope.selectFrom('orders').select(['id', 'eventId']).where('id', '=', id).executeTakeFirst();
-}
-
-/** The ticket (valid or not), locked for the rest of the transaction so edits of its answers run one after the other. */
-export function lockTicket(tx: TenantScope, id: string) {
-  const query = tx.selectFrom('tickets').select(['id', 'eventId', 'orderId', 'ticketTypeId', 'status']).where('id', '=', id);
-  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
-}
-
-/** The order, locked for the rest of the transaction so edits of its answers run one after the other. */
-export function lockOrder(tx: TenantScope, id: string) {
-  const query = tx.selectFrom('orders').select(['id', 'eventId', 'items', 'status']).where('id', '=', id);
-  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
+/** Removes an order's answers to `questionIds`, questions asked per order (as deleteTicketAnswers). */
+export async function deleteOrderAnswers(scope: TenantScope, orderId: string, questionIds: string[]): Promise<void> {
+  if (questionIds.length === 0) return;
+  await scope.deleteFrom('answers').where('orderId', '=', orderId).where('ticketId', 'is', null).where('questionId', 'in', questionIds).execute();
 }

@@ -24,7 +24,7 @@ export const questionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/questions',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'createQuestion', tags, summary: 'Create a question, asked per attendee or per order', params: EventParams, body: schemas.CreateQuestionBody, response: { 201: ref(schemas.QuestionSchema), ...problems('too_many_questions') } },
+      schema: { operationId: 'createQuestion', tags, summary: 'Create a question, asked per attendee or per order', params: EventParams, body: schemas.CreateQuestionBody, response: { 201: ref(schemas.QuestionSchema), ...problems('too_many_questions', 'event_cancelled') } },
     },
     async (request, reply) => {
       const question = await questions.createQuestion(scope(request), request.params.id, request.body);
@@ -57,7 +57,7 @@ export const questionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Update a question (partial); options that answers use stay',
         params: schemas.QuestionParams,
         body: schemas.UpdateQuestionBody,
-        response: { 200: ref(schemas.QuestionSchema), ...problems('question_options_in_use') },
+        response: { 200: ref(schemas.QuestionSchema), ...problems('question_options_in_use', 'event_cancelled') },
       },
     },
     (request) => questions.updateQuestion(scope(request), request.params.id, request.params.questionId, request.body),

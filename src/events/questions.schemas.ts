@@ -8,15 +8,24 @@ export const MAX_OPTIONS = 50;
 /** A text answer's limit when the question sets none, and the most it may set. */
 export const DEFAULT_MAX_LENGTH = 1000;
 export const MAX_TEXT_LENGTH = 10_000;
+/**
+ * The most one subject's answers (an attendee's, or an order's) take, as stored (UTF-8 bytes of
+ * their JSON): what bounds the memory of a page of attendees or an export batch.
+ */
+export const MAX_ANSWERS_BYTES = 64 * 1024;
 
 export const QuestionKind = StringEnum(['text', 'number', 'choice', 'multiple_choice', 'boolean'], {
   description: '`text` (a string up to `maxLength`), `number` (finite, within `min`..`max`), `choice` (one of `options`), `multiple_choice` (one or more of `options`), `boolean` (true or false).',
 });
 export const AskedPer = StringEnum(['attendee', 'order'], { description: '`attendee`: asked for each ticket of the types it covers; `order`: asked once per order that has such a ticket.' });
 
-const Label = Type.String({ minLength: 1, maxLength: 200 });
+/** No C0 control characters (tabs, line breaks included) nor bidirectional overrides or isolates, which would disguise a label or option in lists and exports. */
+const PLAIN = '^[^\\u0000-\\u001F\\u007F\\u202A-\\u202E\\u2066-\\u2069]*$';
+const Label = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN, description: 'One line of plain text: no control characters nor bidirectional overrides.' });
 const Help = Type.String({ maxLength: 1000 });
-const Options = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+/** An option: plain text, without `, ` (the export joins a multiple choice's options with it). */
+const Option = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN.replace('^', '^(?!.*, )'), description: 'Plain text without control characters, bidirectional overrides, or `, `.' });
+const Options = Type.Array(Option, {
   minItems: 1,
   maxItems: MAX_OPTIONS,
   uniqueItems: true,
@@ -28,7 +37,8 @@ const TicketTypeIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
   uniqueItems: true,
   description: 'The ticket types the question is asked for; null (the default): every ticket type of the event.',
 });
-const Position = Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, description: 'Where the question stands: lists, forms and export columns go by position, then by creation.' });
+export const MAX_POSITION = 1_000_000;
+const Position = Type.Integer({ format: 'int32', minimum: 0, maximum: MAX_POSITION, description: 'Where the question stands: lists, forms and export columns go by position, then by creation.' });
 const MaxLength = Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_TEXT_LENGTH, description: `Text questions: the most characters an answer may have (${DEFAULT_MAX_LENGTH} unless set).` });
 const Bound = Type.Number({ minimum: -1e15, maximum: 1e15 });
 
@@ -116,7 +126,9 @@ export const AnswersInput = Type.Array(AnswerInput, { maxItems: MAX_QUESTIONS_PE
 export const AnswerSchema = Type.Object(
   {
     questionId: Type.String(),
-    value: Type.Unsafe<string | number | boolean | string[]>({ description: 'A string, a number, a boolean, or an array of options (multiple choice).' }),
+    value: Type.Union([Type.String({ maxLength: MAX_TEXT_LENGTH }), Type.Number(), Type.Boolean(), Type.Array(Type.String({ maxLength: 200 }), { maxItems: MAX_OPTIONS })], {
+      description: 'A string (text, choice), a number, a boolean, or an array of options (multiple choice).',
+    }),
   },
   { $id: 'Answer' },
 );

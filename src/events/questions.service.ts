@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { iso } from '../time.js';
 import { requireEvent, requireLockedEvent } from './events.repository.js';
 import * as repo from './questions.repository.js';
-import { type CreateQuestionBody, MAX_QUESTIONS_PER_EVENT, type UpdateQuestionBody } from './questions.schemas.js';
+import { type CreateQuestionBody, MAX_POSITION, MAX_QUESTIONS_PER_EVENT, type UpdateQuestionBody } from './questions.schemas.js';
 
 type QuestionRow = repo.QuestionRow;
 
@@ -68,12 +68,14 @@ export async function createQuestion(scope: TenantScope, eventId: string, input:
   if (isChoice(input.kind) && input.options === undefined) throw invalid('/options', `is required for a ${input.kind} question`);
   checkSettings(input.kind, input);
   return scope.transaction(async (tx) => {
-    await requireLockedEvent(tx, eventId);
-    await checkedTypes(tx, eventId, input.ticketTypeIds);
-    const { count, lastPosition } = await repo.questionStats(tx, eventId);
-    if (count >= MAX_QUESTIONS_PER_EVENT) {
-      throw new AppError('too_many_questions', `Event ${eventId} has ${count} questions, the most it may have.`, { limit: MAX_QUESTIONS_PER_EVENT });
+    // The event's row, read under its lock, counts its live questions (countQuestions keeps it).
+    const event = await requireLockedEvent(tx, eventId);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled; its questions cannot change.`);
+    if (event.questions >= MAX_QUESTIONS_PER_EVENT) {
+      throw new AppError('too_many_questions', `Event ${eventId} has ${event.questions} questions, the most it may have.`, { limit: MAX_QUESTIONS_PER_EVENT });
     }
+    await checkedTypes(tx, eventId, input.ticketTypeIds);
+    const lastPosition = input.position !== undefined || event.questions === 0 ? null : await repo.lastPosition(tx, eventId);
     const now = Date.now();
     const row: QuestionRow = {
       id: newId('question'),
@@ -86,7 +88,7 @@ export async function createQuestion(scope: TenantScope, eventId: string, input:
       required: input.required ? 1 : 0,
       askedPer: input.askedPer ?? 'attendee',
       ticketTypeIds: input.ticketTypeIds ? JSON.stringify(input.ticketTypeIds) : null,
-      position: input.position ?? (lastPosition === null ? 0 : lastPosition + 1),
+      position: input.position ?? (lastPosition === null ? 0 : Math.min(lastPosition + 1, MAX_POSITION)),
       maxLength: input.maxLength ?? null,
       minValue: input.min ?? null,
       maxValue: input.max ?? null,
@@ -121,7 +123,8 @@ export async function listQuestions(scope: TenantScope, eventId: string, query: 
 export async function updateQuestion(scope: TenantScope, eventId: string, questionId: string, input: Static<typeof UpdateQuestionBody>): Promise<Question> {
   return scope.transaction(async (tx) => {
     // The event first, as an order does, so an order and a change of a question never wait on each other in a circle.
-    await requireLockedEvent(tx, eventId);
+    const event = await requireLockedEvent(tx, eventId);
+    if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled; its questions cannot change.`);
     const question = await repo.lockQuestion(tx, eventId, questionId);
     if (!question) throw notFound('question', questionId);
     const min = input.min === undefined ? question.minValue : input.min;

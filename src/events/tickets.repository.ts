@@ -29,6 +29,13 @@ export async function findEventTicket(scope: TenantScope, eventId: string, key: 
   return ticket;
 }
 
+/** The ticket, locked for the rest of the transaction (PostgreSQL: a row lock; SQLite's transaction holds the write lock). */
+export function lockTicket(tx: TenantScope, id: string): Promise<TicketRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockTicket needs a transaction');
+  const query = tx.selectFrom('tickets').selectAll().where('id', '=', id);
+  return (onPostgres(tx.db) ? query.forNoKeyUpdate() : query).executeTakeFirst();
+}
+
 /** The tickets of an order, by id. */
 export function ticketsOfOrder(scope: TenantScope, orderId: string): Promise<TicketRow[]> {
   return scope.selectFrom('tickets').selectAll().where('orderId', '=', orderId).orderBy('id').execute();

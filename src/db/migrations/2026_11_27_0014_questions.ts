@@ -44,7 +44,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('answers_pk', ['question_id', 'subject_id'])
     .execute();
-  await db.schema.createIndex('answers_ticket').on('answers').columns(['ticket_id']).execute();
+  // An event's answers by ticket: a page's tickets by id, an export's batch by the range it spans,
+  // without reading other events' (or accounts') answers on the way.
+  await db.schema.createIndex('answers_event_ticket').on('answers').columns(['event_id', 'ticket_id']).execute();
   await db.schema.createIndex('answers_order').on('answers').columns(['order_id']).execute();
 }
 
