@@ -36,6 +36,10 @@ export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' |
   return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
 }
 
+export function findPayment(scope: TenantScope, id: string): Promise<PaymentRow | undefined> {
+  return scope.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 export async function insertPayments(tx: TenantScope, rows: PaymentRow[]): Promise<void> {
   if (rows.length > 0) await tx.db.insertInto('payments').values(rows).execute();
 }

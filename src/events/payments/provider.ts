@@ -47,6 +47,16 @@ export interface RefundRequest {
   idempotencyKey: string;
 }
 
+/**
+ * A provider's definite "no" to a refund (a card network's or the provider's refusal, a request it
+ * will never accept): nothing moved, and the refund is `failed`. Any other error of `refund` (a
+ * timeout, a connection error, a 5xx) leaves the outcome unknown: the caller keeps the refund
+ * `pending` and asks again later with the same idempotency key.
+ */
+export class RefundRefused extends Error {
+  override readonly name = 'RefundRefused';
+}
+
 export interface PaymentProvider {
   readonly name: ProviderName;
   begin(request: CheckoutRequest): Promise<Checkout>;

@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import type { StripeApiBase } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { AppError, invalid } from '../../errors.js';
-import type { Checkout, CheckoutRequest, PaymentProvider, RefundRequest } from './provider.js';
+import { type Checkout, type CheckoutRequest, type PaymentProvider, RefundRefused, type RefundRequest } from './provider.js';
 import { findStripeAccount } from './stripe.repository.js';
 
 /** Stripe lets a Checkout Session live 30 minutes at least and 24 hours at most (`expires_at`). */
@@ -49,6 +49,18 @@ function providerError(action: string, err: unknown): AppError {
     return new AppError('payment_provider_error', `Stripe ${action}: ${err.code ?? err.rawType ?? err.type}${err.statusCode ? ` (HTTP ${err.statusCode})` : ''}: ${said}`);
   }
   return new AppError('payment_provider_error', `Stripe ${action}: no answer (${err instanceof Error ? err.message : String(err)}).`);
+}
+
+/**
+ * Whether Stripe said no for good: an error answer of 4xx, but not a conflict of idempotent
+ * requests in flight (409) nor a rate limit (429), which a later try with the same key resolves.
+ * A connection error, a timeout or a 5xx says nothing of whether the money moved.
+ */
+export function isDefiniteRefusal(err: unknown): boolean {
+  if (!(err instanceof Stripe.errors.StripeError)) return false;
+  if (err instanceof Stripe.errors.StripeConnectionError) return false;
+  const status = err.statusCode;
+  return status !== undefined && status >= 400 && status < 500 && status !== 409 && status !== 429;
 }
 
 /** The order's lines as Stripe shows them to the buyer; one line with the total if the items do not add up to it (a discount). */
@@ -106,7 +118,7 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
     },
 
     async refund(request: RefundRequest): Promise<{ reference: string | null }> {
-      if (request.paymentReference === null) throw new AppError('payment_provider_error', `Order ${request.orderId} has no Stripe payment to refund.`);
+      if (request.paymentReference === null) throw new RefundRefused(`Order ${request.orderId} has no Stripe payment to refund.`);
       let refund: Stripe.Refund;
       try {
         refund = await stripe.refunds.create(
@@ -114,11 +126,12 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
           { idempotencyKey: request.idempotencyKey },
         );
       } catch (err) {
-        throw providerError('did not refund', err);
+        const error = providerError('did not refund', err);
+        throw isDefiniteRefusal(err) ? new RefundRefused(error.message) : error;
       }
       // `pending`: Stripe took the refund and the bank has yet to settle it (no card refund fails after that but rarely).
       if (refund.status === 'failed' || refund.status === 'canceled' || refund.status === 'requires_action') {
-        throw new AppError('payment_provider_error', `Stripe's refund ${refund.id} is ${refund.status}${refund.failure_reason ? ` (${refund.failure_reason})` : ''}.`);
+        throw new RefundRefused(`Stripe's refund ${refund.id} is ${refund.status}${refund.failure_reason ? ` (${refund.failure_reason})` : ''}.`);
       }
       return { reference: refund.id };
     },
