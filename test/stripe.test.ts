@@ -13,7 +13,9 @@ import Stripe from 'stripe';
 import { loadConfig } from '../src/config.js';
 import { providerFor } from '../src/events/payments/providers.js';
 import { sessionExpiry, stripeClient, stripeProvider } from '../src/events/payments/stripe.js';
+import { RefundRefused } from '../src/events/payments/provider.js';
 import { purgeOldStripeEvents } from '../src/events/payments/stripe-webhook.service.js';
+import { settlePendingRefund } from '../src/events/refunds.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
 
@@ -273,8 +275,12 @@ for (const engine of ENGINES) {
       );
       assert.equal(s.requests.at(-1)!.idempotencyKey, refund.idempotencyKey);
 
-      await assert.rejects(provider.refund({ ...refund, amount: 6000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ab' }), (err: Json) => err.code === 'payment_provider_error' && /amount_too_large/.test(err.detail));
-      await assert.rejects(provider.refund({ ...refund, paymentReference: null, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ac' }), (err: Json) => err.code === 'payment_provider_error');
+      // Stripe's 4xx is a definite refusal (the refund fails); a 5xx after the package's retries says nothing of the money (the refund stays pending).
+      await assert.rejects(provider.refund({ ...refund, amount: 6000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ab' }), (err: Json) => err instanceof RefundRefused && /amount_too_large/.test(err.message));
+      await assert.rejects(provider.refund({ ...refund, paymentReference: null, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ac' }), (err: Json) => err instanceof RefundRefused);
+      s.failNext(3);
+      await assert.rejects(provider.refund({ ...refund, amount: 1000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ae' }), (err: Json) => !(err instanceof RefundRefused) && err.code === 'payment_provider_error');
+      assert.equal(s.refunds.length, 1, 'nothing refunded by the failed calls');
       const rest = await provider.refund({ ...refund, amount: 5000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ad' });
       assert.match(rest.reference!, /^re_/);
       assert.equal(s.refunds.reduce((sum, r) => sum + r.amount, 0), 7500);
@@ -400,6 +406,50 @@ for (const engine of ENGINES) {
       assert.match(refund.reference!, /^re_/);
       const call = s.requests.at(-1)!;
       assert.deepEqual([call.method, call.path, call.idempotencyKey, call.body.payment_intent, call.body.amount], ['POST', '/v1/refunds', 'pmt_01m80eg3tperaacsapew6ns7zz', paymentIntent, '2500']);
+    });
+
+    test("an event's cancellation refunds its Stripe and manual orders through their providers, once; a refund without an answer stays pending and its job settles it with the same key", async (t) => {
+      const s = await standin(t);
+      const { api, account, c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 2500, quantity: 10 });
+      const buyer = { name: 'Ada Lovelace', email: 'ada@example.com' };
+      const stripe = { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' };
+      const sessionOf = (o: Json) => /(cs_test_\w+)$/.exec(o.payment.checkoutUrl)![1]!;
+      const first = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 2 }], payment: stripe });
+      const second = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: stripe });
+      const manual = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: { provider: 'manual' } });
+      for (const o of [first, second]) assert.equal((await s.pay(sessionOf(o))).body.outcome, 'completed');
+      await c.expect(200, 'POST', `/orders/${manual.id}/confirm`);
+      // The first order's refund: 2500 already went back by hand through the API; what is left is refunded, not the ticket prices.
+      await c.expect(201, 'POST', `/orders/${first.id}/refunds`, { amount: 1000 });
+      const refundsBefore = s.refunds.length;
+
+      // Stripe answers 500 to the first refund call of the cancellation, and to the package's two retries.
+      s.failNext(3);
+      await c.expect(200, 'POST', `/events/${event.id}/cancel`);
+      const refundsOf = async (o: Json) => (await c.expect(200, 'GET', `/orders/${o.id}`)).payments.filter((p: Json) => p.kind === 'refund' && p.amount !== 1000);
+      const [a, b, m] = [await refundsOf(first), await refundsOf(second), await refundsOf(manual)];
+      const pendingOne = [...a, ...b].filter((p: Json) => p.status === 'pending');
+      assert.equal(pendingOne.length, 1, JSON.stringify([a, b]));
+      assert.deepEqual(a.map((p: Json) => p.amount).sort(), [1500, 2500].sort((x, y) => x - y), 'each ticket its worth, capped by what the order has left');
+      assert.deepEqual(b.map((p: Json) => [p.amount, p.provider]), [[2500, 'stripe']]);
+      assert.deepEqual(m.map((p: Json) => [p.amount, p.provider, p.status, p.reference]), [[2500, 'manual', 'succeeded', null]]);
+      for (const p of [...a, ...b].filter((p: Json) => p.status === 'succeeded')) assert.match(p.reference, /^re_/);
+      assert.equal(s.refunds.length - refundsBefore, 2, 'two Stripe refunds went through; the third had no answer');
+      // The amount stays reserved: nothing more to refund, so no second refund of the same money.
+      for (const o of [first, second, manual]) await problem(await c.send('POST', `/orders/${o.id}/refunds`, {}), 409, 'refund_exceeds_paid');
+
+      // The refund's job asks Stripe again with the refund's id as the key, and records the outcome.
+      assert.deepEqual(await settlePendingRefund(api.database.db, { accountId: account.accountId, paymentId: pendingOne[0].id }), { status: 'settled' });
+      assert.deepEqual(await settlePendingRefund(api.database.db, { accountId: account.accountId, paymentId: pendingOne[0].id }), { status: 'settled' }, 'settled already: nothing to do');
+      assert.equal(s.refunds.length - refundsBefore, 3);
+      const keys = s.requests.filter((r) => r.path === '/v1/refunds' && r.idempotencyKey === pendingOne[0].id);
+      assert.equal(keys.length, 4, 'three calls without an answer and the job\'s, all with the same key');
+      for (const o of [first, second, manual]) {
+        const read = await c.expect(200, 'GET', `/orders/${o.id}`);
+        assert.deepEqual([read.refundedAmount, read.payment.status], [o.total, 'refunded'], o.id);
+        assert.ok(read.payments.every((p: Json) => p.status === 'succeeded'));
+      }
     });
 
     test('a payment that arrives after its order ended: honoured while the places are free, refunded at once when they are gone', async (t) => {

@@ -9,7 +9,9 @@ import { findOrder, type OrderRow, type PaymentRow, paymentsOfOrder } from './or
 import { presentPayment } from './orders.service.js';
 import { type PaymentProvider, type ProviderName, RefundRefused } from './payments/provider.js';
 import { providerFor } from './payments/providers.js';
+import { refundsOfTickets } from './order-changes.repository.js';
 import * as repo from './refunds.repository.js';
+import type { TicketRow } from './tickets.repository.js';
 import type { RefundOrderBody } from './refunds.schemas.js';
 
 /** Money an order change or a cancel wants back: for a ticket, or (null) for the order as a whole. */
@@ -80,6 +82,28 @@ export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: R
     now,
   );
   return { order, chargeReference: money.chargeReference, rows };
+}
+
+/**
+ * The refunds of tickets cancelled by their organiser (an event's cancellation), in the caller's
+ * transaction: for each completed order among them, its lock taken (orders by id, so two callers
+ * never wait on each other), each ticket's worth (its price less what was refunded of it or is
+ * being refunded) reserved through reserveRefunds, capped by what is left of the order's money.
+ * Pending, expired and cancelled orders took no money; free tickets are worth nothing.
+ */
+export async function reserveTicketRefunds(tx: TenantScope, tickets: Pick<TicketRow, 'id' | 'orderId' | 'price'>[], reason: string, now: number): Promise<ReservedRefunds[]> {
+  const byOrder = new Map<string, Pick<TicketRow, 'id' | 'orderId' | 'price'>[]>();
+  for (const ticket of tickets) if (ticket.price > 0) byOrder.set(ticket.orderId, [...(byOrder.get(ticket.orderId) ?? []), ticket]);
+  const reserved: ReservedRefunds[] = [];
+  for (const orderId of [...byOrder.keys()].sort()) {
+    const order = await repo.lockOrder(tx, orderId);
+    if (!order || order.status !== 'completed') continue;
+    const refunded = await refundsOfTickets(tx, orderId);
+    const wishes = byOrder.get(orderId)!.map((ticket) => ({ ticketId: ticket.id, amount: ticket.price - (refunded.get(ticket.id) ?? 0), reason }));
+    const refunds = await reserveRefunds(tx, order, wishes, now);
+    if (refunds.rows.length > 0) reserved.push(refunds);
+  }
+  return reserved;
 }
 
 /** The provider that gives an order's money back; none for money taken outside Montage (`external`: its integrator gives it back). */
