@@ -117,8 +117,14 @@ type Attempt = { status: 'succeeded'; reference: string | null } | { status: 'fa
 
 /** Asks the order's provider to move a pending refund's money, with the refund's id as the idempotency key. */
 async function attemptRefund(scope: TenantScope, order: Pick<OrderRow, 'provider'>, chargeReference: string | null, row: PaymentRow): Promise<Attempt> {
+  let provider: PaymentProvider | null;
   try {
-    const provider = await refunderOf(scope.db as Db, scope.accountId, order.provider);
+    provider = await refunderOf(scope.db as Db, scope.accountId, order.provider);
+  } catch (err) {
+    // No provider to call (the account's Stripe keys are gone): nothing was sent, so nothing moved.
+    return { status: 'failed', reason: err instanceof Error ? err.message : String(err) };
+  }
+  try {
     const answer = provider
       ? await provider.refund({ accountId: scope.accountId, orderId: row.orderId, paymentReference: chargeReference, amount: row.amount, currency: row.currency, idempotencyKey: row.id })
       : { reference: null };
