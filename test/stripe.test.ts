@@ -454,7 +454,7 @@ for (const engine of ENGINES) {
 
     test('a payment that arrives after its order ended: honoured while the places are free, refunded at once when they are gone', async (t) => {
       const s = await standin(t);
-      const { c, account } = await stripeApp(t, engine, s);
+      const { api, c, account } = await stripeApp(t, engine, s);
       const { event, type } = await paidEvent(c, { price: 1500, quantity: 2 });
       const order = (quantity: number, payment?: object) =>
         c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity }], ...(payment ? { payment } : {}) });
@@ -481,6 +481,22 @@ for (const engine of ENGINES) {
       assert.equal(s.refunds.length, 1, 'a repeated delivery refunds nothing more');
       const after = await c.expect(200, 'GET', `/orders/${second.id}`);
       assert.deepEqual([after.status, after.tickets.length], ['cancelled', 0]);
+      // The money's trace on the order: the charge and its refund, both succeeded, written once; not the order's own money.
+      assert.deepEqual(
+        after.payments.map((p: Json) => [p.kind, p.provider, p.amount, p.currency, p.status, p.reference]),
+        [
+          ['charge', 'stripe', 3000, 'EUR', 'succeeded', paymentIntent],
+          ['refund', 'stripe', 3000, 'EUR', 'succeeded', s.refunds[0]!.id],
+        ],
+      );
+      const reasons = await api.database.db.selectFrom('payments').select('reason').where('orderId', '=', second.id).execute();
+      assert.deepEqual(reasons.map((r) => r.reason), ['unhonoured: order_expired', 'unhonoured: order_expired']);
+      assert.deepEqual([after.refundedAmount, after.payment.status], [0, 'none']);
+      // No sale happened: neither payment.completed nor payment.refunded for it.
+      const messages = async (event: string) =>
+        (await api.database.db.selectFrom('webhookMessages').select('payload').where('accountId', '=', account.accountId).where('eventType', '=', event).execute()).map((m) => JSON.parse(m.payload).data);
+      assert.deepEqual(await messages('payment.refunded'), []);
+      assert.ok((await messages('payment.completed')).every((m: Json) => m.id !== second.id));
 
       // A second Checkout Session of an order paid already (made outside Montage, or an old one): paid twice, so refunded.
       const other = await stripeClient(s.secretKey).checkout.sessions.create({
@@ -493,7 +509,21 @@ for (const engine of ENGINES) {
       const twice = s.sessions.get(other.id)!.payment_intent!;
       assert.deepEqual(s.refunds.at(-1)!.payment_intent, twice);
       const firstAfter = await c.expect(200, 'GET', `/orders/${first.id}`);
-      assert.deepEqual(firstAfter.payments.map((p: Json) => p.reference), [s.sessions.get(sessionOf(first))!.payment_intent], 'the order keeps its first payment');
+      assert.deepEqual(
+        firstAfter.payments.map((p: Json) => [p.kind, p.reference]),
+        [
+          ['charge', s.sessions.get(sessionOf(first))!.payment_intent],
+          ['charge', twice],
+          ['refund', s.refunds.at(-1)!.id],
+        ],
+        'the order keeps its first payment; the second is recorded with its refund',
+      );
+      assert.deepEqual([firstAfter.refundedAmount, firstAfter.payment.status], [0, 'paid']);
+      // Only the order's own money can be refunded: 3000, against its first payment.
+      await problem(await c.send('POST', `/orders/${first.id}/refunds`, { amount: 3001 }), 409, 'refund_exceeds_paid');
+      await c.expect(201, 'POST', `/orders/${first.id}/refunds`, { amount: 3000 });
+      assert.equal(s.refunds.at(-1)!.payment_intent, s.sessions.get(sessionOf(first))!.payment_intent);
+      assert.deepEqual(await messages('payment.refunded').then((m) => m.map((x: Json) => x.amount)), [3000]);
     });
   });
 }

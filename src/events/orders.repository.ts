@@ -410,6 +410,16 @@ export async function saveCheckout(scope: TenantScope, id: string, checkout: { r
   await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).execute();
 }
 
+/**
+ * A payment Montage could not honour (Stripe's late or second payment, refunded at once): its
+ * charge and refund carry a reason of this prefix. They are a trace on the order, not its money:
+ * what it was paid, what is left to refund and the event's figures leave them out.
+ */
+export const UNHONOURED_REASON = 'unhonoured: ';
+
+/** Payment rows that are the order's own money (not the trace of a payment not honoured). */
+export const ownMoney = sql<boolean>`coalesce(reason, '') not like ${`${UNHONOURED_REASON}%`}`;
+
 export async function insertPayment(scope: TenantScope, row: PaymentRow): Promise<void> {
   await scope.db.insertInto('payments').values(row).execute();
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { onPostgres } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
-import type { OrderRow, PaymentRow } from './orders.repository.js';
+import { type OrderRow, ownMoney, type PaymentRow } from './orders.repository.js';
 
 const n = (value: unknown) => Number(value ?? 0);
 
@@ -32,6 +32,7 @@ export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' |
       sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' and provider = ${order.provider ?? ''} then reference end)`.as('chargeReference'),
     ])
     .where('orderId', '=', order.id)
+    .where(ownMoney)
     .executeTakeFirst();
   return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
 }
