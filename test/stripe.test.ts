@@ -351,6 +351,9 @@ for (const engine of ENGINES) {
       );
       assert.deepEqual(noReturn.errors.map((e: Json) => e.path), ['/payment/successUrl']);
       assert.equal(s.sessions.size, 0);
+      // Refused before the order was placed: no order was created and cancelled, so no order.cancelled either.
+      assert.deepEqual((await c.expect(200, 'GET', `/events/${event.id}/orders`)).data, []);
+      assert.equal(await api.database.db.selectFrom('webhookMessages').select('id').where('eventType', '=', 'order.cancelled').executeTakeFirst(), undefined);
       assert.deepEqual((({ held, sold }) => ({ held, sold }))((await c.expect(200, 'GET', `/events/${event.id}/tickets`)).data[0]), { held: 0, sold: 0 });
 
       const placedAt = Date.now();

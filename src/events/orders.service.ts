@@ -185,13 +185,16 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   });
   if (count > MAX_TICKETS_PER_ORDER) throw invalid('/items', `may hold at most ${MAX_TICKETS_PER_ORDER} tickets in all`);
 
-  // Found before anything is held; a provider the account lacks matters only to a paid order.
+  // Found and checked before anything is held; a provider the account lacks (or refuses `payment`) matters only to a paid order.
   let provider: PaymentProvider | null = null;
   let providerMissing: unknown = null;
   if (input.payment) {
     try {
       provider = await providerFor(scope.db as Db, scope.accountId, input.payment.provider);
+      // What the provider cannot begin with (Stripe without successUrl) is refused before anything is held.
+      provider.validate?.({ successUrl: input.payment.successUrl ?? null, cancelUrl: input.payment.cancelUrl ?? null });
     } catch (err) {
+      provider = null;
       providerMissing = err;
     }
   }

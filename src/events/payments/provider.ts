@@ -59,6 +59,11 @@ export class RefundRefused extends Error {
 
 export interface PaymentProvider {
   readonly name: ProviderName;
+  /**
+   * Refuses (400, with the field's path under `/payment`) what `begin` could not start with, before
+   * the pending order is placed: a refusal then holds nothing and sends nothing. Optional.
+   */
+  validate?(payment: Pick<CheckoutRequest, 'successUrl' | 'cancelUrl'>): void;
   begin(request: CheckoutRequest): Promise<Checkout>;
   refund(request: RefundRequest): Promise<{ reference: string | null }>;
 }

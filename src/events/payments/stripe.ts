@@ -84,12 +84,20 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
   const settings = await findStripeAccount(db, accountId);
   if (!settings) throw new AppError('payment_provider_not_configured', 'This account has no Stripe keys: save them with PUT /v1/payment-providers/stripe first.', { provider: 'stripe' });
   const stripe = stripeClient(settings.secretKey);
+  /** Stripe's hosted page has to send the buyer somewhere when they have paid. */
+  const returnUrl = (payment: Pick<CheckoutRequest, 'successUrl'>): string => {
+    if (payment.successUrl === null) throw invalid('/payment/successUrl', 'is required when paying with Stripe (the page the buyer returns to)');
+    return payment.successUrl;
+  };
   return {
     name: 'stripe',
 
+    validate(payment) {
+      returnUrl(payment);
+    },
+
     async begin(request: CheckoutRequest): Promise<Checkout> {
-      // Stripe's hosted page has to send the buyer somewhere when they have paid.
-      if (request.successUrl === null) throw invalid('/payment/successUrl', 'is required when paying with Stripe (the page the buyer returns to)');
+      const successUrl = returnUrl(request);
       const metadata = { order_id: request.orderId, account_id: request.accountId, event_id: request.eventId };
       let session: Stripe.Checkout.Session;
       try {
@@ -102,7 +110,7 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
             metadata,
             payment_intent_data: { metadata },
             expires_at: sessionExpiry(request.expiresAt, Date.now()),
-            success_url: request.successUrl,
+            success_url: successUrl,
             ...(request.cancelUrl ? { cancel_url: request.cancelUrl } : {}),
           },
           // One order, one session: a retried call gets the session of the first.
