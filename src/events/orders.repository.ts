@@ -406,8 +406,13 @@ export function markCompleted(tx: TenantScope, id: string, changes: Pick<OrderRo
 }
 
 /** Where the buyer of a pending order pays, once its provider began the payment. */
-export async function saveCheckout(scope: TenantScope, id: string, checkout: { reference: string | null; checkoutUrl: string | null }, now: number): Promise<void> {
-  await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).execute();
+/**
+ * Where a pending order is paid; false if it is pending no more (the provider's webhook completed it
+ * first, or it was cancelled meanwhile): its reference is then the completion's, left as it is.
+ */
+export async function saveCheckout(scope: TenantScope, id: string, checkout: { reference: string | null; checkoutUrl: string | null }, now: number): Promise<boolean> {
+  const result = await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /**

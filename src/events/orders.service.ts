@@ -320,7 +320,10 @@ async function beginPayment(
     if (err instanceof AppError) throw err;
     throw new AppError('payment_provider_error', `The ${provider.name} provider could not begin the payment of order ${row.id}; the order was cancelled.`, { provider: provider.name, orderId: row.id });
   }
-  if (checkout.reference !== null || checkout.checkoutUrl !== null) await repo.saveCheckout(scope, row.id, checkout, Date.now());
+  if (checkout.reference !== null || checkout.checkoutUrl !== null) {
+    // Paid (or cancelled) before the provider's answer came back: the order as it is now.
+    if (!(await repo.saveCheckout(scope, row.id, checkout, Date.now()))) return getOrder(scope, row.id);
+  }
   return presentOrder({ ...row, paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl }, [], []);
 }
 
