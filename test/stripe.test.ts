@@ -15,6 +15,7 @@ import { providerFor } from '../src/events/payments/providers.js';
 import { sessionExpiry, stripeClient, stripeProvider } from '../src/events/payments/stripe.js';
 import { RefundRefused } from '../src/events/payments/provider.js';
 import { purgeOldStripeEvents } from '../src/events/payments/stripe-webhook.service.js';
+import { expireOrder } from '../src/events/orders.service.js';
 import { settlePendingRefund } from '../src/events/refunds.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
@@ -455,6 +456,28 @@ for (const engine of ENGINES) {
       }
     });
 
+    test("an order's hold that runs out expires its Checkout Session; best effort: Stripe away, the order expires all the same", async (t) => {
+      const s = await standin(t);
+      const { api, account, c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 1500, quantity: 5 });
+      const place = () => c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' } });
+      const [away, reached] = [await place(), await place()];
+      const sessionOf = (o: Json) => /(cs_test_\w+)$/.exec(o.payment.checkoutUrl)![1]!;
+      const later = Date.now() + 24 * HOUR;
+      const expire = (o: Json) => expireOrder(api.database.db, { accountId: account.accountId, eventId: event.id, orderId: o.id }, later);
+
+      s.failNext(3);
+      assert.equal(await expire(away), 0);
+      assert.equal((await c.expect(200, 'GET', `/orders/${away.id}`)).status, 'expired');
+      assert.equal(s.sessions.get(sessionOf(away))!.status, 'open', 'Stripe did not answer: the session is left to its own expiry');
+
+      assert.equal(await expire(reached), 0);
+      assert.equal((await c.expect(200, 'GET', `/orders/${reached.id}`)).status, 'expired');
+      assert.equal(s.sessions.get(sessionOf(reached))!.status, 'expired');
+      const call = s.requests.at(-1)!;
+      assert.deepEqual([call.method, call.path, call.idempotencyKey], ['POST', `/v1/checkout/sessions/${sessionOf(reached)}/expire`, `montage-expire-${sessionOf(reached)}`]);
+    });
+
     test('a payment that arrives after its order ended: honoured while the places are free, refunded at once when they are gone', async (t) => {
       const s = await standin(t);
       const { api, c, account } = await stripeApp(t, engine, s);
@@ -467,6 +490,9 @@ for (const engine of ENGINES) {
       // Cancelled, but nobody took its place: the money is honoured.
       const first = await order(2, stripe);
       await c.expect(200, 'POST', `/orders/${first.id}/cancel`);
+      // Its Checkout Session was expired (best effort, after the cancel committed): the buyer cannot start paying it any more.
+      assert.equal(s.sessions.get(sessionOf(first))!.status, 'expired');
+      assert.ok(s.requests.some((r) => r.method === 'POST' && r.path === `/v1/checkout/sessions/${sessionOf(first)}/expire`));
       assert.equal((await s.pay(sessionOf(first))).body.outcome, 'completed');
       assert.equal((await c.expect(200, 'GET', `/orders/${first.id}`)).status, 'completed');
 

@@ -8,7 +8,7 @@ import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { firstSigningKey, revokeCodes } from './door.service.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
-import { cancelPendingOrdersOfEvent } from './orders.service.js';
+import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
@@ -209,13 +209,13 @@ const CANCEL_BATCH = 500;
  * `pending` and its job settles it.
  */
 export async function cancelEvent(scope: TenantScope, id: string) {
-  const { presentedEvent, reserved } = await scope.transaction(async (tx) => {
+  const { presentedEvent, reserved, pending } = await scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is already cancelled.`);
     const now = Date.now();
     const presentedEvent = presentEvent(await repo.cancelEvent(tx, id, now));
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.cancelled', data: presentedEvent }], now);
-    await cancelPendingOrdersOfEvent(tx, id, now);
+    const pending = await cancelPendingOrdersOfEvent(tx, id, now);
     const reserved: ReservedRefunds[] = [];
     for (;;) {
       const batch = await validTicketsOfEvent(tx, id, CANCEL_BATCH);
@@ -226,8 +226,9 @@ export async function cancelEvent(scope: TenantScope, id: string) {
       await fanOut.inTransaction(tx.db, scope.accountId, messages, now);
       reserved.push(...(await reserveTicketRefunds(tx, batch, 'event cancelled', now)));
     }
-    return { presentedEvent, reserved };
+    return { presentedEvent, reserved, pending };
   });
+  await endCheckouts(scope, pending);
   for (const refunds of reserved) {
     try {
       await settleRefunds(scope, refunds);

@@ -13,7 +13,7 @@ import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events
 import { confirmBalance } from './order-changes.service.js';
 import * as repo from './orders.repository.js';
 import { type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
-import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
+import { type Checkout, type PaymentProvider, PROVIDER_NAMES, type ProviderName } from './payments/provider.js';
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
@@ -417,7 +417,7 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
  * when it was not pending (or, for an expiry, not yet due), with nothing changed.
  */
 async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
-  return scope.transaction(async (tx) => {
+  const ended = await scope.transaction(async (tx) => {
     const { order } = await lockOrder(tx, orderId);
     const now = Date.now();
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
@@ -425,20 +425,43 @@ async function endPending(scope: TenantScope, orderId: string, status: 'expired'
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
-    return presented;
+    return { presented, row: ended };
   });
+  if (!ended) return undefined;
+  await endCheckouts(scope, [ended.row]);
+  return ended.presented;
+}
+
+/**
+ * Closes the provider's checkouts of orders that ended unpaid (Stripe: the Checkout Session is
+ * expired), after their end committed. Best effort: a checkout that cannot be closed (the provider
+ * away, its keys gone, paid meanwhile) is left; a payment that still comes is a late one, honoured
+ * while the places are free and otherwise refunded at once.
+ */
+export async function endCheckouts(scope: TenantScope, orders: Pick<OrderRow, 'provider' | 'paymentReference'>[]): Promise<void> {
+  for (const order of orders) {
+    if (order.provider === null || order.paymentReference === null || !(PROVIDER_NAMES as readonly string[]).includes(order.provider)) continue;
+    try {
+      const provider = await providerFor(scope.db as Db, scope.accountId, order.provider as ProviderName);
+      await provider.endCheckout?.(order.paymentReference);
+    } catch {
+      // Best effort (see above).
+    }
+  }
 }
 
 /**
  * A cancelled event's pending orders → cancelled, in the event's cancelling transaction (under its
- * lock): nothing is held any more, and `order.cancelled` is sent for each.
+ * lock): nothing is held any more, and `order.cancelled` is sent for each. The orders, whose
+ * checkouts the caller closes after its commit (endCheckouts).
  */
-export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<void> {
+export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
   const cancelled = await repo.endPendingOrdersOfEvent(tx, eventId, now);
-  if (cancelled.length === 0) return;
+  if (cancelled.length === 0) return cancelled;
   const payments = await repo.paymentsOfOrders(tx, cancelled.map((o) => o.id));
   const messages = cancelled.map((order): OutboxMessage => ({ event: 'order.cancelled', data: presentOrder(order, [], payments.filter((p) => p.orderId === order.id)) }));
   await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+  return cancelled;
 }
 
 /** `POST /v1/orders/:id/cancel`: a pending order → cancelled, its places returned; any other is 409 `order_not_pending`. */

@@ -65,5 +65,11 @@ export interface PaymentProvider {
    */
   validate?(payment: Pick<CheckoutRequest, 'successUrl' | 'cancelUrl'>): void;
   begin(request: CheckoutRequest): Promise<Checkout>;
+  /**
+   * Closes the checkout of an order that ended unpaid (expired or cancelled), so the buyer cannot
+   * pay it any more. Best effort, after the order's end committed: a payment that still arrives is
+   * handled as a late one. Optional (`manual` has nothing to close).
+   */
+  endCheckout?(reference: string): Promise<void>;
   refund(request: RefundRequest): Promise<{ reference: string | null }>;
 }

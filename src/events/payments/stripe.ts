@@ -125,6 +125,14 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
       return { reference: session.id, checkoutUrl: session.url };
     },
 
+    async endCheckout(reference: string): Promise<void> {
+      try {
+        await stripe.checkout.sessions.expire(reference, {}, { idempotencyKey: `montage-expire-${reference}` });
+      } catch (err) {
+        throw providerError('did not expire the checkout', err);
+      }
+    },
+
     async refund(request: RefundRequest): Promise<{ reference: string | null }> {
       if (request.paymentReference === null) throw new RefundRefused(`Order ${request.orderId} has no Stripe payment to refund.`);
       let refund: Stripe.Refund;
