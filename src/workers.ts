@@ -4,7 +4,7 @@ import { BLEND_KIND, purgeExpiredBlendJobs } from './blend/blend.service.js';
 import { createResultStore } from './blend/storage.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
-import { EXPIRE_ORDER_KIND, orderExpiryHandler } from './events/orders.job.js';
+import { EXPIRE_ORDER_KIND, orderExpiryHandler, sweepPendingOrders } from './events/orders.job.js';
 import { refundSettleHandler, SETTLE_REFUND_KIND } from './events/refunds.job.js';
 import { purgeOldStripeEvents } from './events/payments/stripe-webhook.service.js';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
@@ -31,6 +31,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
+      overdueOrders: (db) => sweepPendingOrders(db),
     },
     close: () => blend.close(),
   });

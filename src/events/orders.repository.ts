@@ -390,6 +390,17 @@ export function endPendingOrder(tx: TenantScope, id: string, status: 'expired' |
   return query.returningAll().executeTakeFirst();
 }
 
+/** Pending orders of every account whose hold ran out before `before` (their expiry job gave up, or never ran), oldest first. */
+export function overduePendingOrders(db: Db, before: number, limit: number): Promise<Pick<OrderRow, 'id' | 'accountId' | 'eventId'>[]> {
+  return db.selectFrom('orders').select(['id', 'accountId', 'eventId']).where('status', '=', 'pending').where('expiresAt', '<', before).orderBy('expiresAt').limit(limit).execute();
+}
+
+/** Forgets the plan (attendees' names and e-mails, answers) of orders that ended unpaid before `before`; how many. */
+export async function forgetEndedPlans(db: Db, before: number): Promise<number> {
+  const result = await db.updateTable('orders').set({ plan: null }).where('status', 'in', ['expired', 'cancelled']).where('plan', 'is not', null).where('updatedAt', '<', before).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Every pending order of the event → cancelled (the event is being cancelled, under its lock; its cancel clears `held`). */
 export function endPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
   return tx.updateTable('orders').set({ status: 'cancelled', paymentStatus: 'none', updatedAt: now }).where('eventId', '=', eventId).where('status', '=', 'pending').returningAll().execute();
