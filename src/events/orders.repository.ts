@@ -301,22 +301,7 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
     fanOut.written(tx.db, fanned);
     return true;
   }
-  const takenFromEvent = await tx
-    .updateTable('events')
-    .set((eb) => ({ sold: eb('sold', '+', soldCount), held: eb('held', '+', heldCount), ticketsIssued: eb('ticketsIssued', '+', soldCount), updatedAt: now }))
-    .where('id', '=', order.eventId)
-    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', count), '<=', eb.ref('capacity'))]))
-    .executeTakeFirst();
-  if (Number(takenFromEvent.numUpdatedRows) !== 1) return false;
-  for (const item of taken) {
-    const takenFromType = await tx
-      .updateTable('ticketTypes')
-      .set((eb) => (holding ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
-      .where('id', '=', item.ticketTypeId)
-      .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
-      .executeTakeFirst();
-    if (Number(takenFromType.numUpdatedRows) !== 1) return false;
-  }
+  if (!(await takePlaces(tx, order.eventId, { count, taken }, holding ? 'held' : 'sold', now))) return false;
   await tx.db.insertInto('orders').values(order).execute();
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
   if (w.payment) await tx.db.insertInto('payments').values(w.payment).execute();
@@ -352,10 +337,20 @@ export async function sellHeldPlaces(tx: TenantScope, eventId: string, places: P
  * still free: the same conditional updates as a new order's. False when they are not (the caller
  * rolls back).
  */
-export async function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
+export function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
+  return takePlaces(tx, eventId, places, 'sold', now);
+}
+
+/**
+ * Takes places with the conditional updates every order uses (`sold + held + n <= capacity` of the
+ * event, `<= quantity` of each type; one statement each), as `sold` (tickets issued) or `held` (a
+ * pending order's hold). False as soon as one refuses (the caller rolls back).
+ */
+async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 'sold' | 'held', now: number): Promise<boolean> {
+  const sold = as === 'sold' ? places.count : 0;
   const fromEvent = await tx
     .updateTable('events')
-    .set((eb) => ({ sold: eb('sold', '+', places.count), ticketsIssued: eb('ticketsIssued', '+', places.count), updatedAt: now }))
+    .set((eb) => ({ sold: eb('sold', '+', sold), held: eb('held', '+', places.count - sold), ticketsIssued: eb('ticketsIssued', '+', sold), updatedAt: now }))
     .where('id', '=', eventId)
     .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', places.count), '<=', eb.ref('capacity'))]))
     .executeTakeFirst();
@@ -363,7 +358,7 @@ export async function sellFreePlaces(tx: TenantScope, eventId: string, places: P
   for (const item of places.taken) {
     const fromType = await tx
       .updateTable('ticketTypes')
-      .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
+      .set((eb) => (as === 'held' ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
       .where('id', '=', item.ticketTypeId)
       .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
       .executeTakeFirst();

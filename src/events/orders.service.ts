@@ -328,7 +328,7 @@ async function beginPayment(
 }
 
 /** An order inside a transaction, read after its event's lock (every change of an order's state takes it first): current. */
-async function lockOrder(tx: TenantScope, id: string): Promise<{ order: OrderRow; event: EventRow }> {
+async function lockOrderUnderEvent(tx: TenantScope, id: string): Promise<{ order: OrderRow; event: EventRow }> {
   const found = await repo.findOrder(tx, id);
   if (!found) throw notFound('order', id);
   const event = await requireLockedEvent(tx, found.eventId);
@@ -346,7 +346,7 @@ async function lockOrder(tx: TenantScope, id: string): Promise<{ order: OrderRow
  */
 export async function completeOrder(scope: TenantScope, orderId: string, paid: { provider: ProviderName; reference: string | null; amount: number }): Promise<PresentedOrder> {
   return scope.transaction(async (tx) => {
-    const { order, event } = await lockOrder(tx, orderId);
+    const { order, event } = await lockOrderUnderEvent(tx, orderId);
     if (order.status === 'completed') return presentOrder(order, await ticketsOfOrder(tx, orderId), await repo.paymentsOfOrder(tx, orderId));
     if (paid.amount !== order.total) {
       throw new AppError('payment_amount_mismatch', `Order ${orderId} totals ${order.total} ${order.currency}; ${paid.amount} was reported paid.`, { total: order.total, amount: paid.amount });
@@ -398,7 +398,7 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
  */
 export async function confirmOrder(scope: TenantScope, orderId: string, input: Static<typeof ConfirmOrderBody>): Promise<PresentedOrder> {
   return scope.transaction(async (tx) => {
-    const { order, event } = await lockOrder(tx, orderId);
+    const { order, event } = await lockOrderUnderEvent(tx, orderId);
     // A balance a change left owing is settled by hand, whoever took the order's money.
     if (order.status === 'completed' && order.balanceDue > 0) return confirmBalance(tx, order, input);
     if (order.provider !== 'manual') {
@@ -418,7 +418,7 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
  */
 async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
   const ended = await scope.transaction(async (tx) => {
-    const { order } = await lockOrder(tx, orderId);
+    const { order } = await lockOrderUnderEvent(tx, orderId);
     const now = Date.now();
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;

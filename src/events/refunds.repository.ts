@@ -10,8 +10,8 @@ const n = (value: unknown) => Number(value ?? 0);
  * counts what is left, so two refunds cannot both take the last of the money. PostgreSQL: a row
  * lock; SQLite: the transaction holds the database's write lock already (BEGIN IMMEDIATE).
  */
-export async function lockOrder(tx: TenantScope, id: string): Promise<OrderRow | undefined> {
-  if (!tx.db.isTransaction) throw new Error('lockOrder needs a transaction');
+export async function lockOrderRow(tx: TenantScope, id: string): Promise<OrderRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockOrderRow needs a transaction');
   const query = tx.selectFrom('orders').selectAll().where('id', '=', id);
   return (onPostgres(tx.db) ? query.forUpdate() : query).executeTakeFirst();
 }

@@ -44,7 +44,7 @@ export function requireCompleted(order: Pick<OrderRow, 'id' | 'status'>): void {
 
 /**
  * Writes refunds `pending`, in the caller's transaction, which holds the order's lock
- * (repo.lockOrder): what is left to refund is what the order was paid less every refund
+ * (repo.lockOrderRow): what is left to refund is what the order was paid less every refund
  * pending or succeeded, counted under that lock, so concurrent refunds never give back more than
  * was paid. Each wish gets at most what is left (a wish of nothing is dropped). Each refund's
  * `refund.settle` job is queued in the same transaction: if the process dies before the provider
@@ -96,7 +96,7 @@ export async function reserveTicketRefunds(tx: TenantScope, tickets: Pick<Ticket
   for (const ticket of tickets) if (ticket.price > 0) byOrder.set(ticket.orderId, [...(byOrder.get(ticket.orderId) ?? []), ticket]);
   const reserved: ReservedRefunds[] = [];
   for (const orderId of [...byOrder.keys()].sort()) {
-    const order = await repo.lockOrder(tx, orderId);
+    const order = await repo.lockOrderRow(tx, orderId);
     if (!order || order.status !== 'completed') continue;
     const refunded = await refundsOfTickets(tx, orderId);
     const wishes = byOrder.get(orderId)!.map((ticket) => ({ ticketId: ticket.id, amount: ticket.price - (refunded.get(ticket.id) ?? 0), reason }));
@@ -202,7 +202,7 @@ async function recordOutcome(scope: TenantScope, row: PaymentRow, outcome: Exclu
  */
 export async function refundOrder(scope: TenantScope, orderId: string, input: Static<typeof RefundOrderBody>) {
   const reserved = await scope.transaction(async (tx) => {
-    const order = await repo.lockOrder(tx, orderId);
+    const order = await repo.lockOrderRow(tx, orderId);
     if (!order) throw notFound('order', orderId);
     requireCompleted(order);
     const money = await repo.moneyOfOrder(tx, order);

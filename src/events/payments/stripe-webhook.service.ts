@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { findOrder, insertPayment, paymentsOfOrder, UNHONOURED_REASON } from '../orders.repository.js';
 import { completeOrder } from '../orders.service.js';
-import { lockOrder } from '../refunds.repository.js';
+import { lockOrderRow } from '../refunds.repository.js';
 import { stripeProvider } from './stripe.js';
 import { deleteStripeEventsBefore, findStripeAccount, findStripeEvent, recordStripeEvent } from './stripe.repository.js';
 
@@ -98,7 +98,7 @@ async function recordUnhonoured(scope: TenantScope, orderId: string, money: { am
   const known = await findOrder(scope, orderId);
   if (!known) return;
   await scope.transaction(async (tx) => {
-    const order = (await lockOrder(tx, orderId))!;
+    const order = (await lockOrderRow(tx, orderId))!;
     const reason = `${UNHONOURED_REASON}${money.reason}`;
     const recorded = await paymentsOfOrder(tx, orderId);
     if (recorded.some((p) => p.kind === 'charge' && p.provider === 'stripe' && p.reference === money.charge && p.reason === reason)) return;
