@@ -448,8 +448,24 @@ for (const engine of ENGINES) {
       assert.deepEqual([...new Set(race)].filter((s) => ![0, 200, 201, 409].includes(s)), [], 'only completions, sales and conflicts');
       const final = await assertConsistent(api, eventId);
       assert.equal(final.event.held, 0, 'every hold ended');
-      const states = await db.selectFrom('orders').select(['status']).where('eventId', '=', eventId).execute();
+      const states = await db.selectFrom('orders').select(['id', 'status']).where('eventId', '=', eventId).execute();
       assert.ok(states.every((o) => o.status !== 'pending'));
+
+      // One message per change of state, never two: each order expired or cancelled once says so once.
+      const ended = async (event: string) =>
+        (await db.selectFrom('webhookMessages').select('payload').where('accountId', '=', accountId).where('eventType', '=', event).execute()).map((m) => JSON.parse(m.payload).data.id as string);
+      const [expiredMessages, cancelledMessages] = [await ended('order.expired'), await ended('order.cancelled')];
+      assert.equal(new Set(expiredMessages).size, expiredMessages.length, 'no order.expired twice for one order');
+      assert.equal(new Set(cancelledMessages).size, cancelledMessages.length, 'no order.cancelled twice for one order');
+      const statusOf = new Map(states.map((o) => [o.id, o.status]));
+      const now = (status: string) => states.filter((o) => o.status === status).map((o) => o.id).sort();
+      // Every order now cancelled was cancelled once (confirming a cancelled order here found its places gone or took them: then it is completed).
+      assert.deepEqual(cancelledMessages.filter((id) => statusOf.get(id) === 'cancelled').sort(), now('cancelled'));
+      assert.deepEqual(expiredMessages.filter((id) => statusOf.get(id) === 'expired').sort(), now('expired'));
+      // A message of an order that is no longer in that state: it was completed after all (a late confirmation).
+      for (const id of [...expiredMessages, ...cancelledMessages]) assert.ok(['expired', 'cancelled', 'completed'].includes(statusOf.get(id)!), `${id} is ${statusOf.get(id)}`);
+      for (const id of expiredMessages.filter((id) => statusOf.get(id) !== 'expired')) assert.equal(statusOf.get(id), 'completed');
+      for (const id of cancelledMessages.filter((id) => statusOf.get(id) !== 'cancelled')) assert.equal(statusOf.get(id), 'completed');
     });
   });
 }
