@@ -4,7 +4,8 @@ import { BLEND_KIND, purgeExpiredBlendJobs } from './blend/blend.service.js';
 import { createResultStore } from './blend/storage.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
-import { EXPIRE_ORDER_KIND, orderExpiryHandler } from './events/orders.job.js';
+import { EXPIRE_ORDER_KIND, orderExpiryHandler, sweepPendingOrders } from './events/orders.job.js';
+import { refundSettleHandler, SETTLE_REFUND_KIND } from './events/refunds.job.js';
 import { purgeOldStripeEvents } from './events/payments/stripe-webhook.service.js';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
 import { purgeFinishedJobs } from './jobs/queue.js';
@@ -16,13 +17,13 @@ export type { Workers } from './jobs/workers.js';
 
 /**
  * The background work of a process, as app.ts is its HTTP side: the job handlers of each area
- * (webhook deliveries, blend jobs, the expiry of pending orders) and the clean-up of what expires.
+ * (webhook deliveries, blend jobs, the expiry of pending orders, the settling of refunds) and the clean-up of what expires.
  */
 export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger): Workers {
   const store = createResultStore(config);
   const blend = blendJobHandler(handle.db, config, store, log);
   return runWorkers(handle, config, log, {
-    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend, [EXPIRE_ORDER_KIND]: orderExpiryHandler(handle.db) },
+    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend, [EXPIRE_ORDER_KIND]: orderExpiryHandler(handle.db), [SETTLE_REFUND_KIND]: refundSettleHandler(handle.db) },
     sweeps: {
       idempotencyKeys: (db) => purgeExpiredIdempotencyKeys(db),
       jobs: (db) => purgeFinishedJobs(db),
@@ -30,6 +31,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
+      overdueOrders: (db) => sweepPendingOrders(db),
     },
     close: () => blend.close(),
   });

@@ -549,12 +549,15 @@ for (const engine of ENGINES) {
         assert.deepEqual((await c.expect(200, 'GET', `/events/${event.id}/attendees`)).data, []);
 
         const outbox = await sent();
-        assert.deepEqual(names(outbox), ['event.cancelled', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled', 'payment.refunded', 'ticket.cancelled']);
+        assert.deepEqual(names(outbox), ['event.cancelled', 'ticket.cancelled', 'ticket.cancelled', 'ticket.cancelled', 'payment.refunded', 'payment.refunded']);
         assert.deepEqual(outbox[0]!.data, cancelled);
-        assert.deepEqual([outbox[1]!.data, outbox[3]!.data, outbox[5]!.data], tickets.slice(0, 3));
-        // An event's cancellation records its refunds on the tickets, without a provider call or a payment row.
-        assert.deepEqual(outbox[2]!.data, { orderId: first.id, ticketId: p1.id, amount: 1500, currency: 'EUR', provider: null, paymentId: null });
-        assert.deepEqual(outbox[4]!.data, { orderId: first.id, ticketId: p2.id, amount: 1500, currency: 'EUR', provider: null, paymentId: null });
+        // Cancelled before the money moved: each refund is recorded on its ticket when it succeeded.
+        assert.deepEqual([outbox[1]!.data, outbox[2]!.data, outbox[3]!.data], tickets.slice(0, 3).map((t) => ({ ...t, refundedAmount: 0 })));
+        // Refunded as an organiser's refund is: a payment row each, through the order's provider (`external`: nothing to call).
+        const refunds = (await c.expect(200, 'GET', `/orders/${first.id}`)).payments.filter((p: Json) => p.kind === 'refund');
+        assert.deepEqual(refunds.map((p: Json) => [p.ticketId, p.amount, p.status, p.provider]).sort(), [[p1.id, 1500, 'succeeded', 'external'], [p2.id, 1500, 'succeeded', 'external']].sort());
+        assert.deepEqual(outbox.slice(4).map((m) => m.data).sort((a: Json, b: Json) => a.ticketId.localeCompare(b.ticketId)), refunds.map((p: Json) => ({ orderId: first.id, ticketId: p.ticketId, amount: 1500, currency: 'EUR', provider: 'external', paymentId: p.id })).sort((a: Json, b: Json) => a.ticketId.localeCompare(b.ticketId)));
+        await problem(await c.post(`/orders/${first.id}/refunds`, {}), 409, 'refund_exceeds_paid');
 
         const refusedSent = await watchOutbox(c);
         await problem(await c.post(`/events/${event.id}/cancel`), 409, 'event_cancelled');
@@ -1420,15 +1423,17 @@ for (const engine of ENGINES) {
             ['payment.refunded', { orderId: order.id, ticketId: dropped.id, amount: 3000, currency: 'EUR', provider: 'external', paymentId: outbox[9]?.data.paymentId }],
             ['payout.processed', payout],
             ['event.cancelled', cancelledEvent],
-            ['ticket.cancelled', finalTicket],
-            ['payment.refunded', { orderId: order.id, ticketId: kept.id, amount: 3000, currency: 'EUR', provider: null, paymentId: null }],
+            ['ticket.cancelled', { ...finalTicket, refundedAmount: 0 }],
+            ['payment.refunded', { orderId: order.id, ticketId: kept.id, amount: 3000, currency: 'EUR', provider: 'external', paymentId: outbox[13]?.data.paymentId }],
           ],
         );
         assert.equal(new Set(outbox.map((m) => m.id)).size, outbox.length, 'every message has its own id');
         const timestamps = outbox.map((m) => m.timestamp);
         assert.deepEqual([...timestamps].sort(), timestamps, 'timestamps in order');
         assert.equal(outbox[0]!.timestamp, event.createdAt);
-        assert.equal(outbox.at(-1)!.timestamp, cancelledEvent.cancelledAt);
+        // The cancellation's messages carry its time; its refund's, when the money moved after the commit.
+        assert.equal(outbox.at(-2)!.timestamp, cancelledEvent.cancelledAt);
+        assert.ok(outbox.at(-1)!.timestamp >= cancelledEvent.cancelledAt);
       });
     });
 

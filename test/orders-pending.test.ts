@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { TenantScope } from '../src/db/tenant.js';
+import { OVERDUE_MARGIN_MS, PLAN_KEPT_MS, sweepPendingOrders } from '../src/events/orders.job.js';
 import { completeOrder, expireOrder } from '../src/events/orders.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -244,6 +245,32 @@ for (const engine of ENGINES) {
       await assertConsistent(api, eventId);
     });
 
+    test("the workers' sweep expires a pending order whose expiry job gave up, once, and later forgets the plan of ended orders", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const { eventId, ids } = await onSale(api, key, { GA: { quantity: 5 } }, { holdMinutes: 5 });
+      const place = () => expect(api, key, 201, 'POST', `/events/${eventId}/orders`, { buyer, items: [{ ticketTypeId: ids.GA, quantity: 2, attendees: [{ name: 'Grace Hopper', email: 'grace@example.com' }] }], payment: { provider: 'manual' } });
+      const [stuck, cancelled] = [await place(), await place()];
+      await expect(api, key, 200, 'POST', `/orders/${cancelled.id}/cancel`);
+      // The expiry job ran out of attempts: the queue gave it up, the order is still pending and holds its places.
+      await api.database.db.updateTable('jobs').set({ status: 'failed' }).where('kind', '=', 'order.expire').execute();
+      const expiresAt = Date.parse(stuck.expiresAt);
+      const plans = async () => (await api.database.db.selectFrom('orders').select(['id', 'plan']).orderBy('id').execute()).map((o) => [o.id, o.plan === null]);
+
+      assert.equal(await sweepPendingOrders(api.database.db, expiresAt + OVERDUE_MARGIN_MS - 1000), 0, 'within the margin: left to its job');
+      assert.equal((await expect(api, key, 200, 'GET', `/orders/${stuck.id}`)).status, 'pending');
+      assert.equal(await sweepPendingOrders(api.database.db, expiresAt + OVERDUE_MARGIN_MS + 1000), 1);
+      assert.equal((await expect(api, key, 200, 'GET', `/orders/${stuck.id}`)).status, 'expired');
+      assert.equal(await sweepPendingOrders(api.database.db, expiresAt + OVERDUE_MARGIN_MS + 2000), 0, 'once');
+      assert.deepEqual((await messagesOf(api, stuck.id)).map(([event]) => event), ['order.expired']);
+      await assertConsistent(api, eventId);
+      assert.deepEqual(await plans(), [[stuck.id, false], [cancelled.id, false]].sort(), 'kept while a late payment may still be honoured');
+
+      // A day later no payment can come for them any more: the attendees' names and e-mails go.
+      await sweepPendingOrders(api.database.db, Date.now() + PLAN_KEPT_MS + 1000);
+      assert.deepEqual(await plans(), [[stuck.id, true], [cancelled.id, true]].sort());
+    });
+
     test('holdMinutes is set on create and PATCH, 1 to 1440', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key } = await api.account();
@@ -421,8 +448,24 @@ for (const engine of ENGINES) {
       assert.deepEqual([...new Set(race)].filter((s) => ![0, 200, 201, 409].includes(s)), [], 'only completions, sales and conflicts');
       const final = await assertConsistent(api, eventId);
       assert.equal(final.event.held, 0, 'every hold ended');
-      const states = await db.selectFrom('orders').select(['status']).where('eventId', '=', eventId).execute();
+      const states = await db.selectFrom('orders').select(['id', 'status']).where('eventId', '=', eventId).execute();
       assert.ok(states.every((o) => o.status !== 'pending'));
+
+      // One message per change of state, never two: each order expired or cancelled once says so once.
+      const ended = async (event: string) =>
+        (await db.selectFrom('webhookMessages').select('payload').where('accountId', '=', accountId).where('eventType', '=', event).execute()).map((m) => JSON.parse(m.payload).data.id as string);
+      const [expiredMessages, cancelledMessages] = [await ended('order.expired'), await ended('order.cancelled')];
+      assert.equal(new Set(expiredMessages).size, expiredMessages.length, 'no order.expired twice for one order');
+      assert.equal(new Set(cancelledMessages).size, cancelledMessages.length, 'no order.cancelled twice for one order');
+      const statusOf = new Map(states.map((o) => [o.id, o.status]));
+      const now = (status: string) => states.filter((o) => o.status === status).map((o) => o.id).sort();
+      // Every order now cancelled was cancelled once (confirming a cancelled order here found its places gone or took them: then it is completed).
+      assert.deepEqual(cancelledMessages.filter((id) => statusOf.get(id) === 'cancelled').sort(), now('cancelled'));
+      assert.deepEqual(expiredMessages.filter((id) => statusOf.get(id) === 'expired').sort(), now('expired'));
+      // A message of an order that is no longer in that state: it was completed after all (a late confirmation).
+      for (const id of [...expiredMessages, ...cancelledMessages]) assert.ok(['expired', 'cancelled', 'completed'].includes(statusOf.get(id)!), `${id} is ${statusOf.get(id)}`);
+      for (const id of expiredMessages.filter((id) => statusOf.get(id) !== 'expired')) assert.equal(statusOf.get(id), 'completed');
+      for (const id of cancelledMessages.filter((id) => statusOf.get(id) !== 'cancelled')) assert.equal(statusOf.get(id), 'completed');
     });
   });
 }

@@ -8,7 +8,15 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
-import type { Engine } from '../src/db/database.js';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { type Engine, openDatabase } from '../src/db/database.js';
+import { migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
+import { TenantScope } from '../src/db/tenant.js';
+import { AppError } from '../src/errors.js';
+import { isId, newId } from '../src/ids.js';
+import { getOrder } from '../src/events/orders.service.js';
+import { refundOrder } from '../src/events/refunds.service.js';
 import { type ApiResponse, ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
@@ -274,6 +282,45 @@ for (const engine of ENGINES) {
       assert.equal(hook.got.length, 86, 'one payment.refunded per refund, no more');
       assert.deepEqual(new Set(hook.got.map((m) => m.data.paymentId)), new Set(rows.map((r) => r.id)));
       assert.equal((await messagesOf(api, accountId, 'payment.refunded')).length, 86);
+    });
+
+    test('orders of before the box office: their cancelled tickets\' refunds are payment rows after the migration, so only what is left can be refunded', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const handle = openDatabase(loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' }));
+      onCleanup(t, () => handle.close());
+      await migrateUpTo(handle, '2026_11_27_0012_checkin_lists');
+      const now = Date.now();
+      const [accountId, eventId, typeId, orderId] = [newId('account'), newId('event'), newId('ticketType'), newId('order')];
+      const [kept, refunded, free] = [newId('ticket'), newId('ticket'), newId('ticket')];
+      await sql`insert into accounts (id, email, plan, created_at, updated_at) values (${accountId}, 'old@example.com', 'business', ${now}, ${now})`.execute(handle.db);
+      await sql`insert into events (id, account_id, name, starts_at, ends_at, timezone, currency, status, metadata, sold, created_at, updated_at)
+        values (${eventId}, ${accountId}, 'Old show', ${now + 86_400_000}, ${now + 90_000_000}, 'UTC', 'EUR', 'published', '{}', 1, ${now}, ${now})`.execute(handle.db);
+      await sql`insert into ticket_types (id, account_id, event_id, name, price, currency, quantity, sold, created_at, updated_at)
+        values (${typeId}, ${accountId}, ${eventId}, 'Standard', 3000, 'EUR', 10, 1, ${now}, ${now})`.execute(handle.db);
+      await sql`insert into orders (id, account_id, event_id, buyer_name, buyer_email, items, total, currency, status, created_at)
+        values (${orderId}, ${accountId}, ${eventId}, 'Ada', 'ada@example.com', '[]', 6000, 'EUR', 'completed', ${now})`.execute(handle.db);
+      const ticket = (id: string, status: string, price: number, refundedAmount: number, cancelledAt: number | null) =>
+        sql`insert into tickets (id, account_id, event_id, ticket_type_id, order_id, status, attendee_name, attendee_email, code, price, currency, refunded_amount, created_at, updated_at, cancelled_at)
+          values (${id}, ${accountId}, ${eventId}, ${typeId}, ${orderId}, ${status}, 'Ada', 'ada@example.com', ${`code-${id}`}, ${price}, 'EUR', ${refundedAmount}, ${now}, ${cancelledAt ?? now}, ${cancelledAt})`.execute(handle.db);
+      await ticket(kept, 'valid', 3000, 0, null);
+      await ticket(refunded, 'cancelled', 3000, 3000, now + 1000);
+      await ticket(free, 'cancelled', 0, 0, now + 2000);
+      await migrateToLatest(handle);
+
+      const scope = new TenantScope(handle.db, accountId);
+      const order = await getOrder(scope, orderId);
+      assert.deepEqual([order.refundedAmount, order.payment.status], [3000, 'partially_refunded']);
+      assert.deepEqual(
+        order.payments.map((p) => [p.kind, p.provider, p.amount, p.status, p.ticketId]),
+        [
+          ['charge', 'external', 6000, 'succeeded', null],
+          ['refund', 'external', 3000, 'succeeded', refunded],
+        ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      );
+      assert.ok(order.payments.every((p) => isId('payment', p.id)), 'ids of the payment kind, derived from the order\'s and the ticket\'s');
+      await assert.rejects(refundOrder(scope, orderId, { amount: 3001 }), (err: unknown) => err instanceof AppError && err.code === 'refund_exceeds_paid' && (err.extensions as Json).refundable === 3000);
+      const rest = await refundOrder(scope, orderId, {});
+      assert.deepEqual([rest.amount, rest.status], [3000, 'succeeded']);
     });
   });
 }

@@ -6,7 +6,7 @@ import Stripe from 'stripe';
 /**
  * A local stand-in for the few calls of Stripe's API that Montage's Stripe provider makes, answering
  * with the shapes of Stripe's API reference (https://docs.stripe.com/api): create a Checkout Session
- * and a Refund (and read a session, for the tests to look through the package). Form-encoded bodies as the `stripe` package sends them; secret key
+ * and a Refund, expire an open Checkout Session (and read a session, for the tests to look through the package). Form-encoded bodies as the `stripe` package sends them; secret key
  * checked; `Idempotency-Key` honoured (the same key and body replay the first answer, another body
  * is an `idempotency_error`). It "pays" a session the way a buyer would and sends the signed event
  * (`Stripe-Signature`, made with the package's own `generateTestHeaderString`) to a webhook URL.
@@ -202,6 +202,14 @@ export async function startStripeStandin(): Promise<StripeStandin> {
       if (!session) throw new StripeFailure(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'session', message: `No such checkout.session: '${read[1]}'` });
       return session;
     }
+    const expire = /^\/v1\/checkout\/sessions\/([\w]+)\/expire$/.exec(path);
+    if (method === 'POST' && expire) {
+      const session = sessions.get(expire[1]!);
+      if (!session) throw new StripeFailure(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'session', message: `No such checkout.session: '${expire[1]}'` });
+      if (session.status !== 'open') throw new StripeFailure(400, { type: 'invalid_request_error', message: `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of "${session.status}".` });
+      session.status = 'expired';
+      return session;
+    }
     if (method === 'POST' && path === '/v1/refunds') return createRefund(body);
     throw new StripeFailure(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}).` });
   }
@@ -274,7 +282,9 @@ export async function startStripeStandin(): Promise<StripeStandin> {
     async pay(sessionId, copies = 1) {
       const session = sessions.get(sessionId);
       if (!session) throw new Error(`no session ${sessionId}`);
-      if (session.status === 'open') {
+      // An expired session is paid too: a payment the buyer had under way when Montage expired the
+      // session, which Stripe may still complete (what Montage does with a late payment is tested).
+      if (session.status !== 'complete') {
         session.status = 'complete';
         session.payment_status = 'paid';
         session.payment_intent = id('pi');

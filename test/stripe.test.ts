@@ -13,7 +13,10 @@ import Stripe from 'stripe';
 import { loadConfig } from '../src/config.js';
 import { providerFor } from '../src/events/payments/providers.js';
 import { sessionExpiry, stripeClient, stripeProvider } from '../src/events/payments/stripe.js';
+import { RefundRefused } from '../src/events/payments/provider.js';
 import { purgeOldStripeEvents } from '../src/events/payments/stripe-webhook.service.js';
+import { expireOrder } from '../src/events/orders.service.js';
+import { settlePendingRefund } from '../src/events/refunds.service.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
 
@@ -273,8 +276,12 @@ for (const engine of ENGINES) {
       );
       assert.equal(s.requests.at(-1)!.idempotencyKey, refund.idempotencyKey);
 
-      await assert.rejects(provider.refund({ ...refund, amount: 6000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ab' }), (err: Json) => err.code === 'payment_provider_error' && /amount_too_large/.test(err.detail));
-      await assert.rejects(provider.refund({ ...refund, paymentReference: null, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ac' }), (err: Json) => err.code === 'payment_provider_error');
+      // Stripe's 4xx is a definite refusal (the refund fails); a 5xx after the package's retries says nothing of the money (the refund stays pending).
+      await assert.rejects(provider.refund({ ...refund, amount: 6000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ab' }), (err: Json) => err instanceof RefundRefused && /amount_too_large/.test(err.message));
+      await assert.rejects(provider.refund({ ...refund, paymentReference: null, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ac' }), (err: Json) => err instanceof RefundRefused);
+      s.failNext(3);
+      await assert.rejects(provider.refund({ ...refund, amount: 1000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ae' }), (err: Json) => !(err instanceof RefundRefused) && err.code === 'payment_provider_error');
+      assert.equal(s.refunds.length, 1, 'nothing refunded by the failed calls');
       const rest = await provider.refund({ ...refund, amount: 5000, idempotencyKey: 'pay_01m80eg3tperaacsapew6ns7ad' });
       assert.match(rest.reference!, /^re_/);
       assert.equal(s.refunds.reduce((sum, r) => sum + r.amount, 0), 7500);
@@ -345,6 +352,9 @@ for (const engine of ENGINES) {
       );
       assert.deepEqual(noReturn.errors.map((e: Json) => e.path), ['/payment/successUrl']);
       assert.equal(s.sessions.size, 0);
+      // Refused before the order was placed: no order was created and cancelled, so no order.cancelled either.
+      assert.deepEqual((await c.expect(200, 'GET', `/events/${event.id}/orders`)).data, []);
+      assert.equal(await api.database.db.selectFrom('webhookMessages').select('id').where('eventType', '=', 'order.cancelled').executeTakeFirst(), undefined);
       assert.deepEqual((({ held, sold }) => ({ held, sold }))((await c.expect(200, 'GET', `/events/${event.id}/tickets`)).data[0]), { held: 0, sold: 0 });
 
       const placedAt = Date.now();
@@ -402,9 +412,75 @@ for (const engine of ENGINES) {
       assert.deepEqual([call.method, call.path, call.idempotencyKey, call.body.payment_intent, call.body.amount], ['POST', '/v1/refunds', 'pmt_01m80eg3tperaacsapew6ns7zz', paymentIntent, '2500']);
     });
 
+    test("an event's cancellation refunds its Stripe and manual orders through their providers, once; a refund without an answer stays pending and its job settles it with the same key", async (t) => {
+      const s = await standin(t);
+      const { api, account, c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 2500, quantity: 10 });
+      const buyer = { name: 'Ada Lovelace', email: 'ada@example.com' };
+      const stripe = { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' };
+      const sessionOf = (o: Json) => /(cs_test_\w+)$/.exec(o.payment.checkoutUrl)![1]!;
+      const first = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 2 }], payment: stripe });
+      const second = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: stripe });
+      const manual = await c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: { provider: 'manual' } });
+      for (const o of [first, second]) assert.equal((await s.pay(sessionOf(o))).body.outcome, 'completed');
+      await c.expect(200, 'POST', `/orders/${manual.id}/confirm`);
+      // The first order's refund: 2500 already went back by hand through the API; what is left is refunded, not the ticket prices.
+      await c.expect(201, 'POST', `/orders/${first.id}/refunds`, { amount: 1000 });
+      const refundsBefore = s.refunds.length;
+
+      // Stripe answers 500 to the first refund call of the cancellation, and to the package's two retries.
+      s.failNext(3);
+      await c.expect(200, 'POST', `/events/${event.id}/cancel`);
+      const refundsOf = async (o: Json) => (await c.expect(200, 'GET', `/orders/${o.id}`)).payments.filter((p: Json) => p.kind === 'refund' && p.amount !== 1000);
+      const [a, b, m] = [await refundsOf(first), await refundsOf(second), await refundsOf(manual)];
+      const pendingOne = [...a, ...b].filter((p: Json) => p.status === 'pending');
+      assert.equal(pendingOne.length, 1, JSON.stringify([a, b]));
+      assert.deepEqual(a.map((p: Json) => p.amount).sort(), [1500, 2500].sort((x, y) => x - y), 'each ticket its worth, capped by what the order has left');
+      assert.deepEqual(b.map((p: Json) => [p.amount, p.provider]), [[2500, 'stripe']]);
+      assert.deepEqual(m.map((p: Json) => [p.amount, p.provider, p.status, p.reference]), [[2500, 'manual', 'succeeded', null]]);
+      for (const p of [...a, ...b].filter((p: Json) => p.status === 'succeeded')) assert.match(p.reference, /^re_/);
+      assert.equal(s.refunds.length - refundsBefore, 2, 'two Stripe refunds went through; the third had no answer');
+      // The amount stays reserved: nothing more to refund, so no second refund of the same money.
+      for (const o of [first, second, manual]) await problem(await c.send('POST', `/orders/${o.id}/refunds`, {}), 409, 'refund_exceeds_paid');
+
+      // The refund's job asks Stripe again with the refund's id as the key, and records the outcome.
+      assert.deepEqual(await settlePendingRefund(api.database.db, { accountId: account.accountId, paymentId: pendingOne[0].id }), { status: 'settled' });
+      assert.deepEqual(await settlePendingRefund(api.database.db, { accountId: account.accountId, paymentId: pendingOne[0].id }), { status: 'settled' }, 'settled already: nothing to do');
+      assert.equal(s.refunds.length - refundsBefore, 3);
+      const keys = s.requests.filter((r) => r.path === '/v1/refunds' && r.idempotencyKey === pendingOne[0].id);
+      assert.equal(keys.length, 4, 'three calls without an answer and the job\'s, all with the same key');
+      for (const o of [first, second, manual]) {
+        const read = await c.expect(200, 'GET', `/orders/${o.id}`);
+        assert.deepEqual([read.refundedAmount, read.payment.status], [o.total, 'refunded'], o.id);
+        assert.ok(read.payments.every((p: Json) => p.status === 'succeeded'));
+      }
+    });
+
+    test("an order's hold that runs out expires its Checkout Session; best effort: Stripe away, the order expires all the same", async (t) => {
+      const s = await standin(t);
+      const { api, account, c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 1500, quantity: 5 });
+      const place = () => c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity: 1 }], payment: { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' } });
+      const [away, reached] = [await place(), await place()];
+      const sessionOf = (o: Json) => /(cs_test_\w+)$/.exec(o.payment.checkoutUrl)![1]!;
+      const later = Date.now() + 24 * HOUR;
+      const expire = (o: Json) => expireOrder(api.database.db, { accountId: account.accountId, eventId: event.id, orderId: o.id }, later);
+
+      s.failNext(3);
+      assert.equal(await expire(away), 0);
+      assert.equal((await c.expect(200, 'GET', `/orders/${away.id}`)).status, 'expired');
+      assert.equal(s.sessions.get(sessionOf(away))!.status, 'open', 'Stripe did not answer: the session is left to its own expiry');
+
+      assert.equal(await expire(reached), 0);
+      assert.equal((await c.expect(200, 'GET', `/orders/${reached.id}`)).status, 'expired');
+      assert.equal(s.sessions.get(sessionOf(reached))!.status, 'expired');
+      const call = s.requests.at(-1)!;
+      assert.deepEqual([call.method, call.path, call.idempotencyKey], ['POST', `/v1/checkout/sessions/${sessionOf(reached)}/expire`, `montage-expire-${sessionOf(reached)}`]);
+    });
+
     test('a payment that arrives after its order ended: honoured while the places are free, refunded at once when they are gone', async (t) => {
       const s = await standin(t);
-      const { c, account } = await stripeApp(t, engine, s);
+      const { api, c, account } = await stripeApp(t, engine, s);
       const { event, type } = await paidEvent(c, { price: 1500, quantity: 2 });
       const order = (quantity: number, payment?: object) =>
         c.expect(201, 'POST', `/events/${event.id}/orders`, { buyer: { name: 'Ada Lovelace', email: 'ada@example.com' }, items: [{ ticketTypeId: type.id, quantity }], ...(payment ? { payment } : {}) });
@@ -414,6 +490,9 @@ for (const engine of ENGINES) {
       // Cancelled, but nobody took its place: the money is honoured.
       const first = await order(2, stripe);
       await c.expect(200, 'POST', `/orders/${first.id}/cancel`);
+      // Its Checkout Session was expired (best effort, after the cancel committed): the buyer cannot start paying it any more.
+      assert.equal(s.sessions.get(sessionOf(first))!.status, 'expired');
+      assert.ok(s.requests.some((r) => r.method === 'POST' && r.path === `/v1/checkout/sessions/${sessionOf(first)}/expire`));
       assert.equal((await s.pay(sessionOf(first))).body.outcome, 'completed');
       assert.equal((await c.expect(200, 'GET', `/orders/${first.id}`)).status, 'completed');
 
@@ -431,6 +510,22 @@ for (const engine of ENGINES) {
       assert.equal(s.refunds.length, 1, 'a repeated delivery refunds nothing more');
       const after = await c.expect(200, 'GET', `/orders/${second.id}`);
       assert.deepEqual([after.status, after.tickets.length], ['cancelled', 0]);
+      // The money's trace on the order: the charge and its refund, both succeeded, written once; not the order's own money.
+      assert.deepEqual(
+        after.payments.map((p: Json) => [p.kind, p.provider, p.amount, p.currency, p.status, p.reference]),
+        [
+          ['charge', 'stripe', 3000, 'EUR', 'succeeded', paymentIntent],
+          ['refund', 'stripe', 3000, 'EUR', 'succeeded', s.refunds[0]!.id],
+        ],
+      );
+      const reasons = await api.database.db.selectFrom('payments').select('reason').where('orderId', '=', second.id).execute();
+      assert.deepEqual(reasons.map((r) => r.reason), ['unhonoured: order_expired', 'unhonoured: order_expired']);
+      assert.deepEqual([after.refundedAmount, after.payment.status], [0, 'none']);
+      // No sale happened: neither payment.completed nor payment.refunded for it.
+      const messages = async (event: string) =>
+        (await api.database.db.selectFrom('webhookMessages').select('payload').where('accountId', '=', account.accountId).where('eventType', '=', event).execute()).map((m) => JSON.parse(m.payload).data);
+      assert.deepEqual(await messages('payment.refunded'), []);
+      assert.ok((await messages('payment.completed')).every((m: Json) => m.id !== second.id));
 
       // A second Checkout Session of an order paid already (made outside Montage, or an old one): paid twice, so refunded.
       const other = await stripeClient(s.secretKey).checkout.sessions.create({
@@ -443,7 +538,21 @@ for (const engine of ENGINES) {
       const twice = s.sessions.get(other.id)!.payment_intent!;
       assert.deepEqual(s.refunds.at(-1)!.payment_intent, twice);
       const firstAfter = await c.expect(200, 'GET', `/orders/${first.id}`);
-      assert.deepEqual(firstAfter.payments.map((p: Json) => p.reference), [s.sessions.get(sessionOf(first))!.payment_intent], 'the order keeps its first payment');
+      assert.deepEqual(
+        firstAfter.payments.map((p: Json) => [p.kind, p.reference]),
+        [
+          ['charge', s.sessions.get(sessionOf(first))!.payment_intent],
+          ['charge', twice],
+          ['refund', s.refunds.at(-1)!.id],
+        ],
+        'the order keeps its first payment; the second is recorded with its refund',
+      );
+      assert.deepEqual([firstAfter.refundedAmount, firstAfter.payment.status], [0, 'paid']);
+      // Only the order's own money can be refunded: 3000, against its first payment.
+      await problem(await c.send('POST', `/orders/${first.id}/refunds`, { amount: 3001 }), 409, 'refund_exceeds_paid');
+      await c.expect(201, 'POST', `/orders/${first.id}/refunds`, { amount: 3000 });
+      assert.equal(s.refunds.at(-1)!.payment_intent, s.sessions.get(sessionOf(first))!.payment_intent);
+      assert.deepEqual(await messages('payment.refunded').then((m) => m.map((x: Json) => x.amount)), [3000]);
     });
   });
 }

@@ -40,6 +40,14 @@ const MIGRATIONS: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
+/** Applies the migrations up to and including `name` only: an older schema, for tests of a migration's backfill. */
+export async function migrateUpTo(handle: DatabaseHandle, name: string): Promise<void> {
+  await ensureSchema(handle);
+  const migrator = new Migrator({ db: handle.db, provider, ...(handle.schema ? { migrationTableSchema: handle.schema } : {}) });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+}
+
 /**
  * Applies every pending migration; several processes starting at once take turns
  * (Kysely's migration lock). The bookkeeping tables live in the same schema as the data.

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { TenantScope } from '../db/tenant.js';
+import { ownMoney, UNHONOURED_REASON } from './orders.repository.js';
 
 /** Money and ticket totals of an event, per ticket type, computed by the database. */
 export function ticketTotals(scope: TenantScope, eventId: string) {
@@ -33,6 +34,7 @@ export async function refundsBesideTickets(scope: TenantScope, eventId: string, 
     )
     .where('eventId', '=', eventId)
     .where('kind', '=', 'refund')
+    .where(ownMoney)
     .executeTakeFirst();
   return Number(row?.amount ?? 0);
 }
@@ -85,6 +87,7 @@ export function salesBuckets(scope: TenantScope, eventId: string, range: Buckets
       .where('payments.eventId', '=', eventId)
       .where('payments.kind', '=', 'refund')
       .where('payments.status', '=', 'succeeded')
+      .where(sql<boolean>`coalesce(payments.reason, '') not like ${`${UNHONOURED_REASON}%`}`)
       .where((eb) => eb.or([eb('payments.ticketId', 'is', null), eb('tickets.status', '=', 'valid')]))
       .where('payments.updatedAt', '>=', range.from)
       .where('payments.updatedAt', '<', range.to)

@@ -101,7 +101,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/cancel',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'cancelEvent', tags, summary: 'Cancel an event: every valid ticket is cancelled, paid ones refunded', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled') } },
+      schema: { operationId: 'cancelEvent', tags, summary: "Cancel an event: every valid ticket is cancelled, paid ones refunded through their order's provider", params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled') } },
     },
     (request) => events.cancelEvent(scope(request), request.params.id),
   );

@@ -8,9 +8,10 @@ import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { firstSigningKey, revokeCodes } from './door.service.js';
 import * as repo from './events.repository.js';
 import type { CreateEventBody, CreateTicketTypeBody, EventListQuery, UpdateEventBody, UpdateTicketTypeBody } from './events.schemas.js';
-import { cancelPendingOrdersOfEvent } from './orders.service.js';
+import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
-import { presentTicket, refundOf } from './tickets.service.js';
+import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
+import { presentTicket } from './tickets.service.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -198,28 +199,45 @@ export async function publishEvent(scope: TenantScope, id: string) {
 
 const CANCEL_BATCH = 500;
 
-/** Cancels the event, its pending orders (their places no longer held) and every valid ticket of it; paid tickets are refunded. */
+/**
+ * Cancels the event, its pending orders (their places no longer held) and every valid ticket of it.
+ * Paid tickets are refunded as an organiser's refund is (refunds.service.ts): in the cancelling
+ * transaction each completed order's refunds are reserved `pending` (each ticket's worth, never
+ * more than the order has left) with their `refund.settle` jobs; after the commit they are settled
+ * through the order's provider, and `payment.refunded` fires for each that succeeded. A refund the
+ * provider refused is `failed` (the organiser refunds it again); one without an answer stays
+ * `pending` and its job settles it.
+ */
 export async function cancelEvent(scope: TenantScope, id: string) {
-  return scope.transaction(async (tx) => {
+  const { presentedEvent, reserved, pending } = await scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${id} is already cancelled.`);
     const now = Date.now();
     const presentedEvent = presentEvent(await repo.cancelEvent(tx, id, now));
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.cancelled', data: presentedEvent }], now);
-    await cancelPendingOrdersOfEvent(tx, id, now);
+    const pending = await cancelPendingOrdersOfEvent(tx, id, now);
+    const reserved: ReservedRefunds[] = [];
     for (;;) {
       const batch = await validTicketsOfEvent(tx, id, CANCEL_BATCH);
       if (batch.length === 0) break;
       await cancelTickets(tx, batch.map((t) => t.id), now);
       await revokeCodes(tx, batch, 'cancelled', now);
-      const messages = batch.flatMap((row): OutboxMessage[] => {
-        const cancelled = { ...row, status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: row.price };
-        return [{ event: 'ticket.cancelled', data: presentTicket(cancelled) }, ...refundOf(cancelled)];
-      });
+      const messages = batch.map((row): OutboxMessage => ({ event: 'ticket.cancelled', data: presentTicket({ ...row, status: 'cancelled', cancelledAt: now, updatedAt: now }) }));
       await fanOut.inTransaction(tx.db, scope.accountId, messages, now);
+      reserved.push(...(await reserveTicketRefunds(tx, batch, 'event cancelled', now)));
     }
-    return presentedEvent;
+    return { presentedEvent, reserved, pending };
   });
+  await endCheckouts(scope, pending);
+  for (const refunds of reserved) {
+    try {
+      await settleRefunds(scope, refunds);
+    } catch (err) {
+      // Refused refunds are recorded `failed` on their order (the organiser refunds them again); the event is cancelled all the same.
+      if (!(err instanceof AppError) || err.code !== 'payment_provider_error') throw err;
+    }
+  }
+  return presentedEvent;
 }
 
 export async function listTicketTypes(scope: TenantScope, eventId: string, query: PageParams): Promise<Page<ReturnType<typeof presentTicketType>>> {

@@ -9,7 +9,7 @@ import * as repo from './order-changes.repository.js';
 import type { ChangeOrderBody } from './order-changes.schemas.js';
 import { findOrder, type OrderRow } from './orders.repository.js';
 import { getOrder, presentPayment } from './orders.service.js';
-import { lockOrder } from './refunds.repository.js';
+import { lockOrderRow } from './refunds.repository.js';
 import { type RefundWish, requireCompleted, reserveRefunds, type ReservedRefunds, settleRefunds } from './refunds.service.js';
 import { cancelOpenTicket, findTicket, releasePlace, retypeOpenTicket, type TicketRow, ticketsOfOrder } from './tickets.repository.js';
 import { changeTicket, presentTicket } from './tickets.service.js';
@@ -136,7 +136,7 @@ async function lockOrderOfEvent(tx: TenantScope, orderId: string): Promise<{ ord
   const found = await findOrder(tx, orderId);
   if (!found) throw notFound('order', orderId);
   const event = await requireLockedEvent(tx, found.eventId);
-  const order = (await lockOrder(tx, orderId))!;
+  const order = (await lockOrderRow(tx, orderId))!;
   requireCompleted(order);
   return { order, event };
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import { forgetEndedPlans, overduePendingOrders } from './orders.repository.js';
 import { EXPIRE_ORDER_KIND, type ExpireOrderPayload, expireOrder } from './orders.service.js';
 
 export { EXPIRE_ORDER_KIND };
@@ -18,4 +19,28 @@ export function orderExpiryHandler(db: Db, concurrency = 8): JobHandler {
       return wait > 0 ? { status: 'retry', delayMs: wait, error: 'the hold has not run out yet' } : { status: 'done' };
     },
   };
+}
+
+/** How long past its `expiresAt` a pending order waits for its own job before the sweep expires it. */
+export const OVERDUE_MARGIN_MS = 10 * 60_000;
+/**
+ * How long an order that ended unpaid keeps its plan: a payment may still arrive for it (a Stripe
+ * Checkout Session lives 24 hours at most) and is honoured from the plan while the places are free.
+ */
+export const PLAN_KEPT_MS = 25 * 3_600_000;
+const SWEEP_BATCH = 500;
+
+/**
+ * The workers' sweep of pending orders (workers.ts): those still pending `OVERDUE_MARGIN_MS` after
+ * their hold ran out (their expiry job gave up after its attempts) are expired the way the job
+ * does it (places returned, `order.expired`), so no hold is kept forever; and the plan of orders
+ * that ended unpaid more than `PLAN_KEPT_MS` ago (attendees' personal data and answers) is
+ * forgotten. How many rows changed.
+ */
+export async function sweepPendingOrders(db: Db, now = Date.now()): Promise<number> {
+  let changed = 0;
+  for (const order of await overduePendingOrders(db, now - OVERDUE_MARGIN_MS, SWEEP_BATCH)) {
+    if ((await expireOrder(db, { accountId: order.accountId, eventId: order.eventId, orderId: order.id }, now)) === 0) changed++;
+  }
+  return changed + (await forgetEndedPlans(db, now - PLAN_KEPT_MS));
 }

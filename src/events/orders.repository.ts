@@ -301,22 +301,7 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
     fanOut.written(tx.db, fanned);
     return true;
   }
-  const takenFromEvent = await tx
-    .updateTable('events')
-    .set((eb) => ({ sold: eb('sold', '+', soldCount), held: eb('held', '+', heldCount), ticketsIssued: eb('ticketsIssued', '+', soldCount), updatedAt: now }))
-    .where('id', '=', order.eventId)
-    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', count), '<=', eb.ref('capacity'))]))
-    .executeTakeFirst();
-  if (Number(takenFromEvent.numUpdatedRows) !== 1) return false;
-  for (const item of taken) {
-    const takenFromType = await tx
-      .updateTable('ticketTypes')
-      .set((eb) => (holding ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
-      .where('id', '=', item.ticketTypeId)
-      .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
-      .executeTakeFirst();
-    if (Number(takenFromType.numUpdatedRows) !== 1) return false;
-  }
+  if (!(await takePlaces(tx, order.eventId, { count, taken }, holding ? 'held' : 'sold', now))) return false;
   await tx.db.insertInto('orders').values(order).execute();
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
   if (w.payment) await tx.db.insertInto('payments').values(w.payment).execute();
@@ -352,10 +337,20 @@ export async function sellHeldPlaces(tx: TenantScope, eventId: string, places: P
  * still free: the same conditional updates as a new order's. False when they are not (the caller
  * rolls back).
  */
-export async function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
+export function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
+  return takePlaces(tx, eventId, places, 'sold', now);
+}
+
+/**
+ * Takes places with the conditional updates every order uses (`sold + held + n <= capacity` of the
+ * event, `<= quantity` of each type; one statement each), as `sold` (tickets issued) or `held` (a
+ * pending order's hold). False as soon as one refuses (the caller rolls back).
+ */
+async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 'sold' | 'held', now: number): Promise<boolean> {
+  const sold = as === 'sold' ? places.count : 0;
   const fromEvent = await tx
     .updateTable('events')
-    .set((eb) => ({ sold: eb('sold', '+', places.count), ticketsIssued: eb('ticketsIssued', '+', places.count), updatedAt: now }))
+    .set((eb) => ({ sold: eb('sold', '+', sold), held: eb('held', '+', places.count - sold), ticketsIssued: eb('ticketsIssued', '+', sold), updatedAt: now }))
     .where('id', '=', eventId)
     .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', places.count), '<=', eb.ref('capacity'))]))
     .executeTakeFirst();
@@ -363,7 +358,7 @@ export async function sellFreePlaces(tx: TenantScope, eventId: string, places: P
   for (const item of places.taken) {
     const fromType = await tx
       .updateTable('ticketTypes')
-      .set((eb) => ({ sold: eb('sold', '+', item.quantity), updatedAt: now }))
+      .set((eb) => (as === 'held' ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
       .where('id', '=', item.ticketTypeId)
       .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
       .executeTakeFirst();
@@ -390,6 +385,17 @@ export function endPendingOrder(tx: TenantScope, id: string, status: 'expired' |
   return query.returningAll().executeTakeFirst();
 }
 
+/** Pending orders of every account whose hold ran out before `before` (their expiry job gave up, or never ran), oldest first. */
+export function overduePendingOrders(db: Db, before: number, limit: number): Promise<Pick<OrderRow, 'id' | 'accountId' | 'eventId'>[]> {
+  return db.selectFrom('orders').select(['id', 'accountId', 'eventId']).where('status', '=', 'pending').where('expiresAt', '<', before).orderBy('expiresAt').limit(limit).execute();
+}
+
+/** Forgets the plan (attendees' names and e-mails, answers) of orders that ended unpaid before `before`; how many. */
+export async function forgetEndedPlans(db: Db, before: number): Promise<number> {
+  const result = await db.updateTable('orders').set({ plan: null }).where('status', 'in', ['expired', 'cancelled']).where('plan', 'is not', null).where('updatedAt', '<', before).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Every pending order of the event → cancelled (the event is being cancelled, under its lock; its cancel clears `held`). */
 export function endPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
   return tx.updateTable('orders').set({ status: 'cancelled', paymentStatus: 'none', updatedAt: now }).where('eventId', '=', eventId).where('status', '=', 'pending').returningAll().execute();
@@ -406,9 +412,24 @@ export function markCompleted(tx: TenantScope, id: string, changes: Pick<OrderRo
 }
 
 /** Where the buyer of a pending order pays, once its provider began the payment. */
-export async function saveCheckout(scope: TenantScope, id: string, checkout: { reference: string | null; checkoutUrl: string | null }, now: number): Promise<void> {
-  await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).execute();
+/**
+ * Where a pending order is paid; false if it is pending no more (the provider's webhook completed it
+ * first, or it was cancelled meanwhile): its reference is then the completion's, left as it is.
+ */
+export async function saveCheckout(scope: TenantScope, id: string, checkout: { reference: string | null; checkoutUrl: string | null }, now: number): Promise<boolean> {
+  const result = await scope.updateTable('orders').set({ paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl, updatedAt: now }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
+
+/**
+ * A payment Montage could not honour (Stripe's late or second payment, refunded at once): its
+ * charge and refund carry a reason of this prefix. They are a trace on the order, not its money:
+ * what it was paid, what is left to refund and the event's figures leave them out.
+ */
+export const UNHONOURED_REASON = 'unhonoured: ';
+
+/** Payment rows that are the order's own money (not the trace of a payment not honoured). */
+export const ownMoney = sql<boolean>`coalesce(reason, '') not like ${`${UNHONOURED_REASON}%`}`;
 
 export async function insertPayment(scope: TenantScope, row: PaymentRow): Promise<void> {
   await scope.db.insertInto('payments').values(row).execute();

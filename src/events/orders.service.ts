@@ -13,7 +13,7 @@ import type { ConfirmOrderBody, CreateOrderBody, OrderListQuery } from './events
 import { confirmBalance } from './order-changes.service.js';
 import * as repo from './orders.repository.js';
 import { offeredAnswers, type PreparedAnswers, prepareAnswers, ticketPlaces, writeAnswers } from './questions.answers.js';
-import type { Checkout, PaymentProvider, ProviderName } from './payments/provider.js';
+import { type Checkout, type PaymentProvider, PROVIDER_NAMES, type ProviderName } from './payments/provider.js';
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
@@ -185,13 +185,16 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
   });
   if (count > MAX_TICKETS_PER_ORDER) throw invalid('/items', `may hold at most ${MAX_TICKETS_PER_ORDER} tickets in all`);
 
-  // Found before anything is held; a provider the account lacks matters only to a paid order.
+  // Found and checked before anything is held; a provider the account lacks (or refuses `payment`) matters only to a paid order.
   let provider: PaymentProvider | null = null;
   let providerMissing: unknown = null;
   if (input.payment) {
     try {
       provider = await providerFor(scope.db as Db, scope.accountId, input.payment.provider);
+      // What the provider cannot begin with (Stripe without successUrl) is refused before anything is held.
+      provider.validate?.({ successUrl: input.payment.successUrl ?? null, cancelUrl: input.payment.cancelUrl ?? null });
     } catch (err) {
+      provider = null;
       providerMissing = err;
     }
   }
@@ -317,12 +320,15 @@ async function beginPayment(
     if (err instanceof AppError) throw err;
     throw new AppError('payment_provider_error', `The ${provider.name} provider could not begin the payment of order ${row.id}; the order was cancelled.`, { provider: provider.name, orderId: row.id });
   }
-  if (checkout.reference !== null || checkout.checkoutUrl !== null) await repo.saveCheckout(scope, row.id, checkout, Date.now());
+  if (checkout.reference !== null || checkout.checkoutUrl !== null) {
+    // Paid (or cancelled) before the provider's answer came back: the order as it is now.
+    if (!(await repo.saveCheckout(scope, row.id, checkout, Date.now()))) return getOrder(scope, row.id);
+  }
   return presentOrder({ ...row, paymentReference: checkout.reference, checkoutUrl: checkout.checkoutUrl }, [], []);
 }
 
 /** An order inside a transaction, read after its event's lock (every change of an order's state takes it first): current. */
-async function lockOrder(tx: TenantScope, id: string): Promise<{ order: OrderRow; event: EventRow }> {
+async function lockOrderUnderEvent(tx: TenantScope, id: string): Promise<{ order: OrderRow; event: EventRow }> {
   const found = await repo.findOrder(tx, id);
   if (!found) throw notFound('order', id);
   const event = await requireLockedEvent(tx, found.eventId);
@@ -340,7 +346,7 @@ async function lockOrder(tx: TenantScope, id: string): Promise<{ order: OrderRow
  */
 export async function completeOrder(scope: TenantScope, orderId: string, paid: { provider: ProviderName; reference: string | null; amount: number }): Promise<PresentedOrder> {
   return scope.transaction(async (tx) => {
-    const { order, event } = await lockOrder(tx, orderId);
+    const { order, event } = await lockOrderUnderEvent(tx, orderId);
     if (order.status === 'completed') return presentOrder(order, await ticketsOfOrder(tx, orderId), await repo.paymentsOfOrder(tx, orderId));
     if (paid.amount !== order.total) {
       throw new AppError('payment_amount_mismatch', `Order ${orderId} totals ${order.total} ${order.currency}; ${paid.amount} was reported paid.`, { total: order.total, amount: paid.amount });
@@ -393,7 +399,7 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
  */
 export async function confirmOrder(scope: TenantScope, orderId: string, input: Static<typeof ConfirmOrderBody>): Promise<PresentedOrder> {
   return scope.transaction(async (tx) => {
-    const { order, event } = await lockOrder(tx, orderId);
+    const { order, event } = await lockOrderUnderEvent(tx, orderId);
     // A balance a change left owing is settled by hand, whoever took the order's money.
     if (order.status === 'completed' && order.balanceDue > 0) return confirmBalance(tx, order, input);
     if (order.provider !== 'manual') {
@@ -412,28 +418,51 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
  * when it was not pending (or, for an expiry, not yet due), with nothing changed.
  */
 async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
-  return scope.transaction(async (tx) => {
-    const { order } = await lockOrder(tx, orderId);
+  const ended = await scope.transaction(async (tx) => {
+    const { order } = await lockOrderUnderEvent(tx, orderId);
     const now = Date.now();
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
-    return presented;
+    return { presented, row: ended };
   });
+  if (!ended) return undefined;
+  await endCheckouts(scope, [ended.row]);
+  return ended.presented;
+}
+
+/**
+ * Closes the provider's checkouts of orders that ended unpaid (Stripe: the Checkout Session is
+ * expired), after their end committed. Best effort: a checkout that cannot be closed (the provider
+ * away, its keys gone, paid meanwhile) is left; a payment that still comes is a late one, honoured
+ * while the places are free and otherwise refunded at once.
+ */
+export async function endCheckouts(scope: TenantScope, orders: Pick<OrderRow, 'provider' | 'paymentReference'>[]): Promise<void> {
+  for (const order of orders) {
+    if (order.provider === null || order.paymentReference === null || !(PROVIDER_NAMES as readonly string[]).includes(order.provider)) continue;
+    try {
+      const provider = await providerFor(scope.db as Db, scope.accountId, order.provider as ProviderName);
+      await provider.endCheckout?.(order.paymentReference);
+    } catch {
+      // Best effort (see above).
+    }
+  }
 }
 
 /**
  * A cancelled event's pending orders → cancelled, in the event's cancelling transaction (under its
- * lock): nothing is held any more, and `order.cancelled` is sent for each.
+ * lock): nothing is held any more, and `order.cancelled` is sent for each. The orders, whose
+ * checkouts the caller closes after its commit (endCheckouts).
  */
-export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<void> {
+export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
   const cancelled = await repo.endPendingOrdersOfEvent(tx, eventId, now);
-  if (cancelled.length === 0) return;
+  if (cancelled.length === 0) return cancelled;
   const payments = await repo.paymentsOfOrders(tx, cancelled.map((o) => o.id));
   const messages = cancelled.map((order): OutboxMessage => ({ event: 'order.cancelled', data: presentOrder(order, [], payments.filter((p) => p.orderId === order.id)) }));
   await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+  return cancelled;
 }
 
 /** `POST /v1/orders/:id/cancel`: a pending order → cancelled, its places returned; any other is 409 `order_not_pending`. */

@@ -3,7 +3,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, type FieldError, notFound } from '../errors.js';
 import { findOrder } from './orders.repository.js';
 import * as repo from './questions.repository.js';
-import { lockOrder } from './refunds.repository.js';
+import { lockOrderRow } from './refunds.repository.js';
 import { findTicket, lockTicket, ticketsOfOrder } from './tickets.repository.js';
 import { type AnswerInput, DEFAULT_MAX_LENGTH, MAX_ANSWERS_BYTES, type PutAnswersBody } from './questions.schemas.js';
 
@@ -361,7 +361,7 @@ export async function putTicketAnswers(scope: TenantScope, ticketId: string, inp
  */
 export async function putOrderAnswers(scope: TenantScope, orderId: string, input: Static<typeof PutAnswersBody>) {
   return scope.transaction(async (tx) => {
-    const order = await lockOrder(tx, orderId);
+    const order = await lockOrderRow(tx, orderId);
     if (!order) throw notFound('order', orderId);
     if (order.status !== 'completed') throw new AppError('order_not_completed', `Order ${orderId} is ${order.status}; its answers can be edited once it is completed.`, { orderStatus: order.status });
     const questions = await repo.questionsForAnswers(tx, order.eventId);

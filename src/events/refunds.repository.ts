@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { onPostgres } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
-import type { OrderRow, PaymentRow } from './orders.repository.js';
+import { type OrderRow, ownMoney, type PaymentRow } from './orders.repository.js';
 
 const n = (value: unknown) => Number(value ?? 0);
 
@@ -10,8 +10,8 @@ const n = (value: unknown) => Number(value ?? 0);
  * counts what is left, so two refunds cannot both take the last of the money. PostgreSQL: a row
  * lock; SQLite: the transaction holds the database's write lock already (BEGIN IMMEDIATE).
  */
-export async function lockOrder(tx: TenantScope, id: string): Promise<OrderRow | undefined> {
-  if (!tx.db.isTransaction) throw new Error('lockOrder needs a transaction');
+export async function lockOrderRow(tx: TenantScope, id: string): Promise<OrderRow | undefined> {
+  if (!tx.db.isTransaction) throw new Error('lockOrderRow needs a transaction');
   const query = tx.selectFrom('orders').selectAll().where('id', '=', id);
   return (onPostgres(tx.db) ? query.forUpdate() : query).executeTakeFirst();
 }
@@ -32,8 +32,13 @@ export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' |
       sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' and provider = ${order.provider ?? ''} then reference end)`.as('chargeReference'),
     ])
     .where('orderId', '=', order.id)
+    .where(ownMoney)
     .executeTakeFirst();
   return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
+}
+
+export function findPayment(scope: TenantScope, id: string): Promise<PaymentRow | undefined> {
+  return scope.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function insertPayments(tx: TenantScope, rows: PaymentRow[]): Promise<void> {

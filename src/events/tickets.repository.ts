@@ -133,11 +133,11 @@ export function validTicketsOfEvent(scope: TenantScope, eventId: string, limit: 
   return scope.selectFrom('tickets').selectAll().where('eventId', '=', eventId).where('status', '=', 'valid').orderBy('id').limit(limit).execute();
 }
 
-/** These tickets → cancelled and refunded (each its price). */
+/** These tickets → cancelled (their refunds are recorded on them when the money moved: refunds.repository.ts recordRefund). */
 export async function cancelTickets(scope: TenantScope, ids: string[], now: number): Promise<void> {
   await scope
     .updateTable('tickets')
-    .set((eb) => ({ status: 'cancelled', cancelledAt: now, updatedAt: now, refundedAmount: eb.ref('price') }))
+    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now })
     .where('id', 'in', ids)
     .execute();
 }

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, notFound } from '../errors.js';
 import { iso } from '../time.js';
-import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
+import { fanOut } from '../webhooks/outbox.js';
 import { eventSigner, issueCode, revokeCodes } from './door.service.js';
 import { lockEvent, requireEvent } from './events.repository.js';
 import type { TransferBody } from './events.schemas.js';
@@ -34,16 +34,6 @@ export function presentTicket(row: TicketRow) {
 export const ticketLinks = (id: string) => ({ qrSvg: `/v1/tickets/${id}/qr.svg`, qrPng: `/v1/tickets/${id}/qr.png`, pdf: `/v1/tickets/${id}/pdf` });
 
 export type PresentedTicket = ReturnType<typeof presentTicket>;
-
-/**
- * The refund message of a ticket cancelled with its event, if it was paid for: recorded on the
- * ticket, with no provider call and no payment row (provider and paymentId null).
- */
-export function refundOf(ticket: TicketRow): OutboxMessage[] {
-  return ticket.price > 0
-    ? [{ event: 'payment.refunded', data: { orderId: ticket.orderId, ticketId: ticket.id, amount: ticket.price, currency: ticket.currency, provider: null, paymentId: null } }]
-    : [];
-}
 
 /**
  * The changes of a ticket that only a ticket in one state may take: cancel, transfer and a change

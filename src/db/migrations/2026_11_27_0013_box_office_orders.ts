@@ -73,6 +73,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`insert into payments (id, account_id, event_id, order_id, ticket_id, provider, kind, amount, currency, status, reference, reason, created_at, updated_at)
     select 'pmt_' || substr(o.id, 5), o.account_id, o.event_id, o.id, null, 'external', 'charge', o.total, o.currency, 'succeeded', null, null, o.created_at, o.created_at
     from orders o where o.total > 0`.execute(db);
+  // What their cancelled tickets refunded: one succeeded refund per such ticket (its id from the
+  // ticket's, stable), so what is left to refund is what was paid less these, as for new orders.
+  await sql`insert into payments (id, account_id, event_id, order_id, ticket_id, provider, kind, amount, currency, status, reference, reason, created_at, updated_at)
+    select 'pmt_' || substr(t.id, 5), t.account_id, t.event_id, t.order_id, t.id, 'external', 'refund', t.refunded_amount, t.currency, 'succeeded', null, 'ticket cancelled', coalesce(t.cancelled_at, t.updated_at), coalesce(t.cancelled_at, t.updated_at)
+    from tickets t where t.refunded_amount > 0`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -47,8 +47,29 @@ export interface RefundRequest {
   idempotencyKey: string;
 }
 
+/**
+ * A provider's definite "no" to a refund (a card network's or the provider's refusal, a request it
+ * will never accept): nothing moved, and the refund is `failed`. Any other error of `refund` (a
+ * timeout, a connection error, a 5xx) leaves the outcome unknown: the caller keeps the refund
+ * `pending` and asks again later with the same idempotency key.
+ */
+export class RefundRefused extends Error {
+  override readonly name = 'RefundRefused';
+}
+
 export interface PaymentProvider {
   readonly name: ProviderName;
+  /**
+   * Refuses (400, with the field's path under `/payment`) what `begin` could not start with, before
+   * the pending order is placed: a refusal then holds nothing and sends nothing. Optional.
+   */
+  validate?(payment: Pick<CheckoutRequest, 'successUrl' | 'cancelUrl'>): void;
   begin(request: CheckoutRequest): Promise<Checkout>;
+  /**
+   * Closes the checkout of an order that ended unpaid (expired or cancelled), so the buyer cannot
+   * pay it any more. Best effort, after the order's end committed: a payment that still arrives is
+   * handled as a late one. Optional (`manual` has nothing to close).
+   */
+  endCheckout?(reference: string): Promise<void>;
   refund(request: RefundRequest): Promise<{ reference: string | null }>;
 }

@@ -2,7 +2,10 @@ import Stripe from 'stripe';
 import type { Db } from '../../db/database.js';
 import { TenantScope } from '../../db/tenant.js';
 import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { findOrder, insertPayment, paymentsOfOrder, UNHONOURED_REASON } from '../orders.repository.js';
 import { completeOrder } from '../orders.service.js';
+import { lockOrderRow } from '../refunds.repository.js';
 import { stripeProvider } from './stripe.js';
 import { deleteStripeEventsBefore, findStripeAccount, findStripeEvent, recordStripeEvent } from './stripe.repository.js';
 
@@ -58,8 +61,10 @@ async function actOn(db: Db, accountId: string, event: Stripe.Event, log: Webhoo
   const amount = session.amount_total ?? 0;
   let reason: string;
   try {
-    const order = await completeOrder(new TenantScope(db, accountId), orderId, { provider: 'stripe', reference, amount });
-    const charge = order.payments.find((p) => p.kind === 'charge');
+    const scope = new TenantScope(db, accountId);
+    await completeOrder(scope, orderId, { provider: 'stripe', reference, amount });
+    // The order's own charge: not the trace of an earlier payment not honoured.
+    const charge = (await paymentsOfOrder(scope, orderId)).find((p) => p.kind === 'charge' && !(p.reason ?? '').startsWith(UNHONOURED_REASON));
     if (charge === undefined || charge.reference === reference) return { outcome: 'completed', orderId };
     // Completed already by another payment (a second Checkout Session of the same order): this one is paid twice.
     reason = 'already_paid';
@@ -77,8 +82,31 @@ async function actOn(db: Db, accountId: string, event: Stripe.Event, log: Webhoo
     currency: (session.currency ?? '').toUpperCase(),
     idempotencyKey: `montage-unhonoured-${reference ?? session.id}`,
   });
+  await recordUnhonoured(new TenantScope(db, accountId), orderId, { amount, currency: (session.currency ?? '').toUpperCase(), charge: reference, refund: refund.reference, reason });
   log.warn({ orderId, stripeEvent: event.id, paymentIntent: reference, refund: refund.reference, reason }, 'Stripe payment not honoured: refunded at once');
   return { outcome: 'refunded', orderId };
+}
+
+/**
+ * The trace of a payment not honoured, on its order (if there is one): a succeeded `charge` and a
+ * succeeded `refund` of the same amount, both with `reason` `unhonoured: <why>` (UNHONOURED_REASON). They cancel out in
+ * what the order was paid and what is left to refund; the order's `refundedAmount` and payment
+ * status are its own sale's, and no `payment.completed` or `payment.refunded` fires (no sale
+ * happened). Written once: a repeated delivery finds the charge of that PaymentIntent already there.
+ */
+async function recordUnhonoured(scope: TenantScope, orderId: string, money: { amount: number; currency: string; charge: string | null; refund: string | null; reason: string }): Promise<void> {
+  const known = await findOrder(scope, orderId);
+  if (!known) return;
+  await scope.transaction(async (tx) => {
+    const order = (await lockOrderRow(tx, orderId))!;
+    const reason = `${UNHONOURED_REASON}${money.reason}`;
+    const recorded = await paymentsOfOrder(tx, orderId);
+    if (recorded.some((p) => p.kind === 'charge' && p.provider === 'stripe' && p.reference === money.charge && p.reason === reason)) return;
+    const now = Date.now();
+    const row = { accountId: scope.accountId, eventId: order.eventId, orderId, ticketId: null, provider: 'stripe', amount: money.amount, currency: money.currency, status: 'succeeded', reason, createdAt: now, updatedAt: now };
+    await insertPayment(tx, { ...row, id: newId('payment'), kind: 'charge', reference: money.charge });
+    await insertPayment(tx, { ...row, id: newId('payment'), kind: 'refund', reference: money.refund });
+  });
 }
 
 /**

@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import type { StripeApiBase } from '../../config.js';
 import type { Db } from '../../db/database.js';
 import { AppError, invalid } from '../../errors.js';
-import type { Checkout, CheckoutRequest, PaymentProvider, RefundRequest } from './provider.js';
+import { type Checkout, type CheckoutRequest, type PaymentProvider, RefundRefused, type RefundRequest } from './provider.js';
 import { findStripeAccount } from './stripe.repository.js';
 
 /** Stripe lets a Checkout Session live 30 minutes at least and 24 hours at most (`expires_at`). */
@@ -51,6 +51,18 @@ function providerError(action: string, err: unknown): AppError {
   return new AppError('payment_provider_error', `Stripe ${action}: no answer (${err instanceof Error ? err.message : String(err)}).`);
 }
 
+/**
+ * Whether Stripe said no for good: an error answer of 4xx, but not a conflict of idempotent
+ * requests in flight (409) nor a rate limit (429), which a later try with the same key resolves.
+ * A connection error, a timeout or a 5xx says nothing of whether the money moved.
+ */
+export function isDefiniteRefusal(err: unknown): boolean {
+  if (!(err instanceof Stripe.errors.StripeError)) return false;
+  if (err instanceof Stripe.errors.StripeConnectionError) return false;
+  const status = err.statusCode;
+  return status !== undefined && status >= 400 && status < 500 && status !== 409 && status !== 429;
+}
+
 /** The order's lines as Stripe shows them to the buyer; one line with the total if the items do not add up to it (a discount). */
 function lineItems(request: CheckoutRequest): Stripe.Checkout.SessionCreateParams.LineItem[] {
   const currency = request.currency.toLowerCase();
@@ -72,12 +84,20 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
   const settings = await findStripeAccount(db, accountId);
   if (!settings) throw new AppError('payment_provider_not_configured', 'This account has no Stripe keys: save them with PUT /v1/payment-providers/stripe first.', { provider: 'stripe' });
   const stripe = stripeClient(settings.secretKey);
+  /** Stripe's hosted page has to send the buyer somewhere when they have paid. */
+  const returnUrl = (payment: Pick<CheckoutRequest, 'successUrl'>): string => {
+    if (payment.successUrl === null) throw invalid('/payment/successUrl', 'is required when paying with Stripe (the page the buyer returns to)');
+    return payment.successUrl;
+  };
   return {
     name: 'stripe',
 
+    validate(payment) {
+      returnUrl(payment);
+    },
+
     async begin(request: CheckoutRequest): Promise<Checkout> {
-      // Stripe's hosted page has to send the buyer somewhere when they have paid.
-      if (request.successUrl === null) throw invalid('/payment/successUrl', 'is required when paying with Stripe (the page the buyer returns to)');
+      const successUrl = returnUrl(request);
       const metadata = { order_id: request.orderId, account_id: request.accountId, event_id: request.eventId };
       let session: Stripe.Checkout.Session;
       try {
@@ -90,7 +110,7 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
             metadata,
             payment_intent_data: { metadata },
             expires_at: sessionExpiry(request.expiresAt, Date.now()),
-            success_url: request.successUrl,
+            success_url: successUrl,
             ...(request.cancelUrl ? { cancel_url: request.cancelUrl } : {}),
           },
           // One order, one session: a retried call gets the session of the first.
@@ -105,8 +125,16 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
       return { reference: session.id, checkoutUrl: session.url };
     },
 
+    async endCheckout(reference: string): Promise<void> {
+      try {
+        await stripe.checkout.sessions.expire(reference, {}, { idempotencyKey: `montage-expire-${reference}` });
+      } catch (err) {
+        throw providerError('did not expire the checkout', err);
+      }
+    },
+
     async refund(request: RefundRequest): Promise<{ reference: string | null }> {
-      if (request.paymentReference === null) throw new AppError('payment_provider_error', `Order ${request.orderId} has no Stripe payment to refund.`);
+      if (request.paymentReference === null) throw new RefundRefused(`Order ${request.orderId} has no Stripe payment to refund.`);
       let refund: Stripe.Refund;
       try {
         refund = await stripe.refunds.create(
@@ -114,11 +142,12 @@ export async function stripeProvider(db: Db, accountId: string): Promise<Payment
           { idempotencyKey: request.idempotencyKey },
         );
       } catch (err) {
-        throw providerError('did not refund', err);
+        const error = providerError('did not refund', err);
+        throw isDefiniteRefusal(err) ? new RefundRefused(error.message) : error;
       }
       // `pending`: Stripe took the refund and the bank has yet to settle it (no card refund fails after that but rarely).
       if (refund.status === 'failed' || refund.status === 'canceled' || refund.status === 'requires_action') {
-        throw new AppError('payment_provider_error', `Stripe's refund ${refund.id} is ${refund.status}${refund.failure_reason ? ` (${refund.failure_reason})` : ''}.`);
+        throw new RefundRefused(`Stripe's refund ${refund.id} is ${refund.status}${refund.failure_reason ? ` (${refund.failure_reason})` : ''}.`);
       }
       return { reference: refund.id };
     },
