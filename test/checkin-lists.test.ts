@@ -5,32 +5,17 @@
  * orders, undo on a list, analytics, webhooks that name the list (a real receiver), tenant isolation.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import { MAX_CODE_CHARS } from '../src/events/ticket-code-format.js';
 import { notACode } from '../web/scanner/src/rules.js';
-import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, jsonClient as client, type JsonClient as Client, hookReceiver as receiver } from './helpers.js';
 
 type Json = any;
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
-const FAST = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
 
-/** One account's key, speaking JSON to the API. */
-function client(api: TestApp, key: string) {
-  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
-  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<Json> => {
-    const res = await send(method, path, json);
-    const text = await res.text();
-    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-  return { send, expect };
-}
-type Client = ReturnType<typeof client>;
 
 /** A published event with two ticket types and `count` tickets of each. */
 async function door(c: Client, count = 4) {
@@ -52,20 +37,6 @@ const counts = async (c: Client, eventId: string, listId: string) => (await getL
 const scansOf = async (api: TestApp, listId: string) =>
   Number((await api.database.db.selectFrom('checkinListCounts').select((eb) => eb.fn.sum<number | string>('scans').as('scans')).where('listId', '=', listId).executeTakeFirst())?.scans ?? 0);
 
-async function receiver(t: TestContext) {
-  const got: Json[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      got.push(JSON.parse(body));
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
-}
 
 for (const engine of ENGINES) {
   describe(`check-in lists (${engine})`, () => {

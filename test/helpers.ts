@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -193,4 +194,36 @@ export async function databaseWithAccount(t: TestContext, env: Record<string, st
   const account = await createAccount(database.db, { email: `process.${Date.now()}.${counter++}@example.com` });
   const { key } = await createApiKey(database.db, account, {});
   return { database, account, key };
+}
+
+/** Settings that let webhooks reach a receiver on loopback and retry within a test's time. */
+export const FAST_WEBHOOKS = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
+
+/** One account's key, speaking JSON to the API: `send` answers the response, `expect` checks its status and answers its body. */
+export function jsonClient(api: TestApp, key: string) {
+  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
+  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<any> => {
+    const res = await send(method, path, json);
+    const text = await res.text();
+    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+  return { send, expect };
+}
+export type JsonClient = ReturnType<typeof jsonClient>;
+
+/** A webhook receiver on loopback that answers 200 and keeps the bodies it got, closed when the test ends. */
+export async function hookReceiver(t: TestContext): Promise<{ url: string; got: any[] }> {
+  const got: any[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      got.push(JSON.parse(body));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
 }

@@ -7,25 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { ENGINES, freshStorage, problem, startApp, type TestApp, jsonClient as client, type JsonClient as Client } from './helpers.js';
 
 type Json = any;
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** One account's key, speaking JSON to the API. */
-function client(api: TestApp, key: string) {
-  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
-  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<Json> => {
-    const res = await send(method, path, json);
-    const text = await res.text();
-    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-  return { send, expect };
-}
-type Client = ReturnType<typeof client>;
 
 /** A published event with two ticket types (General, VIP), both free. */
 async function event(c: Client) {

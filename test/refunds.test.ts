@@ -5,8 +5,6 @@
  * real webhook receiver, analytics and payouts following, on every engine of the run.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
@@ -17,28 +15,12 @@ import { AppError } from '../src/errors.js';
 import { isId, newId } from '../src/ids.js';
 import { getOrder } from '../src/events/orders.service.js';
 import { refundOrder } from '../src/events/refunds.service.js';
-import { type ApiResponse, ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { type ApiResponse, ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, hookReceiver as receiver } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
 type Json = any;
 
-const FAST = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
 
-/** A webhook receiver on loopback that records what it got. */
-async function receiver(t: TestContext) {
-  const got: Json[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      got.push(JSON.parse(body));
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
-}
 
 function client(api: TestApp, key: string) {
   const call = (method: string, path: string, json?: unknown, headers?: Record<string, string>): Promise<ApiResponse> =>

@@ -6,8 +6,6 @@
  * check and its exactly-once effect, and an order paid end to end with a real webhook receiver.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import Stripe from 'stripe';
 import { loadConfig } from '../src/config.js';
@@ -17,7 +15,7 @@ import { RefundRefused } from '../src/events/payments/provider.js';
 import { purgeOldStripeEvents } from '../src/events/payments/stripe-webhook.service.js';
 import { expireOrder } from '../src/events/orders.service.js';
 import { settlePendingRefund } from '../src/events/refunds.service.js';
-import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, jsonClient as client, type JsonClient as Client, hookReceiver as receiver } from './helpers.js';
 import { startStripeStandin, type StripeStandin } from './stripe-standin.js';
 
 type Json = any;
@@ -25,20 +23,7 @@ type Json = any;
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const iso = (ms: number) => new Date(ms).toISOString();
-const FAST = { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', MONTAGE_WEBHOOK_RETRY_SCHEDULE: '50ms,50ms,50ms,50ms' };
 
-/** One account's key, speaking JSON to the API. */
-function client(api: TestApp, key: string) {
-  const send = (method: string, path: string, json?: unknown) => api.fetch(`/v1${path}`, { method, key, json });
-  const expect = async (status: number, method: string, path: string, json?: unknown): Promise<Json> => {
-    const res = await send(method, path, json);
-    const text = await res.text();
-    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-  return { send, expect };
-}
-type Client = ReturnType<typeof client>;
 
 async function standin(t: TestContext): Promise<StripeStandin> {
   const s = await startStripeStandin();
@@ -91,21 +76,6 @@ const checkoutRequest = (accountId: string, overrides: Record<string, unknown> =
   ...overrides,
 });
 
-/** A webhook receiver on loopback that answers 200 and keeps the bodies it got. */
-async function receiver(t: TestContext) {
-  const got: Json[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      got.push(JSON.parse(body));
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
-}
 
 describe('Stripe settings (configuration)', () => {
   test('MONTAGE_STRIPE_API_BASE: scheme, host and port for the package; anything more is refused', () => {
