@@ -20,11 +20,16 @@ export const QuestionKind = StringEnum(['text', 'number', 'choice', 'multiple_ch
 export const AskedPer = StringEnum(['attendee', 'order'], { description: '`attendee`: asked for each ticket of the types it covers; `order`: asked once per order that has such a ticket.' });
 
 /** No C0 control characters (tabs, line breaks included) nor bidirectional overrides or isolates, which would disguise a label or option in lists and exports. */
-const PLAIN = '^[^\\u0000-\\u001F\\u007F\\u202A-\\u202E\\u2066-\\u2069]*$';
+const NOT_PLAIN = '\\u0000-\\u001F\\u007F\\u202A-\\u202E\\u2066-\\u2069';
+const PLAIN = `^[^${NOT_PLAIN}]*$`;
 const Label = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN, description: 'One line of plain text: no control characters nor bidirectional overrides.' });
 const Help = Type.String({ maxLength: 1000 });
-/** An option: plain text, without `, ` (the export joins a multiple choice's options with it). */
-const Option = Type.String({ minLength: 1, maxLength: 200, pattern: PLAIN.replace('^', '^(?!.*, )'), description: 'Plain text without control characters, bidirectional overrides, or `, `.' });
+/**
+ * An option: plain text, without `, ` (the export joins a multiple choice's options with it): runs of
+ * commas only before another character than a space, or at the end. Written without a lookahead,
+ * which some clients' regular expressions (and the fuzzer's generators) do not have.
+ */
+const Option = Type.String({ minLength: 1, maxLength: 200, pattern: `^(?:[^,${NOT_PLAIN}]|,+[^, ${NOT_PLAIN}])*,*$`, description: 'Plain text without control characters, bidirectional overrides, or `, `.' });
 const Options = Type.Array(Option, {
   minItems: 1,
   maxItems: MAX_OPTIONS,
