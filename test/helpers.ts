@@ -137,7 +137,8 @@ export async function problem(response: ApiResponse, status: number, code: strin
   assert.ok(typeof body.title === 'string' && body.title.length > 0);
   assert.ok(typeof body.detail === 'string' && body.detail.length > 0);
   assert.equal(body.requestId, response.headers.get('x-request-id'));
-  assert.ok(!/at .+\(|node_modules|\/work\/|select |insert into/i.test(JSON.stringify(body)), 'no stack, path or SQL');
+  // A stack frame is `at name (file:line:column)`: a bare "at … (" also matches an id that ends in "at" before a parenthesis.
+  assert.ok(!/\bat [^()"]+ \(\S+:\d+:\d+\)|node_modules|\/work\/|select |insert into/i.test(JSON.stringify(body)), 'no stack, path or SQL');
   return body;
 }
 
