@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Selectable } from 'kysely';
+import type { ExpressionBuilder, Selectable, Updateable } from 'kysely';
 import type { Database, Db } from '../db/database.js';
 import { onPostgres, prepared } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
@@ -77,49 +77,40 @@ async function lockForChange(scope: TenantScope, id: string): Promise<void> {
 }
 
 /**
+ * The one way a valid ticket that was not admitted changes (cancel, transfer, retype): its row locked
+ * first, so the update's statement sees an admission that committed meanwhile, then `set` only if it
+ * is still valid and not checked in (event-wide or on a list); the ticket as it is now, or undefined.
+ */
+async function changeOpenTicket(scope: TenantScope, id: string, set: Updateable<TicketTable>): Promise<TicketRow | undefined> {
+  await lockForChange(scope, id);
+  return scope
+    .updateTable('tickets')
+    .set(set)
+    .where('id', '=', id)
+    .where('status', '=', 'valid')
+    .where('checkedInAt', 'is', null)
+    .where(notAdmittedOnLists)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
  * Valid and not checked in (event-wide or on a list) → cancelled, at `price` (its price less what
  * its order still owed of it); the ticket as it is now, or undefined if it was not so. Its refund
  * is recorded when the money went back (refunds.service.ts).
  */
-export async function cancelOpenTicket(scope: TenantScope, id: string, price: number, now: number): Promise<TicketRow | undefined> {
-  await lockForChange(scope, id);
-  return scope
-    .updateTable('tickets')
-    .set({ status: 'cancelled', cancelledAt: now, updatedAt: now, price })
-    .where('id', '=', id)
-    .where('status', '=', 'valid')
-    .where('checkedInAt', 'is', null)
-    .where(notAdmittedOnLists)
-    .returningAll()
-    .executeTakeFirst();
+export function cancelOpenTicket(scope: TenantScope, id: string, price: number, now: number): Promise<TicketRow | undefined> {
+  return changeOpenTicket(scope, id, { status: 'cancelled', cancelledAt: now, updatedAt: now, price });
 }
 
 /** Valid and not checked in (event-wide or on a list) → a new holder and code; the ticket as it is now, or undefined if it was not so. */
-export async function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
-  await lockForChange(scope, id);
-  return scope
-    .updateTable('tickets')
-    .set({ attendeeName: holder.name, attendeeEmail: holder.email, code, updatedAt: now })
-    .where('id', '=', id)
-    .where('status', '=', 'valid')
-    .where('checkedInAt', 'is', null)
-    .where(notAdmittedOnLists)
-    .returningAll()
-    .executeTakeFirst();
+export function transferOpenTicket(scope: TenantScope, id: string, holder: { name: string; email: string }, code: string, now: number): Promise<TicketRow | undefined> {
+  return changeOpenTicket(scope, id, { attendeeName: holder.name, attendeeEmail: holder.email, code, updatedAt: now });
 }
 
 /** Valid and not checked in (event-wide or on a list) → another ticket type, its price and a new code; the ticket as it is now, or undefined if it was not so. */
-export async function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
-  await lockForChange(scope, id);
-  return scope
-    .updateTable('tickets')
-    .set({ ticketTypeId: change.ticketTypeId, price: change.price, code: change.code, updatedAt: now })
-    .where('id', '=', id)
-    .where('status', '=', 'valid')
-    .where('checkedInAt', 'is', null)
-    .where(notAdmittedOnLists)
-    .returningAll()
-    .executeTakeFirst();
+export function retypeOpenTicket(scope: TenantScope, id: string, change: { ticketTypeId: string; price: number; code: string }, now: number): Promise<TicketRow | undefined> {
+  return changeOpenTicket(scope, id, { ticketTypeId: change.ticketTypeId, price: change.price, code: change.code, updatedAt: now });
 }
 
 /** A cancelled ticket's place back into its type's and its event's inventory. */
