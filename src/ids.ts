@@ -19,6 +19,8 @@ export const ID_PREFIXES = {
   job: 'job',
   payout: 'pay',
   payment: 'pmt',
+  voucher: 'vch',
+  waitlistEntry: 'wle',
   queuedJob: 'qjob',
   request: 'req',
 } as const;

@@ -17,6 +17,7 @@ import * as m0014 from './migrations/2026_11_27_0014_questions.js';
 import * as m0015 from './migrations/2026_11_27_0015_order_balance.js';
 import * as m0016 from './migrations/2026_11_27_0016_checkin_list_counts.js';
 import * as m0017 from './migrations/2026_11_27_0017_stripe.js';
+import * as m0018 from './migrations/2026_11_27_0018_vouchers_waitlist.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0015_order_balance': m0015,
   '2026_11_27_0016_checkin_list_counts': m0016,
   '2026_11_27_0017_stripe': m0017,
+  '2026_11_27_0018_vouchers_waitlist': m0018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

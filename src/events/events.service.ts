@@ -18,6 +18,8 @@ type TicketTypeRow = repo.TicketTypeRow;
 
 /** How long a pending order holds its places unless the event says otherwise (docs/events.md, "Orders and payments"). */
 export const DEFAULT_HOLD_MINUTES = 15;
+/** How long a waiting-list offer stands unless the event says otherwise (migration 0018's default). */
+export const DEFAULT_WAITLIST_OFFER_MINUTES = 1440;
 
 const parseOptionalTime = (text: string | null | undefined, path: string) => (text === undefined ? undefined : text === null ? null : parseTime(text, path));
 
@@ -108,6 +110,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     sold: 0,
     held: 0,
     holdMinutes: input.holdMinutes ?? DEFAULT_HOLD_MINUTES,
+    waitlistOfferMinutes: DEFAULT_WAITLIST_OFFER_MINUTES,
     ticketsIssued: 0,
     questions: 0,
     createdAt: now,
@@ -283,6 +286,7 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
       salesStartAt,
       salesEndAt,
       maxPerOrder: input.maxPerOrder ?? null,
+      hidden: 0,
       createdAt: now,
       updatedAt: now,
     };

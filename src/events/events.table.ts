@@ -21,6 +21,8 @@ export interface EventTable {
   held: number;
   /** How long a pending order holds its places. */
   holdMinutes: number;
+  /** How long a waiting-list offer stands (waitlist.table.ts). */
+  waitlistOfferMinutes: number;
   /** Tickets ever issued, cancelled ones included: an event that issued one cannot be deleted. */
   ticketsIssued: number;
   /** Live questions (questions.service.ts keeps it, under the event's lock); 0: orders read none. */
@@ -49,6 +51,7 @@ export const EVENT_COLUMNS = [
   'sold',
   'held',
   'holdMinutes',
+  'waitlistOfferMinutes',
   'ticketsIssued',
   'questions',
   'createdAt',
@@ -73,6 +76,8 @@ export interface TicketTypeTable {
   salesStartAt: number | null;
   salesEndAt: number | null;
   maxPerOrder: number | null;
+  /** 0 | 1: sold only with a voucher that names this type (vouchers.table.ts). */
+  hidden: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -92,6 +97,7 @@ export const TICKET_TYPE_COLUMNS = [
   'salesStartAt',
   'salesEndAt',
   'maxPerOrder',
+  'hidden',
   'createdAt',
   'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TicketTypeTable>;
@@ -126,6 +132,10 @@ export interface OrderTable {
   /** A pending order's JSON OrderPlan (orders.service.ts): what it issues at completion. */
   plan: string | null;
   updatedAt: number | null;
+  /** The voucher the order used (no foreign key: history outlives an unused voucher's deletion), its code then, and how many of the order's places it gave. */
+  voucherId: string | null;
+  voucherCode: string | null;
+  voucherPlaces: number;
 }
 
 export interface PaymentTable {

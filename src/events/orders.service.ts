@@ -263,6 +263,9 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       checkoutUrl: null,
       plan: pending ? JSON.stringify(plan) : null,
       updatedAt: now,
+      voucherId: null,
+      voucherCode: null,
+      voucherPlaces: 0,
     };
     const tickets = pending ? [] : await issueTickets(tx, orderRow, orderItems, plan, now);
     const payment = !pending && total > 0 ? chargeOf(orderRow, 'external', null, now) : null;
