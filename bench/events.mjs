@@ -599,6 +599,28 @@ async function contention(s, m, storage, results) {
   const verified = sold === issued && totals.ticketsSold === issued && !oversold;
   if (!verified) throw new Error(`orders: ${issued} tickets issued in 201 answers, ticket types say ${sold} sold, analytics ${totals.ticketsSold}`);
 
+  // The same orders as pending ones (manual payment): each holds its places until it expires
+  // (holdMinutes, longer than the run) and issues no ticket. Same bodies, count and connections,
+  // on an event of its own, so the two rates compare the two write paths.
+  const held = await createEvent(m, 'Pending night', [
+    { name: 'Standing', price: 3000, quantity: 1_000_000 },
+    { name: 'Seated', price: 5000, quantity: 1_000_000 },
+    { name: 'Balcony', price: 4000, quantity: 1_000_000 },
+  ]);
+  await m.api('PATCH', `/v1/events/${held.id}`, { holdMinutes: 1440 });
+  const byType = new Map(hot.types.map((t, i) => [t.id, held.types[i].id]));
+  const pendingBodies = bodies.map((b) => ({ ...b, payment: { provider: 'manual' }, items: b.items.map((item) => ({ ...item, ticketTypeId: byType.get(item.ticketTypeId) })) }));
+  const pendingSpec = { ...spec, path: `/v1/events/${held.id}/orders`, collect: undefined };
+  const pendingWarm = await load(s, storage, `pending orders on 3 hot types (warm-up, ${int(s.orderWarmup)})`, { ...pendingSpec, amount: s.orderWarmup }, pendingBodies);
+  const pending = await load(s, storage, `pending orders on 3 hot ticket types (${int(amount)})`, { ...pendingSpec, amount }, pendingBodies.slice(s.orderWarmup).concat(pendingBodies.slice(0, s.orderWarmup)));
+  served += pendingWarm.requests + pending.requests;
+  const heldTypes = (await m.api('GET', `/v1/events/${held.id}/tickets`)).data;
+  const heldTotals = await m.api('GET', `/v1/events/${held.id}/analytics`);
+  const placesAsked = pendingBodies.slice(0, pendingWarm.requests).concat(pendingBodies.slice(s.orderWarmup, s.orderWarmup + pending.requests)).reduce((n, b) => n + b.items[0].quantity, 0);
+  const heldPlaces = heldTypes.reduce((n, t) => n + t.held, 0);
+  const pendingVerified = heldPlaces === placesAsked && heldTotals.ticketsHeld === placesAsked && heldTotals.ordersPending === pendingWarm.requests + pending.requests && heldTotals.ticketsSold === 0;
+  if (!pendingVerified) throw new Error(`pending orders: ${placesAsked} places asked, types hold ${heldPlaces}, analytics ${heldTotals.ticketsHeld} held in ${heldTotals.ordersPending} orders, ${heldTotals.ticketsSold} sold`);
+
   // Sell-out: more demand than stock; exactly the stock is issued, the rest is 409 sold_out.
   const small = await createEvent(m, 'Sell-out night', [
     { name: 'A', price: 2000, quantity: 300 },
@@ -635,6 +657,7 @@ async function contention(s, m, storage, results) {
     issued,
     sold,
     verified,
+    pending: { requests: pending.requests, rate: pending.rate, us: pending.serverUsPerRequest, pgUs: pending.pgUsPerRequest, p50: pending.latency.p50, p99: pending.latency.p99, held: heldPlaces, orders: heldTotals.ordersPending, ratio: pending.rate / r.rate },
     rush: { orders: rush.requests, us: rush.serverUsPerRequest, pgUs: rush.pgUsPerRequest, created: rush.statuses[201] ?? 0, soldOut: rush.codes['409 sold_out'] ?? 0, tickets: rush.tickets, rate: rush.rate, p99: rush.latency.p99 },
   };
   return served;
@@ -755,6 +778,18 @@ function report(s, runs) {
         us(r.orders.us, r.orders.pgUs),
         `issued ${int(r.orders.issued)} = sold ${int(r.orders.sold)}, none over stock`,
       ]);
+      const p = r.orders.pending;
+      writes.push([
+        e,
+        `pending orders (manual payment, places held), same bodies, ${int(p.requests)} orders`,
+        `${int(p.rate)} orders/s (${Math.round(p.ratio * 100)} % of orders)`,
+        ms(p.p50),
+        ms(p.p99),
+        us(p.us, p.pgUs),
+        `${int(p.held)} places held in ${int(p.orders)} pending orders, none sold`,
+      ]);
+      const pendingOk = p.ratio >= 0.8;
+      verdicts.push({ pass: pendingOk, text: `${e}: pending orders within 20 % of the order throughput: ${int(p.rate)} vs ${int(r.orders.rate)} orders/s (${Math.round(p.ratio * 100)} %) ${verdict(pendingOk)}` });
       writes.push([
         e,
         `sell-out: ${int(r.orders.rush.orders)} orders for 3 x 300 tickets`,
@@ -864,7 +899,11 @@ function report(s, runs) {
   connections; ${int(s.orderWarmup)} orders of warm-up (discarded), then as many orders as the warm-up's rate
   gives in ${s.duration} s (a count, not a time, so that every answer is read and the tickets add up). Verified: tickets in the 201 answers = \`sold\`
   of the ticket types = analytics \`ticketsSold\`, none above its stock. Sell-out: 2,000 orders of 1-3 tickets at once
-  for 3 types of 300: exactly 900 tickets issued, every refusal a 409 \`sold_out\`.`);
+  for 3 types of 300: exactly 900 tickets issued, every refusal a 409 \`sold_out\`. Pending orders: the same bodies with
+  \`payment: {provider: "manual"}\` on an event of their own (\`holdMinutes\` 1440, so none expires during the run), same
+  warm-up and count; verified: the places held by the ticket types = analytics \`ticketsHeld\` = the places asked, as many
+  pending orders as answers, none sold. Target: their rate within 20 % of the orders' (issue: holds must not cost the box
+  office its throughput).`);
   }
   bullets.push(`- PostgreSQL statistics: right after seeding, the attendee page is timed 3 times one at a time on the
   statistics of the empty tables${stale ? ` (autovacuum is \`${stale.autovacuum}\` on this server)` : ''}; then \`ANALYZE\` runs, as autovacuum
