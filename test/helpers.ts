@@ -209,7 +209,16 @@ export function jsonClient(api: TestApp, key: string) {
     assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
     return text ? JSON.parse(text) : null;
   };
-  return { send, expect };
+  /** A full path (`/v1/...`): the answer as it is. */
+  const call = (method: string, path: string, json?: unknown, headers?: Record<string, string>): Promise<ApiResponse> =>
+    api.fetch(path, { method, key, ...(json !== undefined ? { json } : {}), ...(headers ? { headers } : {}) });
+  /** A full path: the JSON of a 2xx answer (any other fails the test, with its body). */
+  const ok = async (method: string, path: string, json?: unknown): Promise<any> => {
+    const res = await call(method, path, json);
+    assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
+    return res.json();
+  };
+  return { key, send, expect, call, ok };
 }
 export type JsonClient = ReturnType<typeof jsonClient>;
 

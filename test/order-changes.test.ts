@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { Engine } from '../src/db/database.js';
-import { type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { ENGINES, freshStorage, problem, startApp, type TestApp, jsonClient as client, type JsonClient as Client } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
 type Json = any;
@@ -24,20 +24,6 @@ async function box(t: TestContext, engine: Engine, quantities = { standard: 50, 
   return { api, c, accountId, event, standard, vip, free };
 }
 
-function client(api: TestApp, key: string) {
-  const call = (method: string, path: string, json?: unknown): Promise<ApiResponse> => api.fetch(path, { method, key, ...(json !== undefined ? { json } : {}) });
-  return {
-    key,
-    call,
-    async ok(method: string, path: string, json?: unknown): Promise<Json> {
-      const res = await call(method, path, json);
-      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
-      return res.json();
-    },
-  };
-}
-
-type Client = ReturnType<typeof client>;
 
 const order = (c: Client, eventId: string, items: Array<{ ticketTypeId: string; quantity: number }>) =>
   c.ok('POST', `/v1/events/${eventId}/orders`, { buyer: { name: 'Ada', email: 'ada@example.com' }, items });

@@ -26,6 +26,15 @@ async function event(c: Client) {
 }
 
 const ada = { name: 'Ada Lovelace', email: 'ada@example.com' };
+
+/** The event's attendee export as CSV lines (`query`: the export's filters, without `?`). */
+const exportCsv = async (c: Client, eventId: string, query = '') => (await (await c.send('GET', `/events/${eventId}/attendees/export${query ? `?${query}` : ''}`)).text()).split('\r\n');
+/** The event's attendee export as NDJSON, parsed. */
+const exportJson = async (c: Client, eventId: string, query = '') =>
+  (await (await c.send('GET', `/events/${eventId}/attendees/export?format=json${query ? `&${query}` : ''}`)).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 const person = (n: number) => ({ name: `Guest ${n}`, email: `guest${n}@example.com` });
 
 /** The questions of the answer tests: meal (VIP only, required), age, diet (per attendee); company, consent (per order). */
@@ -104,7 +113,7 @@ for (const engine of ENGINES) {
       const ok = await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(1), answers: [{ questionId: meal.id, value: 'Vegan' }, { questionId: short.id, value: '😀😀😀' }] }] }] });
       assert.deepEqual((await c.expect(200, 'GET', `/tickets/${ok.tickets[0].id}/answers`)).answers.map((a: Json) => a.value), ['Vegan', '😀😀😀']);
       // Two questions of one label: the export tells their columns apart.
-      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export`)).text()).split('\r\n')[0]!, /"Mood","Mood \(2\)"$/);
+      assert.match((await exportCsv(c, e.id))[0]!, /"Mood","Mood \(2\)"$/);
       await c.expect(204, 'DELETE', `${base}/${short.id}`);
       await c.expect(204, 'DELETE', `${base}/${last.id}`);
 
@@ -258,8 +267,7 @@ for (const engine of ENGINES) {
         items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(1), answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.diet.id, value: ['Nuts', 'Gluten'] }, { questionId: q.age.id, value: 42 }] }] }],
         answers: [{ questionId: q.consent.id, value: true }, { questionId: q.company.id, value: '=HYPERLINK("http://x")' }],
       });
-      const csv = await (await c.send('GET', `/events/${e.id}/attendees/export`)).text();
-      const [header, line, end] = csv.split('\r\n');
+      const [header, line, end] = await exportCsv(c, e.id);
       assert.equal(header, 'ticketId,orderId,name,email,ticketTypeId,ticketTypeName,checkedIn,checkedInAt,"Meal","Age","Allergies","Company","Photos OK"');
       assert.equal(line, `"${good.tickets[0].id}","${good.id}","Guest 1","guest1@example.com","${vip.id}","VIP","false","","Vegan","42","Nuts, Gluten","'=HYPERLINK(""http://x"")","true"`);
       assert.equal(end, '');
@@ -267,7 +275,7 @@ for (const engine of ENGINES) {
       // A question label that looks like a formula is neutralised in the header too; a retired question has no column.
       await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { label: '+Age' });
       await c.expect(204, 'DELETE', `/events/${e.id}/questions/${q.diet.id}`);
-      const again = (await (await c.send('GET', `/events/${e.id}/attendees/export`)).text()).split('\r\n');
+      const again = await exportCsv(c, e.id);
       assert.match(again[0]!, /"Meal","'\+Age","Company","Photos OK"$/);
       assert.match(again[1]!, /"Vegan","42","'=HYPERLINK\(""http:\/\/x""\)","true"$/);
 
@@ -276,20 +284,20 @@ for (const engine of ENGINES) {
       // A negative number answer is a number, not a formula: not neutralised.
       await c.expect(200, 'PATCH', `/events/${e.id}/questions/${q.age.id}`, { min: null });
       await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: -5 }] });
-      assert.match((await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n')[1]!, /"Vegan","-5",/);
+      assert.match((await exportCsv(c, e.id, `ticketTypeId=${vip.id}`))[1]!, /"Vegan","-5",/);
       await c.expect(200, 'PUT', `/tickets/${good.tickets[0].id}/answers`, { answers: [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: 42 }] });
       await c.expect(201, 'POST', `/events/${e.id}/orders`, { buyer: ada, items: [{ ticketTypeId: vip.id, quantity: 1, attendees: [{ ...person(3), answers: [{ questionId: q.meal.id, value: 'Anything' }] }] }], answers: [{ questionId: q.consent.id, value: true }] });
-      const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&ticketTypeId=${vip.id}`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      const filtered = await exportJson(c, e.id, `ticketTypeId=${vip.id}`);
       assert.deepEqual(filtered.map((a) => [a.name, a.answers.map((x: Json) => x.value), a.orderAnswers.length]), [['Guest 1', ['Vegan', 42], 2], ['Guest 3', ['Anything'], 1]]);
       assert.ok(!filtered.some((a) => a.ticketId === between.tickets[0].id));
       // Filtered by search or check-in too (read by the batch's ids, not the range it spans).
-      const searched = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json&q=guest3`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      const searched = await exportJson(c, e.id, 'q=guest3');
       assert.deepEqual(searched.map((a) => [a.name, a.answers.map((x: Json) => x.value)]), [['Guest 3', ['Anything']]]);
-      const unchecked = (await (await c.send('GET', `/events/${e.id}/attendees/export?checkedIn=false&ticketTypeId=${general.id}`)).text()).split('\r\n');
+      const unchecked = await exportCsv(c, e.id, `checkedIn=false&ticketTypeId=${general.id}`);
       assert.equal(unchecked.length, 3);
       assert.match(unchecked[1]!, /"Guest 2",.*,"","7","","false"$/);
 
-      const ndjson = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      const ndjson = await exportJson(c, e.id);
       assert.equal(ndjson.length, 3);
       assert.deepEqual(ndjson[1].answers, [{ questionId: q.age.id, value: 7 }]);
       assert.deepEqual(ndjson[0].answers, [{ questionId: q.meal.id, value: 'Vegan' }, { questionId: q.age.id, value: 42 }]);
@@ -405,11 +413,11 @@ for (const engine of ENGINES) {
           items: [{ ticketTypeId: vip.id, quantity: n, attendees: Array.from({ length: n }, (_, i) => ({ ...person(i), answers: [{ questionId: texts[0].id, value: `n${n}-${i}` }] })) }],
         });
       }
-      const lines = (await (await c.send('GET', `/events/${e.id}/attendees/export?format=json`)).text()).trim().split('\n').map((l) => JSON.parse(l));
+      const lines = await exportJson(c, e.id);
       assert.equal(lines.length, 150);
       assert.equal(new Set(lines.map((a) => a.ticketId)).size, 150);
       assert.equal(lines.filter((a) => /^n(100|49)-/.test(a.answers[0]?.value)).length, 149);
-      const filtered = (await (await c.send('GET', `/events/${e.id}/attendees/export?ticketTypeId=${vip.id}`)).text()).split('\r\n');
+      const filtered = await exportCsv(c, e.id, `ticketTypeId=${vip.id}`);
       assert.equal(filtered.length, 151, 'header, 149 lines, and the end');
     });
 

@@ -15,27 +15,13 @@ import { AppError } from '../src/errors.js';
 import { isId, newId } from '../src/ids.js';
 import { getOrder } from '../src/events/orders.service.js';
 import { refundOrder } from '../src/events/refunds.service.js';
-import { type ApiResponse, ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, hookReceiver as receiver } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, hookReceiver as receiver, jsonClient as client, type JsonClient as Client } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
 type Json = any;
 
 
 
-function client(api: TestApp, key: string) {
-  const call = (method: string, path: string, json?: unknown, headers?: Record<string, string>): Promise<ApiResponse> =>
-    api.fetch(path, { method, key, ...(json !== undefined ? { json } : {}), ...(headers ? { headers } : {}) });
-  return {
-    call,
-    async ok(method: string, path: string, json?: unknown): Promise<Json> {
-      const res = await call(method, path, json);
-      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
-      return res.json();
-    },
-  };
-}
-
-type Client = ReturnType<typeof client>;
 
 /** An account with a published event: Standard 3000, VIP 5000, Free 0. */
 async function box(t: TestContext, engine: Engine, options: { workers?: boolean } = {}) {
