@@ -12,6 +12,7 @@ import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
+import { queueWaitlistOffers } from './waitlist.service.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -40,6 +41,7 @@ export function presentEvent(row: EventRow) {
     ticketsSold: row.sold,
     ticketsHeld: row.held,
     holdMinutes: row.holdMinutes,
+    waitlistOfferMinutes: row.waitlistOfferMinutes,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
     publishedAt: iso(row.publishedAt),
@@ -110,7 +112,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     sold: 0,
     held: 0,
     holdMinutes: input.holdMinutes ?? DEFAULT_HOLD_MINUTES,
-    waitlistOfferMinutes: DEFAULT_WAITLIST_OFFER_MINUTES,
+    waitlistOfferMinutes: input.waitlistOfferMinutes ?? DEFAULT_WAITLIST_OFFER_MINUTES,
     ticketsIssued: 0,
     questions: 0,
     createdAt: now,
@@ -171,6 +173,9 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.currency !== undefined) changes.currency = input.currency;
     if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
     if (input.holdMinutes !== undefined) changes.holdMinutes = input.holdMinutes;
+    if (input.waitlistOfferMinutes !== undefined) changes.waitlistOfferMinutes = input.waitlistOfferMinutes;
+    // More capacity (or none) may free places for those waiting.
+    if (event.capacity !== null && (changes.capacity === null || (changes.capacity ?? 0) > event.capacity)) await queueWaitlistOffers(tx, id, changes.updatedAt!);
     return presentEvent(await repo.updateEvent(tx, id, changes));
   });
 }
@@ -317,6 +322,7 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.price !== undefined) changes.price = input.price;
     if (input.quantity !== undefined) changes.quantity = input.quantity;
     if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
+    if (input.quantity !== undefined && input.quantity > type.quantity) await queueWaitlistOffers(tx, eventId, changes.updatedAt!);
     return presentTicketType(await repo.updateTicketType(tx, id, changes), event);
   });
 }

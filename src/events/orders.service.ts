@@ -17,6 +17,7 @@ import { type Checkout, type PaymentProvider, PROVIDER_NAMES, type ProviderName 
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
+import { queueWaitlistOffers } from './waitlist.service.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -427,6 +428,7 @@ async function endPending(scope: TenantScope, orderId: string, status: 'expired'
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
+    await queueWaitlistOffers(tx, ended.eventId, now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
     return { presented, row: ended };
