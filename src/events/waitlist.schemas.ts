@@ -9,10 +9,10 @@ export const WaitlistStatus = StringEnum(['waiting', 'offered', 'redeemed', 'exp
 
 export const WaitlistEntrySchema = Type.Object(
   {
-    id: Type.String({ examples: ['wle_01m80eg3tperaacsapew6ns732'] }),
-    eventId: Type.String(),
-    ticketTypeId: Type.String(),
-    name: Type.String(),
+    id: Type.String({ maxLength: 64, examples: ['wle_01m80eg3tperaacsapew6ns732'] }),
+    eventId: Type.String({ maxLength: 64 }),
+    ticketTypeId: Type.String({ maxLength: 64 }),
+    name: Type.String({ maxLength: 200 }),
     email: Email,
     status: WaitlistStatus,
     position: Nullable(Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 }), {
@@ -21,7 +21,7 @@ export const WaitlistEntrySchema = Type.Object(
     voucher: Nullable(
       Type.Object(
         {
-          id: Type.String({ examples: ['vch_01m80eg3tperaacsapew6ns732'] }),
+          id: Type.String({ maxLength: 64, examples: ['vch_01m80eg3tperaacsapew6ns732'] }),
           code: Type.String({ maxLength: 64, examples: ['K7Q2M9XW4PZR'], description: 'The code the person orders with (`voucher` of `POST /v1/events/:id/orders`).' }),
         },
         { additionalProperties: false },
