@@ -418,7 +418,8 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
 
 /**
  * Ends a pending order (`expired`: its hold ran out by `expiredBy`; `cancelled`), in one
- * transaction: its held places return, `order.expired` or `order.cancelled` is sent. Undefined
+ * transaction: its held places return (offered to those waiting: the waiting list's offer job is
+ * queued), `order.expired` or `order.cancelled` is sent. Undefined
  * when it was not pending (or, for an expiry, not yet due), with nothing changed.
  */
 async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
