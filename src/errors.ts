@@ -264,13 +264,13 @@ export const ERROR_CODES = {
   capacity_below_sold: {
     status: 409,
     title: 'Capacity below tickets sold',
-    happened: "The event's capacity cannot go below the number of valid tickets it has sold.",
+    happened: "The event's capacity cannot go below the valid tickets it has sold, the places pending orders hold and the places vouchers keep (a waiting-list offer is one); `reserved` says how many those keep.",
     next: 'Ask for a capacity at least as large as the tickets sold (see `GET /v1/events/:id/analytics`), or cancel tickets first.',
   },
   quantity_below_sold: {
     status: 409,
     title: 'Quantity below tickets sold',
-    happened: "A ticket type's quantity cannot go below the number of its tickets sold.",
+    happened: "A ticket type's quantity cannot go below its tickets sold, the places pending orders hold and the places vouchers keep (a waiting-list offer is one); `reserved` says how many those keep.",
     next: 'Ask for a quantity at least as large as `sold` of the ticket type (`GET /v1/events/:id/tickets`).',
   },
   price_locked: {

@@ -190,6 +190,13 @@ for (const engine of ENGINES) {
       listed = await allEntries(c, eventId, `&ticketTypeId=${typeId}`);
       assert.deepEqual(listed.map((e) => [e.status, e.position]), [['offered', null], ['offered', null], ['offered', null], ['offered', null], ['waiting', 1]]);
 
+      // The offers' places were promised: neither the quantity nor the capacity may drop below them.
+      const lower = await problem(await c.send('PATCH', `/events/${eventId}/tickets/${typeId}`, { quantity: 4 }), 409, 'quantity_below_sold');
+      assert.deepEqual([lower.sold, lower.held, lower.reserved], [1, 0, 4]);
+      const tight = await problem(await c.send('PATCH', `/events/${eventId}`, { capacity: 5 }), 409, 'capacity_below_sold');
+      assert.equal(tight.reserved, 5);
+      assert.equal((await c.expect(200, 'PATCH', `/events/${eventId}`, { capacity: 6 })).capacity, 6);
+
       // Nothing more is free: another run offers nothing.
       assert.equal(await offerPlaces(api.database.db, { accountId, eventId }), 0);
       assert.equal(await sweepWaitlists(api.database.db), 0);

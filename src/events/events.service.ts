@@ -12,6 +12,7 @@ import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
+import { reservedByType } from './waitlist.repository.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
 
 type EventRow = repo.EventRow;
@@ -163,6 +164,13 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold + event.held) {
       throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold and ${event.held} places held.`, { ticketsSold: event.sold, ticketsHeld: event.held });
     }
+    if (input.capacity !== undefined && input.capacity !== null && (event.capacity === null || input.capacity < event.capacity)) {
+      // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
+      const kept = [...(await reservedByType(tx, id, Date.now())).values()].reduce((a, b) => a + b, 0);
+      if (input.capacity < event.sold + event.held + kept) {
+        throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold, ${event.held} places held and ${kept} places vouchers keep.`, { ticketsSold: event.sold, ticketsHeld: event.held, reserved: kept });
+      }
+    }
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
     if (input.description !== undefined) changes.description = input.description;
@@ -309,6 +317,13 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (!type) throw notFound('ticket type', id);
     if (input.quantity !== undefined && input.quantity < type.sold + type.held) {
       throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold and ${type.held} places held.`, { sold: type.sold, held: type.held });
+    }
+    if (input.quantity !== undefined && input.quantity < type.quantity) {
+      // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
+      const kept = (await reservedByType(tx, eventId, Date.now())).get(id) ?? 0;
+      if (input.quantity < type.sold + type.held + kept) {
+        throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold, ${type.held} places held and ${kept} places vouchers keep.`, { sold: type.sold, held: type.held, reserved: kept });
+      }
     }
     if (input.price !== undefined && input.price !== type.price) {
       if (await ticketTypeIssued(tx, id)) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });
