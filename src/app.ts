@@ -34,6 +34,8 @@ import { orderChangeRoutes } from './events/order-changes.routes.js';
 import { refundRoutes } from './events/refunds.routes.js';
 import { refundComponents } from './events/refunds.schemas.js';
 import { orderChangeComponents } from './events/order-changes.schemas.js';
+import { waitlistComponents } from './events/waitlist.schemas.js';
+import { waitlistRoutes } from './events/waitlist.routes.js';
 import { corsOptions } from './http/cors.js';
 import { errorDocsRoutes } from './http/error-docs.js';
 import { type Authenticators, guardPlugin } from './http/guard.js';
@@ -107,7 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...waitlistComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend.maxImages)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -127,6 +129,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
     await api.register(questionRoutes);
+    await api.register(waitlistRoutes);
     await api.register(stripeSettingsRoutes);
     await api.register(webhookRoutes);
     await api.register(blendRoutes);

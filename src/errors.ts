@@ -183,6 +183,30 @@ export const ERROR_CODES = {
     happened: 'The order asked for more tickets than are left, of a ticket type or of the event\'s capacity; nothing was sold.',
     next: 'Read the inventory (`GET /v1/events/:id/tickets`, field `available`) and order at most that many, or another ticket type.',
   },
+  tickets_available: {
+    status: 409,
+    title: 'Tickets available',
+    happened: 'The ticket type still has places anyone may buy, so there is no waiting list to join for it yet; nobody was added. `available` says how many.',
+    next: 'Order the tickets instead (`POST /v1/events/:id/orders`); join the waiting list once the type is sold out.',
+  },
+  waitlist_duplicate: {
+    status: 409,
+    title: 'Already on the waiting list',
+    happened: 'This e-mail address already waits for the ticket type, or holds an offer for it (`entryId` names the entry); nobody was added.',
+    next: 'Read the entry (`GET /v1/events/:id/waitlist`) for its place in the queue or its offer. An address may join again once its entry is removed, redeemed or its offer expired.',
+  },
+  waitlist_full: {
+    status: 409,
+    title: 'Waiting list full',
+    happened: 'The ticket type has the most waiting entries an event may have for one type (`limit`); nobody was added.',
+    next: 'Try again once people ahead have been served, or raise the quantity of the ticket type so that those waiting get offers.',
+  },
+  waitlist_entry_ended: {
+    status: 409,
+    title: 'Waiting-list entry ended',
+    happened: 'The entry is not waiting and holds no open offer any more: its offer was redeemed or expired (`entryStatus` says which). Nothing changed.',
+    next: 'Nothing to remove. A redeemed offer is an order now (see the event\'s orders); an expired one has passed to the next in line.',
+  },
   sales_closed: {
     status: 409,
     title: 'Sales closed',
@@ -240,13 +264,13 @@ export const ERROR_CODES = {
   capacity_below_sold: {
     status: 409,
     title: 'Capacity below tickets sold',
-    happened: "The event's capacity cannot go below the number of valid tickets it has sold.",
+    happened: "The event's capacity cannot go below the valid tickets it has sold, the places pending orders hold and the places vouchers keep (a waiting-list offer is one); `reserved` says how many those keep.",
     next: 'Ask for a capacity at least as large as the tickets sold (see `GET /v1/events/:id/analytics`), or cancel tickets first.',
   },
   quantity_below_sold: {
     status: 409,
     title: 'Quantity below tickets sold',
-    happened: "A ticket type's quantity cannot go below the number of its tickets sold.",
+    happened: "A ticket type's quantity cannot go below its tickets sold, the places pending orders hold and the places vouchers keep (a waiting-list offer is one); `reserved` says how many those keep.",
     next: 'Ask for a quantity at least as large as `sold` of the ticket type (`GET /v1/events/:id/tickets`).',
   },
   price_locked: {

@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
 import { EXPIRE_ORDER_KIND, orderExpiryHandler, sweepPendingOrders } from './events/orders.job.js';
 import { refundSettleHandler, SETTLE_REFUND_KIND } from './events/refunds.job.js';
+import { EXPIRE_OFFER_KIND, OFFER_KIND, sweepWaitlists, waitlistExpiryHandler, waitlistOfferHandler } from './events/waitlist.job.js';
 import { purgeOldStripeEvents } from './events/payments/stripe-webhook.service.js';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.js';
 import { purgeFinishedJobs } from './jobs/queue.js';
@@ -17,13 +18,21 @@ export type { Workers } from './jobs/workers.js';
 
 /**
  * The background work of a process, as app.ts is its HTTP side: the job handlers of each area
- * (webhook deliveries, blend jobs, the expiry of pending orders, the settling of refunds) and the clean-up of what expires.
+ * (webhook deliveries, blend jobs, the expiry of pending orders, the settling of refunds, the
+ * waiting list's offers and their expiry) and the clean-up of what expires.
  */
 export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger): Workers {
   const store = createResultStore(config);
   const blend = blendJobHandler(handle.db, config, store, log);
   return runWorkers(handle, config, log, {
-    handlers: { [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log), [BLEND_KIND]: blend, [EXPIRE_ORDER_KIND]: orderExpiryHandler(handle.db), [SETTLE_REFUND_KIND]: refundSettleHandler(handle.db) },
+    handlers: {
+      [DELIVER_KIND]: webhookDeliveryHandler(handle.db, config, log),
+      [BLEND_KIND]: blend,
+      [EXPIRE_ORDER_KIND]: orderExpiryHandler(handle.db),
+      [SETTLE_REFUND_KIND]: refundSettleHandler(handle.db),
+      [OFFER_KIND]: waitlistOfferHandler(handle.db),
+      [EXPIRE_OFFER_KIND]: waitlistExpiryHandler(handle.db),
+    },
     sweeps: {
       idempotencyKeys: (db) => purgeExpiredIdempotencyKeys(db),
       jobs: (db) => purgeFinishedJobs(db),
@@ -32,6 +41,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
       overdueOrders: (db) => sweepPendingOrders(db),
+      waitlists: (db) => sweepWaitlists(db),
     },
     close: () => blend.close(),
   });

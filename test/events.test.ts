@@ -277,6 +277,7 @@ for (const engine of ENGINES) {
           ticketsSold: 0,
           ticketsHeld: 0,
           holdMinutes: 15,
+          waitlistOfferMinutes: 1440,
           publishedAt: null,
           cancelledAt: null,
         });
@@ -295,7 +296,7 @@ for (const engine of ENGINES) {
           metadata: { crmId: '4711', 'source.v2': 'import' },
         });
         const second = await c.expect(201, 'POST', '/events', full);
-        assert.deepEqual(omit(second, ['id', 'createdAt', 'updatedAt', 'status', 'ticketsSold', 'ticketsHeld', 'holdMinutes', 'publishedAt', 'cancelledAt']), full);
+        assert.deepEqual(omit(second, ['id', 'createdAt', 'updatedAt', 'status', 'ticketsSold', 'ticketsHeld', 'holdMinutes', 'waitlistOfferMinutes', 'publishedAt', 'cancelledAt']), full);
 
         const outbox = await sent();
         assert.deepEqual(names(outbox), ['event.created', 'event.created']);

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { expireOrder } from '../src/events/orders.service.js';
+import { expireOffer, offerPlaces } from '../src/events/waitlist.service.js';
 import { enqueueMessages, WEBHOOK_EVENTS } from '../src/webhooks/outbox.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -65,6 +66,15 @@ async function everyOperation(api: TestApp, key: string) {
   await post(`/v1/tickets/${order.tickets[0].id}/cancel`);
   await post(`/v1/orders/${order.id}/changes`, { changeTypes: [{ ticketId: order.tickets[1].id, ticketTypeId: free.id }], refund: false });
   await post(`/v1/events/${event.id}/payouts`);
+  // The waiting list: the free type sold out, a person waits, one more place is offered, the offer runs out unanswered.
+  const patch = async (path: string, json: unknown) => assert.equal((await api.fetch(path, { method: 'PATCH', key, json })).status, 200);
+  const { sold } = await (await api.fetch(`/v1/events/${event.id}/tickets/${free.id}`, { key })).json();
+  await patch(`/v1/events/${event.id}/tickets/${free.id}`, { quantity: sold });
+  const waiting = await post(`/v1/events/${event.id}/waitlist`, { ticketTypeId: free.id, name: 'W', email: 'w@example.com' });
+  await patch(`/v1/events/${event.id}/tickets/${free.id}`, { quantity: sold + 1 });
+  // Offered by the job the change queued, or by this run, whichever takes the event's lock first: once.
+  await offerPlaces(api.database.db, { accountId, eventId: event.id });
+  assert.equal(await expireOffer(api.database.db, { accountId, eventId: event.id, entryId: waiting.id }, Date.now() + 2 * 86_400_000), 0);
   await post(`/v1/events/${event.id}/cancel`);
   await enqueueMessages(api.database.db, (await (await api.fetch('/v1/account', { key })).json()).id, [
     { event: 'blend.started', jobId: 'job_01m80eg3tperaacsapew6ns732', data: { jobId: 'job_01m80eg3tperaacsapew6ns732', status: 'processing' } },
@@ -123,7 +133,7 @@ for (const engine of ENGINES) {
       assert.equal(created.headers.get('cache-control'), 'no-store', 'the secret is not cached');
     });
 
-    test('each of the 18 events reaches its subscribers, signed, and no one else', async (t) => {
+    test('each of the 20 events reaches its subscribers, signed, and no one else', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST, { workers: true });
       const { key } = await api.account();
       const all = await receiver(t);
@@ -141,6 +151,7 @@ for (const engine of ENGINES) {
       const expected = [
         'event.created', 'event.published', 'ticket.purchased', 'ticket.purchased', 'payment.completed', 'ticket.purchased', 'rsvp.submitted',
         'order.cancelled', 'order.expired', 'ticket.transferred', 'checkin.completed', 'checkin.undone', 'ticket.cancelled', 'payment.refunded', 'order.changed', 'payout.processed',
+        'waitlist.offered', 'waitlist.offer_expired',
         // An event's cancellation: its tickets cancelled, then each paid one's refund once the money moved.
         'event.cancelled', 'ticket.cancelled', 'ticket.cancelled', 'payment.refunded',
         'blend.started', 'blend.completed', 'blend.failed',
@@ -148,7 +159,7 @@ for (const engine of ENGINES) {
       await until(() => all.got.length >= expected.length, 10_000, 'every message delivered');
       const outbox = await api.database.db.selectFrom('webhookMessages').select(['id', 'eventType']).where('accountId', '=', (await (await api.fetch('/v1/account', { key })).json()).id).orderBy('id').execute();
       assert.deepEqual(outbox.map((m) => m.eventType), expected);
-      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 18 event names occur');
+      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 20 event names occur');
       assert.deepEqual([...all.got.map((d) => d.json.id)].sort(), outbox.map((m) => m.id), 'each message once to the * subscriber');
 
       const verifier = new Webhook(allSub.secret);

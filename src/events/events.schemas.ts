@@ -27,6 +27,7 @@ const MaxPerOrder = Type.Integer({ format: 'int32', minimum: 1, maximum: 100 });
 /** A count of places or orders (at most an event's largest capacity). */
 const Count = (description?: string) => Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, ...(description ? { description } : {}) });
 const HoldMinutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 1440, description: 'How long a pending order (one paid through a provider) holds its places, in minutes; 15 unless set.' });
+const WaitlistOfferMinutes = Type.Integer({ format: 'int32', minimum: 5, maximum: 10080, description: 'How long a waiting-list offer stands, in minutes (5 to 10080, a week); 1440 unless set.' });
 
 export const EventStatus = StringEnum(['draft', 'published', 'cancelled']);
 
@@ -47,6 +48,7 @@ export const EventSchema = Type.Object(
     ticketsSold: Type.Integer({ description: 'Valid tickets across every ticket type.' }),
     ticketsHeld: Count('Places held by pending orders: taken from the capacity until they complete, expire or are cancelled.'),
     holdMinutes: HoldMinutes,
+    waitlistOfferMinutes: WaitlistOfferMinutes,
     createdAt: Timestamp,
     updatedAt: Timestamp,
     publishedAt: NullableTimestamp,
@@ -68,6 +70,7 @@ export const CreateEventBody = Type.Object(
     currency: Currency,
     metadata: Type.Optional(Metadata),
     holdMinutes: Type.Optional(HoldMinutes),
+    waitlistOfferMinutes: Type.Optional(WaitlistOfferMinutes),
   },
   { $id: 'CreateEventRequest', examples: [{ name: 'Launch night', startsAt: '2027-05-01T18:00:00+02:00', endsAt: '2027-05-01T23:00:00+02:00', timezone: 'Europe/Berlin', currency: 'EUR', capacity: 300, venue: { name: 'Hall 7', city: 'Berlin', country: 'DE' } }], additionalProperties: false },
 );
@@ -85,6 +88,7 @@ export const UpdateEventBody = Type.Object(
     currency: Type.Optional(Currency),
     metadata: Type.Optional(Metadata),
     holdMinutes: Type.Optional(HoldMinutes),
+    waitlistOfferMinutes: Type.Optional(WaitlistOfferMinutes),
   },
   { $id: 'UpdateEventRequest', examples: [{ capacity: 350, metadata: { crmId: '4711' } }], additionalProperties: false, minProperties: 1 },
 );

@@ -12,6 +12,8 @@ import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
+import { reservedByType } from './waitlist.repository.js';
+import { queueWaitlistOffers } from './waitlist.service.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -40,6 +42,7 @@ export function presentEvent(row: EventRow) {
     ticketsSold: row.sold,
     ticketsHeld: row.held,
     holdMinutes: row.holdMinutes,
+    waitlistOfferMinutes: row.waitlistOfferMinutes,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
     publishedAt: iso(row.publishedAt),
@@ -110,7 +113,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     sold: 0,
     held: 0,
     holdMinutes: input.holdMinutes ?? DEFAULT_HOLD_MINUTES,
-    waitlistOfferMinutes: DEFAULT_WAITLIST_OFFER_MINUTES,
+    waitlistOfferMinutes: input.waitlistOfferMinutes ?? DEFAULT_WAITLIST_OFFER_MINUTES,
     ticketsIssued: 0,
     questions: 0,
     createdAt: now,
@@ -161,6 +164,13 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.capacity !== undefined && input.capacity !== null && input.capacity < event.sold + event.held) {
       throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold and ${event.held} places held.`, { ticketsSold: event.sold, ticketsHeld: event.held });
     }
+    if (input.capacity !== undefined && input.capacity !== null && (event.capacity === null || input.capacity < event.capacity)) {
+      // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
+      const kept = [...(await reservedByType(tx, id, Date.now())).values()].reduce((a, b) => a + b, 0);
+      if (input.capacity < event.sold + event.held + kept) {
+        throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold, ${event.held} places held and ${kept} places vouchers keep.`, { ticketsSold: event.sold, ticketsHeld: event.held, reserved: kept });
+      }
+    }
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
     if (input.description !== undefined) changes.description = input.description;
@@ -171,6 +181,9 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     if (input.currency !== undefined) changes.currency = input.currency;
     if (input.metadata !== undefined) changes.metadata = JSON.stringify(input.metadata);
     if (input.holdMinutes !== undefined) changes.holdMinutes = input.holdMinutes;
+    if (input.waitlistOfferMinutes !== undefined) changes.waitlistOfferMinutes = input.waitlistOfferMinutes;
+    // More capacity (or none) may free places for those waiting.
+    if (event.capacity !== null && (changes.capacity === null || (changes.capacity ?? 0) > event.capacity)) await queueWaitlistOffers(tx, id, changes.updatedAt!);
     return presentEvent(await repo.updateEvent(tx, id, changes));
   });
 }
@@ -305,6 +318,13 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.quantity !== undefined && input.quantity < type.sold + type.held) {
       throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold and ${type.held} places held.`, { sold: type.sold, held: type.held });
     }
+    if (input.quantity !== undefined && input.quantity < type.quantity) {
+      // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
+      const kept = (await reservedByType(tx, eventId, Date.now())).get(id) ?? 0;
+      if (input.quantity < type.sold + type.held + kept) {
+        throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold, ${type.held} places held and ${kept} places vouchers keep.`, { sold: type.sold, held: type.held, reserved: kept });
+      }
+    }
     if (input.price !== undefined && input.price !== type.price) {
       if (await ticketTypeIssued(tx, id)) throw new AppError('price_locked', 'The price cannot change once tickets of this type were sold.', { sold: type.sold });
     }
@@ -317,6 +337,7 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.price !== undefined) changes.price = input.price;
     if (input.quantity !== undefined) changes.quantity = input.quantity;
     if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
+    if (input.quantity !== undefined && input.quantity > type.quantity) await queueWaitlistOffers(tx, eventId, changes.updatedAt!);
     return presentTicketType(await repo.updateTicketType(tx, id, changes), event);
   });
 }

@@ -13,6 +13,7 @@ import { lockOrderRow } from './refunds.repository.js';
 import { type RefundWish, requireCompleted, reserveRefunds, type ReservedRefunds, settleRefunds } from './refunds.service.js';
 import { cancelOpenTicket, findTicket, releasePlace, retypeOpenTicket, type TicketRow, ticketsOfOrder } from './tickets.repository.js';
 import { changeTicket, presentTicket } from './tickets.service.js';
+import { queueWaitlistOffers } from './waitlist.service.js';
 
 type ChangeInput = Static<typeof ChangeOrderBody>;
 
@@ -124,6 +125,8 @@ async function applyChange(tx: TenantScope, order: OrderRow, event: EventRow, na
       throw new AppError('sold_out', `Ticket type ${type.id} has ${left} of ${type.quantity} left; the change needs ${move.quantity}.`, { ticketTypeId: type.id, available: left });
     }
   }
+  // Cancelled tickets and the old types of moved ones freed places: offered to those waiting.
+  await queueWaitlistOffers(tx, event.id, now);
   await revokeCodes(tx, named.cancel, 'cancelled', now);
   await revokeCodes(tx, named.retype.map((c) => c.ticket), 'reissued', now);
   if (balance !== order.balanceDue) await repo.setBalanceDue(tx, order.id, balance, now);

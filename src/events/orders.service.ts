@@ -17,6 +17,7 @@ import { type Checkout, type PaymentProvider, PROVIDER_NAMES, type ProviderName 
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
+import { queueWaitlistOffers } from './waitlist.service.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -417,7 +418,8 @@ export async function confirmOrder(scope: TenantScope, orderId: string, input: S
 
 /**
  * Ends a pending order (`expired`: its hold ran out by `expiredBy`; `cancelled`), in one
- * transaction: its held places return, `order.expired` or `order.cancelled` is sent. Undefined
+ * transaction: its held places return (offered to those waiting: the waiting list's offer job is
+ * queued), `order.expired` or `order.cancelled` is sent. Undefined
  * when it was not pending (or, for an expiry, not yet due), with nothing changed.
  */
 async function endPending(scope: TenantScope, orderId: string, status: 'expired' | 'cancelled', expiredBy?: number): Promise<PresentedOrder | undefined> {
@@ -427,6 +429,7 @@ async function endPending(scope: TenantScope, orderId: string, status: 'expired'
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
+    await queueWaitlistOffers(tx, ended.eventId, now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
     return { presented, row: ended };

@@ -24,6 +24,8 @@ export const EVENT_AREA_EVENTS = [
   'payout.processed',
   'rsvp.submitted',
   'order.changed',
+  'waitlist.offered',
+  'waitlist.offer_expired',
 ] as const;
 export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed'] as const;
 export const WEBHOOK_EVENTS = [...EVENT_AREA_EVENTS, ...BLEND_EVENTS] as const;

@@ -1,6 +1,7 @@
 import { type TSchema, Type } from 'typebox';
 import { BlendJobSchema } from '../blend/blend.schemas.js';
 import { CheckinSchema, CheckinUndoneSchema, EventSchema, OrderPaymentSchema, OrderSchema, PayoutSchema, RefundSchema, TicketSchema } from '../events/events.schemas.js';
+import { WaitlistEntrySchema } from '../events/waitlist.schemas.js';
 import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, ref, StringEnum, Timestamp } from '../schemas.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from './outbox.js';
@@ -95,6 +96,8 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'payout.processed': PayoutSchema,
   'rsvp.submitted': OrderPaymentSchema,
   'order.changed': OrderSchema,
+  'waitlist.offered': WaitlistEntrySchema,
+  'waitlist.offer_expired': WaitlistEntrySchema,
   'blend.started': BlendJobSchema,
   'blend.completed': BlendCompletedSchema,
   'blend.failed': BlendJobSchema,
