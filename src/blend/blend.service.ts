@@ -73,7 +73,10 @@ function checkUrl(url: string, path: string, config: Config, samples = false): v
 }
 
 export async function startJob(scope: TenantScope, body: StartBody, config: Config): Promise<ReturnType<typeof presentJob>> {
-  body.images.forEach((image, i) => isId('blendUpload', image) || checkUrl(image, `/images/${i}`, config, true));
+  // Upload ids are checked against the account's uploads in the transaction below.
+  body.images.forEach((image, i) => {
+    if (!isId('blendUpload', image)) checkUrl(image, `/images/${i}`, config, true);
+  });
   if (body.webhookUrl !== undefined) checkUrl(body.webhookUrl, '/webhookUrl', config);
   const blendType = body.options?.blendType ?? 'auto';
   const now = Date.now();

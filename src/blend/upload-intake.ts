@@ -32,7 +32,8 @@ export class ImageIntake extends Transform {
     super();
   }
 
-  get sha256(): string {
+  /** The hex SHA-256 of every byte that went through (once, at the end). */
+  sha256(): string {
     return this.hash.digest('hex');
   }
 

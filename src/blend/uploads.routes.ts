@@ -64,7 +64,6 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       try {
         const part = await request.file();
         if (!part || part.fieldname !== 'file') {
-          part?.file.resume();
           throw new AppError('invalid_request', 'Send the image in the field `file` of a multipart/form-data body.', {}, [{ path: '/file', message: 'is required' }]);
         }
         upload = await uploads.receiveUpload(scope(request), part.file, app.resultStore, limits);

@@ -52,10 +52,7 @@ function quotaRefusal(usage: { count: number; bytes: number }, bytes: number, li
  */
 export async function receiveUpload(scope: TenantScope, file: Readable, store: ObjectStore, limits: BlendLimits, now = Date.now()): Promise<PresentedUpload> {
   const early = quotaRefusal(await repo.liveUsage(scope, now), 1, limits);
-  if (early) {
-    file.resume();
-    throw early;
-  }
+  if (early) throw early;
   const id = newId('blendUpload');
   const key = repo.uploadKey(scope.accountId, id);
   const intake = new ImageIntake(limits);
@@ -70,7 +67,7 @@ export async function receiveUpload(scope: TenantScope, file: Readable, store: O
       width: intake.header!.width,
       height: intake.header!.height,
       format: intake.header!.format,
-      sha256: intake.sha256,
+      sha256: intake.sha256(),
       createdAt: received,
       expiresAt: received + limits.uploadTtlMs,
     };
