@@ -13,6 +13,7 @@ const BENCHMARKS = {
   webhooks: () => import('./webhooks.mjs'),
   door: () => import('./door.mjs'),
   blend: () => import('./blend.mjs'),
+  upload: () => import('./blend-upload.mjs'),
   soak: () => import('./soak.mjs'),
 };
 

@@ -71,6 +71,11 @@ export interface BlendLimits {
   maxJobPixels: number;
   /** Bytes the blend jobs of one process may hold at once, by their estimates (src/blend/memory.ts); a job that would exceed it waits. */
   memoryBytes: number;
+  /** How long an uploaded image stays usable (docs/blend.md, "Uploads"). */
+  uploadTtlMs: number;
+  /** Live uploads one account may hold at once, by count and by bytes. */
+  maxUploads: number;
+  maxUploadBytes: number;
 }
 
 export type Plan = 'free' | 'business' | 'enterprise';
@@ -233,6 +238,9 @@ export function loadConfig(env: Env = process.env): Config {
       retentionMs: env.MONTAGE_BLEND_RETENTION === '0' ? 0 : duration(env, 'MONTAGE_BLEND_RETENTION', '30d'),
       maxJobPixels: integer(env, 'MONTAGE_BLEND_MAX_JOB_PIXELS', DEFAULT_MAX_JOB_PIXELS, 1024, 10_000_000_000),
       memoryBytes: size(env, 'MONTAGE_BLEND_MEMORY', Math.floor(availableMemory() / 2), 1024 * 1024),
+      uploadTtlMs: duration(env, 'MONTAGE_BLEND_UPLOAD_TTL', '24h'),
+      maxUploads: integer(env, 'MONTAGE_BLEND_MAX_UPLOADS', 500, 1, 1_000_000),
+      maxUploadBytes: size(env, 'MONTAGE_BLEND_MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1024),
     },
     logLevel,
     jobLeaseMs: duration(env, 'MONTAGE_JOB_LEASE', '30s'),

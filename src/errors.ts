@@ -345,6 +345,30 @@ export const ERROR_CODES = {
     happened: 'The event has as many questions as an event may have (`limit`); nothing was created.',
     next: 'Delete a question the event no longer needs (`DELETE /v1/events/:id/questions/:questionId`), or ask for several things in one question.',
   },
+  upload_quota_exceeded: {
+    status: 409,
+    title: 'Upload quota exceeded',
+    happened: 'The account holds as many live uploads as it may (`MONTAGE_BLEND_MAX_UPLOADS`, 500 by default), or this image would take their bytes past `MONTAGE_BLEND_MAX_UPLOAD_BYTES` (5 GiB); `limit` names which. Nothing was stored.',
+    next: 'Delete uploads you no longer need (`DELETE /v1/blend/uploads/:uploadId`) or wait for them to expire (`expiresAt`), then send the image again.',
+  },
+  upload_in_use: {
+    status: 409,
+    title: 'Upload in use',
+    happened: 'A blend job that is still queued or processing uses this upload, so it cannot be deleted now; nothing was deleted.',
+    next: 'Wait for the job to finish (`GET /v1/blend/status/:jobId`), then delete the upload, or leave it to expire.',
+  },
+  upload_too_large: {
+    status: 413,
+    title: 'Upload too large',
+    happened: 'The image sent to `POST /v1/blend/uploads` has more bytes than `MONTAGE_BLEND_MAX_IMAGE_BYTES` or, as its header says, more pixels than `MONTAGE_BLEND_MAX_PIXELS`; `limit` names which. The server stopped reading there and stored nothing.',
+    next: 'Scale the image down or compress it harder, and send it again.',
+  },
+  upload_not_an_image: {
+    status: 422,
+    title: 'Upload not an image',
+    happened: 'The file sent to `POST /v1/blend/uploads` is not a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image (told by its first bytes, never by its name or Content-Type), or its dimensions could not be read from its first MiB. Nothing was stored.',
+    next: 'Send the frame as JPEG or PNG (a TIFF whose directory is at its end: convert it first).',
+  },
   conflict: {
     status: 409,
     title: 'Conflict',

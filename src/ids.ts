@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   message: 'msg',
   delivery: 'whd',
   job: 'job',
+  blendUpload: 'upl',
   payout: 'pay',
   payment: 'pmt',
   voucher: 'vch',

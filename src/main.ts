@@ -10,6 +10,7 @@ import { type DatabaseHandle, isDatabaseUnavailable, openDatabase, ping } from '
 import { migrateToLatest } from './db/migrate.js';
 import { TenantScope } from './db/tenant.js';
 import { AppError } from './errors.js';
+import { type BlendCommandOptions, blendCommand, CommandFailure } from './blend/blend.cli.js';
 import { notifyOtherProcesses } from './jobs/signal.js';
 import type { Logger } from './logger.js';
 
@@ -313,6 +314,22 @@ commands with the DATA_DIR or DATABASE_URL of the server they are meant for.`,
       }),
     );
 
+  montage
+    .command('blend')
+    .description('upload images to a running server, blend them, wait and write the result (docs/blend.md, "Uploads")')
+    .argument('<files...>', 'the images, the reference frame first')
+    .addOption(required('--type <type>', 'the blend type: auto, median, mean, exposure, focus, composite, lighten, ...'))
+    .addOption(new Option('--server <url>', 'the server').env('MONTAGE_SERVER').default('http://127.0.0.1:8080'))
+    .addOption(new Option('--key <key>', 'an API key with the blend scope').env('MONTAGE_API_KEY'))
+    .option('--out <file>', "where to write the result; its extension picks the format: .jpg (default), .png, .webp, .avif (default: <jobId>.jpg)")
+    .option('--no-align', 'do not align the frames (a tripod set)')
+    .option('--json', 'print the finished job as JSON on stdout instead of the file name')
+    .action(async (files: string[], options: Omit<BlendCommandOptions, 'key'> & { key?: string }, command: Command) => {
+      if (!options.key) command.error('error: --key or MONTAGE_API_KEY is required', { exitCode: USAGE_ERROR, code: 'commander.missingMandatoryOptionValue' });
+      if (files.length < 2) command.error('error: a blend needs at least 2 files', { exitCode: USAGE_ERROR, code: 'commander.missingArgument' });
+      await blendCommand(files, { ...options, key: options.key! });
+    });
+
   montage.hook('preAction', (_, action) => checkRequired(action));
   configureTree(montage);
   return montage;
@@ -336,6 +353,10 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof AppError) {
       process.stderr.write(`${err.code}: ${err.detail}\n`);
       return 1;
+    }
+    if (err instanceof CommandFailure) {
+      process.stderr.write(`${err.message}\n`);
+      return err.exitCode;
     }
     throw err;
   }

@@ -2,6 +2,7 @@ import { eraseRetiredWebhookSecrets } from './accounts/webhook-secret.repository
 import { blendJobHandler } from './blend/blend.job.js';
 import { BLEND_KIND, purgeExpiredBlendJobs } from './blend/blend.service.js';
 import { createResultStore } from './blend/storage.js';
+import { purgeExpiredUploads } from './blend/uploads.service.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/database.js';
 import { EXPIRE_ORDER_KIND, orderExpiryHandler, sweepPendingOrders } from './events/orders.job.js';
@@ -38,6 +39,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       jobs: (db) => purgeFinishedJobs(db),
       webhookMessages: (db) => purgeOldWebhookMessages(db),
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
+      blendUploads: (db) => purgeExpiredUploads(db, store),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
       overdueOrders: (db) => sweepPendingOrders(db),

@@ -14,7 +14,9 @@ const { Spectral } = spectralCore;
 const API_DOC = path.resolve(import.meta.dirname, '../docs/api.md');
 const RATE_LIMIT_RULE = 'owasp:api4:2023-rate-limit';
 /** POSTs whose answer holds a secret, which an idempotency store would keep: they take no Idempotency-Key. */
-const NOT_IDEMPOTENT = ['createApiKey', 'createWebhookSubscription', 'rotateAccountWebhookSecret', 'rotateWebhookSubscriptionSecret'];
+const NOT_IDEMPOTENT = ['createApiKey', 'createWebhookSubscription', 'rotateAccountWebhookSecret', 'rotateWebhookSubscriptionSecret', 'createBlendUpload'];
+/** Request bodies that are not JSON: an image upload is multipart/form-data. */
+const BODY_TYPES: Record<string, string> = { createBlendUpload: 'multipart/form-data' };
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
 
 /**
@@ -111,7 +113,8 @@ for (const engine of ENGINES) {
 
       for (const { path: p, method, op } of ops) {
         const where = `${method} ${p}`;
-        if (op.requestBody) assert.match(op.requestBody.content['application/json']?.schema?.$ref ?? '', /^#\/components\/schemas\/\w+$/, `${where}: the request body is a component`);
+        const bodyType = BODY_TYPES[op.operationId] ?? 'application/json';
+        if (op.requestBody) assert.match(op.requestBody.content[bodyType]?.schema?.$ref ?? '', /^#\/components\/schemas\/\w+$/, `${where}: the request body is a component`);
         for (const [status, response] of Object.entries<Json>(op.responses)) {
           const types = Object.keys(response.content ?? {});
           if (/^2/.test(status) && types.includes('application/json')) {

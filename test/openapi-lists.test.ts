@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
+import sharp from 'sharp';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 type Json = Record<string, any>;
@@ -83,6 +84,12 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
   const scans = tickets.flatMap((ticket, i) => [0, 1].map((door) => ({ scanId: `s${i}-${door}`, ticketId: ticket.id, listId: checkinLists[0]!.id, scannedAt: new Date(Date.now() - 60_000 + door * 1000).toISOString(), localResult: 'admitted' })));
   await call('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door', scans });
   for (let i = 0; i < N; i++) await call('POST', '/blend/start', { projectId: 'lists', images: [`${hook}/${i}/1.png`, `${hook}/${i}/2.png`] });
+  const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#404040' } }).png().toBuffer();
+  for (let i = 0; i < N; i++) {
+    const form = new FormData();
+    form.append('file', new Blob([png]), `${i}.png`);
+    assert.equal((await api.fetch('/v1/blend/uploads', { method: 'POST', key, body: form })).status, 201);
+  }
 
   // Deliveries in an account of their own, so that their number settles at N.
   const other = await api.account();
@@ -108,6 +115,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },
     '/v1/webhooks/{id}/deliveries': { path: deliveries, key: other.key },
     '/v1/blend/jobs': { path: '/v1/blend/jobs', key },
+    '/v1/blend/uploads': { path: '/v1/blend/uploads', key },
   };
 }
 

@@ -23,7 +23,7 @@ import type { ResultStore } from './storage.js';
 export function blendJobHandler(db: Db, config: Config, store: ResultStore, log: Logger): JobHandler & { close(): Promise<void> } {
   let engine: BlendEngine | null = null;
   // Threads start with the first job, so processes that never blend pay nothing for them.
-  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl));
+  const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl, store));
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
     return transaction(db, async (tx) => {

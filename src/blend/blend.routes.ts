@@ -11,10 +11,12 @@ import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery,
 import * as blend from './blend.service.js';
 import { CONTENT_TYPES, type OutputFormat } from './media.js';
 import type { ResultStore } from './storage.js';
+import { uploadRoutes } from './uploads.routes.js';
 
 const JobParams = Type.Object({ jobId: PathId('Blend job id (`job_...`)') }, { additionalProperties: false });
 
 export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  await app.register(uploadRoutes);
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
   const config = { scope: 'blend' as const, area: 'blend' as const };
   const tags = ['blend'];
@@ -27,7 +29,8 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'startBlend',
         tags,
         summary: 'Start a blend job: the images are fetched, aligned and blended in the background',
-        description: 'Answers 202 with the queued job and `Location` of its status. Poll the status or receive blend.* webhooks.',
+        description:
+          'Answers 202 with the queued job and `Location` of its status. Poll the status or receive blend.* webhooks. `images` may name uploads (`upl_...`) beside URLs: each must be a live upload of the account.',
         body: startBody(app.config.blend.maxImages),
         response: { 202: ref(BlendJobSchema) },
       },

@@ -3,10 +3,15 @@ import { PageQuery, pageSchema } from '../http/paging.js';
 import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.js';
 import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
+import { uploadComponents } from './uploads.schemas.js';
 import { BLEND_REGISTRY, BLEND_TYPES, ENGINE_BLEND_TYPES } from './engine/registry.js';
 
 export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
-const ImageUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image' });
+const ImageUrl = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'http or https URL of a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image, or the id (`upl_...`) of an image uploaded to `POST /v1/blend/uploads`',
+});
 const ProjectId = Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', maxLength: 128, description: 'Your own grouping label', examples: ['wedding-2026-06-14'] });
 
 /** `a`, `b` and `c`. */
@@ -39,7 +44,7 @@ const makeStartBody = (maxImages: number) =>
   Type.Object(
     {
       projectId: ProjectId,
-      images: Type.Array(ImageUrl, { minItems: 2, maxItems: maxImages, description: `2 to ${maxImages} image URLs; the first is the reference frame` }),
+      images: Type.Array(ImageUrl, { minItems: 2, maxItems: maxImages, description: `2 to ${maxImages} image URLs or upload ids, mixed as you like; the first is the reference frame` }),
       options: Type.Optional(
         Type.Object(
           {
@@ -103,7 +108,7 @@ export const BlendJobSchema = Type.Object(
     blendType: Type.String({ description: 'The type used (for `auto`, the one it chose), or the requested type until the job has started.' }),
     requestedBlendType: Type.String(),
     options: Type.Object({ preserveBackground: Type.Boolean(), qualityThreshold: Type.Number(), align: Type.Boolean(), deghost: Type.Boolean(), outputFormat: Type.String() }),
-    images: Type.Array(Type.String(), { description: 'The input URLs, as sent; the first is the reference frame.' }),
+    images: Type.Array(Type.String(), { description: 'The input URLs and upload ids, as sent; the first is the reference frame.' }),
     attempts: Type.Integer(),
     createdAt: Timestamp,
     startedAt: NullableTimestamp,
@@ -147,4 +152,4 @@ export const ResultQuery = Type.Object(
 export const BlendJobPage = pageSchema('BlendJobPage', BlendJobSchema);
 
 /** Every named schema of the blend area, for the OpenAPI document's components (`maxImages`: the server's limit). */
-export const blendComponents = (maxImages: number) => [BlendJobSchema, BlendJobPage, startBody(maxImages)];
+export const blendComponents = (maxImages: number) => [BlendJobSchema, BlendJobPage, startBody(maxImages), ...uploadComponents];

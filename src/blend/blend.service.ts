@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
-import { newId } from '../ids.js';
+import { isId, newId } from '../ids.js';
 import { enqueueJobs } from '../jobs/queue.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
 import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-http.js';
@@ -19,6 +19,7 @@ import { EXTENSIONS, type OutputFormat } from './media.js';
 import { alignsByDefault, canDeghost, DEGHOST_BY_DEFAULT } from './engine/registry.js';
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
+import { checkUploadImages, uploadKey } from './uploads.service.js';
 
 export type { BlendJobRow } from './blend.repository.js';
 export type StartBody = Static<ReturnType<typeof startBody>>;
@@ -72,7 +73,10 @@ function checkUrl(url: string, path: string, config: Config, samples = false): v
 }
 
 export async function startJob(scope: TenantScope, body: StartBody, config: Config): Promise<ReturnType<typeof presentJob>> {
-  body.images.forEach((url, i) => checkUrl(url, `/images/${i}`, config, true));
+  // Upload ids are checked against the account's uploads in the transaction below.
+  body.images.forEach((image, i) => {
+    if (!isId('blendUpload', image)) checkUrl(image, `/images/${i}`, config, true);
+  });
   if (body.webhookUrl !== undefined) checkUrl(body.webhookUrl, '/webhookUrl', config);
   const blendType = body.options?.blendType ?? 'auto';
   const now = Date.now();
@@ -106,6 +110,7 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     updatedAt: now,
   };
   await scope.transaction(async (tx) => {
+    await checkUploadImages(tx, body.images, now);
     await repo.insertJob(tx, row);
     await enqueueJobs(tx.db, [{ kind: BLEND_KIND, payload: { jobId: row.id }, maxAttempts: config.blend.maxAttempts }], now);
   });
@@ -125,11 +130,11 @@ export async function listJobs(scope: TenantScope, query: Static<typeof ListJobs
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (r) => presentJob(r, config));
 }
 
-/** The job's spec for the engine. */
+/** The job's spec for the engine: an upload id becomes the object store key of its bytes (fetcher.ts reads it there). */
 export function specOf(row: BlendJobRow): BlendSpec {
   const options = storedOptions(row);
   return {
-    images: JSON.parse(row.images) as string[],
+    images: (JSON.parse(row.images) as string[]).map((image) => (isId('blendUpload', image) ? uploadKey(row.accountId, image) : image)),
     blendType: row.blendType as BlendType,
     align: options.align,
     preserveBackground: options.preserveBackground,

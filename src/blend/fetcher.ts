@@ -2,6 +2,44 @@ import type { BlendLimits } from '../config.js';
 import { type AddressPolicy, SafeFetchError, safeFetch } from '../net/safe-http.js';
 import { BlendFailure } from './failures.js';
 import { readSample, sampleOf } from './samples.js';
+import type { ObjectStore } from './storage.js';
+
+/** An uploaded image's key in the object store, as a job's spec names it (blend.service.ts, `specOf`). */
+const UPLOAD_KEY = /^uploads\/[a-z0-9_]+\/upl_[0-9a-z]{26}$/;
+
+/**
+ * Reads an uploaded image from the object store, within the same byte limit as a fetched one (its
+ * pixels are checked from its header like every image's). An upload deleted before the job read it
+ * is a failure of that image; a store that cannot be reached is worth another attempt.
+ */
+async function readUpload(key: string, index: number, limits: BlendLimits, store: ObjectStore | null): Promise<Buffer> {
+  let object;
+  try {
+    object = store ? await store.open(key) : null;
+  } catch (err) {
+    throw new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage`, index, true, String(err));
+  }
+  if (!object) throw new BlendFailure('image_fetch_failed', `image ${index}: the upload no longer exists (it was deleted)`, index);
+  const tooLarge = () => new BlendFailure('image_too_large', `image ${index} is larger than ${limits.maxImageBytes} bytes`, index);
+  if (object.size > limits.maxImageBytes) {
+    object.stream.destroy();
+    throw tooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of object.stream) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > limits.maxImageBytes) throw tooLarge();
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    object.stream.destroy();
+    if (err instanceof BlendFailure) throw err;
+    throw new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage`, index, true, String(err));
+  }
+  return Buffer.concat(chunks, bytes);
+}
 
 /** Where a refused address points the client: the operator's switch for private networks. */
 export const PRIVATE_NETWORK_HINT = 'the server fetches from loopback and private addresses only with MONTAGE_ALLOW_PRIVATE_NETWORK=1';
@@ -12,9 +50,11 @@ export const PRIVATE_NETWORK_HINT = 'the server fetches from loopback and privat
  * only a server-side error or a timeout is worth another attempt (a 404 or a refused address
  * never will succeed). The failure's message is the client's; the address a name resolved to or
  * a socket tried is in its `internal` text, for the log. A URL under the server's own
- * `publicUrl` + `/samples/` is a shipped sample (samples.ts), read from disk with no connection at all.
+ * `publicUrl` + `/samples/` is a shipped sample (samples.ts), read from disk with no connection at all;
+ * an upload's key (`uploads/...`) is read from the object store `store`.
  */
-export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy, publicUrl: string): Promise<Buffer> {
+export async function fetchImage(url: string, index: number, limits: BlendLimits, policy: AddressPolicy, publicUrl: string, store: ObjectStore | null = null): Promise<Buffer> {
+  if (UPLOAD_KEY.test(url)) return readUpload(url, index, limits, store);
   const sample = sampleOf(url, publicUrl);
   if (sample === null) throw new BlendFailure('image_fetch_failed', `image ${index} could not be fetched: the server has no such sample (GET /samples/ lists them)`, index);
   if (sample) return readSample(sample);

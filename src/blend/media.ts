@@ -48,6 +48,28 @@ export async function readHeader(bytes: Buffer, index: number, maxPixels: number
   return { width, height };
 }
 
+/** What the first bytes of an image tell, or why they cannot tell it yet. */
+export type HeaderPeek = { format: string; width: number; height: number } | 'need_more' | 'not_an_image';
+
+/**
+ * Reads the format and dimensions from the first bytes of an image still arriving (an upload):
+ * `need_more` while the header may lie further on (a JPEG's frame header follows its EXIF and ICC
+ * segments), `not_an_image` once the first bytes name no format we decode, or `complete` (these
+ * are all the bytes) and still no dimensions.
+ */
+export async function peekHeader(prefix: Buffer, complete: boolean): Promise<HeaderPeek> {
+  if (prefix.length < 12 && !complete) return 'need_more';
+  const format = sniffImage(prefix);
+  if (!format) return 'not_an_image';
+  try {
+    const meta = await sharp(prefix, { limitInputPixels: false }).metadata();
+    if (meta.width && meta.height) return { format, width: meta.width, height: meta.height };
+  } catch {
+    // A header cut short reads as corrupt: more bytes may complete it.
+  }
+  return complete ? 'not_an_image' : 'need_more';
+}
+
 /**
  * Decodes an image whose header `readHeader` has checked to 8-bit sRGB, upright (EXIF orientation
  * applied), alpha dropped, into shared memory. libvips refuses more than `maxPixels` again.

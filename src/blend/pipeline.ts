@@ -17,6 +17,7 @@ import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
 import { jobMemory, jobPixels, MemoryBudget, type FrameSize } from './memory.js';
 import { type Quality, scoreQuality } from './quality.js';
+import type { ObjectStore } from './storage.js';
 
 export type { BlendType, EngineBlendType };
 
@@ -91,6 +92,8 @@ export class BlendEngine {
     private readonly policy: AddressPolicy,
     /** The server's own address: images under its `/samples/` are read from disk (samples.ts). */
     private readonly publicUrl: string,
+    /** Where uploaded images are read from (fetcher.ts); null: a job names URLs only. */
+    private readonly store: ObjectStore | null = null,
   ) {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
@@ -131,7 +134,7 @@ export class BlendEngine {
    */
   async fetch(spec: BlendSpec): Promise<FetchedImages> {
     const fetching = spec.images.map((url, i) =>
-      handled(fetchImage(url, i, this.limits, this.policy, this.publicUrl).then(async (bytes) => ({ bytes, size: await readHeader(bytes, i, this.limits.maxPixels) }))),
+      handled(fetchImage(url, i, this.limits, this.policy, this.publicUrl, this.store).then(async (bytes) => ({ bytes, size: await readHeader(bytes, i, this.limits.maxPixels) }))),
     );
     const tooLargeAlready = handled(
       fetching[0]!.then((first) => {

@@ -6,6 +6,13 @@ import type { Config } from '../config.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { HealthStatusSchema } from './health.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A body the handler reads itself, as a stream (a multipart upload): shown in the document, never validated or buffered. */
+    streamedBody?: { schema: TSchema; mediaType: string };
+  }
+}
+
 const PROBLEM_TYPE = 'application/problem+json';
 const PROBLEM_REF = { $ref: 'Problem#' } as const;
 
@@ -101,7 +108,8 @@ export function openapiTransform({ schema, url, route }: { schema: Schema; url: 
   if (authenticated) for (const code of ['unauthorized', 'api_key_revoked', 'api_key_expired', 'plan_required', 'rate_limited'] as const) codes.add(code);
   if (authenticated && route.config?.scope !== undefined) codes.add('insufficient_scope');
   if (schema.params) codes.add('not_found');
-  if (schema.body) {
+  const streamed = route.config?.streamedBody;
+  if (schema.body || streamed) {
     codes.add('payload_too_large');
     codes.add('unsupported_media_type');
   }
@@ -135,8 +143,10 @@ export function openapiTransform({ schema, url, route }: { schema: Schema; url: 
     response[status] = { ...problem, headers };
   }
 
-  const body = typeof schema.body?.$id === 'string' ? { $ref: `${schema.body.$id}#` } : schema.body;
-  return { schema: { ...schema, ...(body ? { body } : {}), ...(idempotent ? { headers: IDEMPOTENCY_KEY } : {}), response }, url };
+  const documented = streamed ? { ...streamed.schema } : schema.body;
+  const body = typeof documented?.$id === 'string' ? { $ref: `${documented.$id}#` } : documented;
+  const consumes = streamed ? { consumes: [streamed.mediaType] } : {};
+  return { schema: { ...schema, ...(body ? { body } : {}), ...consumes, ...(idempotent ? { headers: IDEMPOTENCY_KEY } : {}), response }, url };
 }
 
 const WEBHOOK_HEADERS = [

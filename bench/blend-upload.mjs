@@ -1,0 +1,226 @@
+// Upload benchmark (docs/benchmarks.md, "Blend uploads"): twenty 4000×3000 JPEGs uploaded to a real
+// Montage server process (POST /v1/blend/uploads, one image per request, one after another as
+// `montage blend` sends them), against a plain file copy of the same files on the same disk (the
+// floor); then the same median job of the twenty frames by upload and by URL (a loopback file
+// server), interleaved. See bench/README.md.
+import { once } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import sharp from 'sharp';
+import {
+  build,
+  checkedJson,
+  commandLine,
+  createAccountAndKey,
+  freePort,
+  machine,
+  makeTempDir,
+  median,
+  montageArgs,
+  montageEnv,
+  montageNodeFlags,
+  ROOT,
+  seconds,
+  startProcess,
+  tables,
+  waitForHttp,
+} from './lib.mjs';
+
+export const name = 'upload';
+export const description = 'Blend uploads: 20 × 12 MP JPEGs uploaded vs a file copy on the same disk; the job by upload vs by URL';
+
+const WIDTH = 4000;
+const HEIGHT = 3000;
+const FRAMES = 20;
+/** Upload throughput against the floor, and the job by upload against the job by URL. */
+const THROUGHPUT_TARGET = 0.5;
+const JOB_TARGET = 1.1;
+
+const log = (line) => process.stdout.write(`${line}\n`);
+const s = (ms) => (ms / 1000).toFixed(2);
+const mbps = (bytes, ms) => (bytes / 1e6 / (ms / 1000)).toFixed(0);
+
+/** Twenty 12 MP frames of one scene, each with noise of its own (a seeded LCG), as JPEG q92. */
+async function makeFrames(dir) {
+  const base = await sharp(path.join(ROOT, 'test/fixtures/blend/median-crowd/gt.png')).removeAlpha().resize(WIDTH, HEIGHT, { fit: 'cover' }).raw().toBuffer();
+  const files = [];
+  for (let f = 0; f < FRAMES; f++) {
+    let seed = 1000 + f;
+    const frame = Buffer.allocUnsafe(base.length);
+    for (let i = 0; i < base.length; i++) {
+      seed = (Math.imul(seed, 1664525) + 1013904223) | 0;
+      frame[i] = Math.max(0, Math.min(255, base[i] + ((seed >>> 24) % 13) - 6));
+    }
+    const file = path.join(dir, `frame-${String(f + 1).padStart(2, '0')}.jpg`);
+    await sharp(frame, { raw: { width: WIDTH, height: HEIGHT, channels: 3 } }).jpeg({ quality: 92 }).toFile(file);
+    files.push(file);
+  }
+  return files;
+}
+
+/** The floor: each file copied through a read and a write stream into `target` (what the store does with an upload's bytes). */
+async function copyAll(files, target) {
+  fs.mkdirSync(target, { recursive: true });
+  const started = performance.now();
+  for (const file of files) await pipeline(fs.createReadStream(file), fs.createWriteStream(path.join(target, path.basename(file))));
+  return performance.now() - started;
+}
+
+/** One file as multipart/form-data, streamed from disk (as `montage blend` sends it). */
+async function uploadFile(base, apiKey, file) {
+  const boundary = `bench-${Math.random().toString(36).slice(2)}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${path.basename(file)}"\r\nContent-Type: image/jpeg\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const size = fs.statSync(file).size;
+  const body = async function* () {
+    yield head;
+    yield* fs.createReadStream(file, { highWaterMark: 256 * 1024 });
+    yield tail;
+  };
+  const res = await fetch(`${base}/v1/blend/uploads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + size + tail.length) },
+    body: body(),
+    duplex: 'half',
+  });
+  return (await checkedJson(res, 'POST /v1/blend/uploads', 201)).id;
+}
+
+async function uploadAll(montage, files) {
+  const started = performance.now();
+  const ids = [];
+  for (const file of files) ids.push(await uploadFile(montage.base, montage.apiKey, file));
+  return { ids, ms: performance.now() - started };
+}
+
+async function runJob(montage, images) {
+  const headers = { authorization: `Bearer ${montage.apiKey}`, 'content-type': 'application/json' };
+  const started = performance.now();
+  const job = await checkedJson(
+    await fetch(`${montage.base}/v1/blend/start`, { method: 'POST', headers, body: JSON.stringify({ projectId: 'bench', images, options: { blendType: 'median' } }) }),
+    'POST /v1/blend/start',
+    202,
+  );
+  for (;;) {
+    const status = await checkedJson(await fetch(`${montage.base}/v1/blend/status/${job.jobId}`, { headers }), 'GET /v1/blend/status');
+    if (status.status === 'failed') throw new Error(`the job failed: ${status.error.code}: ${status.error.message}`);
+    if (status.status === 'completed') return { ms: performance.now() - started, processingTime: status.processingTime };
+    await sleep(5);
+  }
+}
+
+function fileServer(files) {
+  const byName = new Map(files.map((f) => [path.basename(f), f]));
+  const server = http.createServer((req, res) => {
+    const file = byName.get(path.basename(req.url ?? '/'));
+    if (!file) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': fs.statSync(file).size });
+    fs.createReadStream(file).pipe(res);
+  });
+  server.listen(0, '127.0.0.1');
+  return once(server, 'listening').then(() => ({ server, base: `http://127.0.0.1:${server.address().port}` }));
+}
+
+export async function run() {
+  const rounds = seconds('BENCH_ROUNDS', 3, 1);
+  const m = machine();
+  const loadBefore = os.loadavg()[0];
+  await build();
+  // Inputs, the server's data and the copies of the floor all in one temp directory: one disk.
+  const { dir } = makeTempDir('montage-bench-upload-');
+  log('  making 20 frames of 4000×3000 ...');
+  fs.mkdirSync(path.join(dir, 'inputs'));
+  const files = await makeFrames(path.join(dir, 'inputs'));
+  const totalBytes = files.reduce((sum, f) => sum + fs.statSync(f).size, 0);
+  log(`    ${(totalBytes / 1e6).toFixed(1)} MB in all`);
+
+  const port = await freePort();
+  const env = montageEnv('sqlite', { montageDir: path.join(dir, 'montage') }, port, {
+    MONTAGE_ALLOW_PRIVATE_NETWORK: '1',
+    MONTAGE_BLEND_MAX_IMAGES: String(FRAMES),
+    MONTAGE_BLEND_MAX_JOB_PIXELS: String(FRAMES * WIDTH * HEIGHT),
+    MONTAGE_BLEND_JOB_TIMEOUT: '600s',
+    MONTAGE_BLEND_CONCURRENCY: '1',
+  });
+  const apiKey = await createAccountAndKey(env);
+  const proc = startProcess('montage serve', process.execPath, montageArgs('serve'), { env });
+  const montage = { proc, base: `http://127.0.0.1:${port}`, apiKey };
+  await waitForHttp(proc, `${montage.base}/healthz`);
+  const { server, base: imageBase } = await fileServer(files);
+  const urls = files.map((f) => `${imageBase}/${path.basename(f)}`);
+
+  log('  uploads against file copies, interleaved ...');
+  await uploadFile(montage.base, apiKey, files[0]); // warm-up: the first request of a process
+  const copies = [];
+  const uploads = [];
+  let ids = null;
+  for (let r = 0; r < rounds; r++) {
+    copies.push(await copyAll(files, path.join(dir, 'montage', `copy-${r}`)));
+    const up = await uploadAll(montage, files);
+    uploads.push(up.ms);
+    ids = up.ids;
+    log(`    round ${r + 1}: copy ${s(copies.at(-1))} s (${mbps(totalBytes, copies.at(-1))} MB/s), upload ${s(up.ms)} s (${mbps(totalBytes, up.ms)} MB/s)`);
+  }
+  const copyMs = median(copies);
+  const uploadMs = median(uploads);
+
+  log('  the median job of the 20 frames, by upload and by URL, interleaved ...');
+  await runJob(montage, urls.slice(0, 3)); // warm-up: worker threads start with the first job
+  const byUpload = [];
+  const byUrl = [];
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? ['upload', 'url'] : ['url', 'upload'];
+    for (const kind of order) {
+      const result = await runJob(montage, kind === 'upload' ? ids : urls);
+      (kind === 'upload' ? byUpload : byUrl).push(result);
+      log(`    round ${r + 1}, by ${kind}: ${s(result.ms)} s end to end (processing ${s(result.processingTime)} s)`);
+    }
+  }
+  server.close();
+  await proc.stop();
+
+  const loadAfter = os.loadavg()[0];
+  const uploadJobMs = median(byUpload.map((x) => x.ms));
+  // What differs between the two: the time before processing starts (the images read, from the store or over HTTP).
+  const before = (runs) => s(median(runs.map((x) => x.ms - x.processingTime)));
+  const urlJobMs = median(byUrl.map((x) => x.ms));
+  const ratio = uploadMs / copyMs;
+  const jobRatio = uploadJobMs / urlJobMs;
+  const rows = [
+    ['plain file copy (the floor)', s(copyMs), mbps(totalBytes, copyMs), '1.00', '–'],
+    ['20 uploads, one after another', s(uploadMs), mbps(totalBytes, uploadMs), (copyMs / uploadMs).toFixed(2), `≥ ${THROUGHPUT_TARGET} of the floor: ${copyMs / uploadMs >= THROUGHPUT_TARGET ? 'PASS' : 'FAIL'}`],
+  ];
+  const jobRows = [
+    ['by URL (loopback file server)', s(urlJobMs), before(byUrl), s(median(byUrl.map((x) => x.processingTime))), '1.00', '–'],
+    ['by upload', s(uploadJobMs), before(byUpload), s(median(byUpload.map((x) => x.processingTime))), jobRatio.toFixed(2), `≤ ${JOB_TARGET.toFixed(2)}: ${jobRatio <= JOB_TARGET ? 'PASS' : 'FAIL'}`],
+  ];
+  const t1 = tables(['what', 'seconds', 'MB/s', 'share of the floor', 'target'], rows, ['left', 'right', 'right', 'right', 'left']);
+  const t2 = tables(['the job, 20 × 12 MP median', 'end to end s', 'before processing s', 'processing s', 'against by URL', 'target'], jobRows, ['left', 'right', 'right', 'right', 'right', 'left']);
+  const markdown = [
+    '## Blend uploads: twenty 12 MP JPEGs uploaded, and the job by upload against by URL',
+    '',
+    `What it measures: twenty 4000×3000 JPEG frames (q92, ${(totalBytes / 1e6).toFixed(1)} MB in all) uploaded to a`,
+    `\`node ${montageNodeFlags().join(' ')} bin/montage.js serve\` process (SQLite, workers in the process), one`,
+    '`POST /v1/blend/uploads` after another as `montage blend` sends them, each streamed from disk; against the floor, the',
+    'same files copied by a read and a write stream into a directory on the same disk as the server\'s object store.',
+    'Then one median job of the twenty frames (alignment on, `MONTAGE_BLEND_MAX_IMAGES=20`,',
+    '`MONTAGE_BLEND_MAX_JOB_PIXELS=240000000`), from `POST /v1/blend/start` to the status read that says `completed`,',
+    'naming the uploads, and naming the same files by URL on a loopback file server; interleaved, the order alternating per round.',
+    '',
+    `- Command: \`${commandLine(['BENCH_ROUNDS'])}\``,
+    `- Date: ${m.date}; built from commit ${m.commit}`,
+    `- Machine: ${m.nproc} CPUs (\`nproc\`), ${m.cpu}, ${m.memory} RAM, ${m.os}`,
+    `- Rounds: ${rounds}, median; the machine's load average (1 min) was ${loadBefore.toFixed(1)} at the start and ${loadAfter.toFixed(1)} at the end`,
+    '- "before processing": end to end less the job\'s `processingTime`, i.e. the images read (from the store, or over HTTP) and the job admitted: the part where the two differ',
+    '',
+    t1.md,
+    '',
+    t2.md,
+  ].join('\n');
+  const pass = copyMs / uploadMs >= THROUGHPUT_TARGET && jobRatio <= JOB_TARGET;
+  return { text: `${t1.text}\n\n${t2.text}\n\nupload time / copy time: ${ratio.toFixed(2)}`, markdown, pass, writeDoc: true };
+}
