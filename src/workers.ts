@@ -33,6 +33,9 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       stripeEvents: (db) => purgeOldStripeEvents(db),
       overdueOrders: (db) => sweepPendingOrders(db),
     },
-    close: () => blend.close(),
+    close: async () => {
+      await blend.close();
+      store.close?.();
+    },
   });
 }
