@@ -10,9 +10,10 @@ import { describe, test, type TestContext } from 'node:test';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import AWSAccount from 's3rver/lib/models/account.js';
-import { purgeExpiredBlendJobs, resultLinks } from '../src/blend/blend.service.js';
+import { purgeExpiredBlendJobs } from '../src/blend/blend.service.js';
 import { S3Store } from '../src/blend/storage-s3.js';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { setPassword } from '../src/dashboard/password.service.js';
 import { databaseWithAccount, ENGINES, freePort, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
@@ -80,7 +81,7 @@ for (const engine of ENGINES) {
       const s3 = await s3Server(t);
       const images = await frames(t);
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', ...s3.env }, { workers: true });
-      const { key, accountId } = await api.account();
+      const { key, accountId, email } = await api.account();
       const job = await completedJob(api, key, images);
 
       const objectKey = `blend/${accountId}/${job.jobId}.png`;
@@ -109,11 +110,16 @@ for (const engine of ENGINES) {
       assert.equal(fetched.headers.get('content-disposition'), `inline; filename="${job.jobId}.png"`);
       assert.ok(Buffer.from(await fetched.arrayBuffer()).equals(stored));
 
-      // The dashboard's links are Montage's own result route, which reads the object from the store.
-      const row = await api.database.db.selectFrom('blendJobs').selectAll().where('id', '=', job.jobId).executeTakeFirstOrThrow();
-      const own = await resultLinks(api.config, api.app.resultStore, true)(row);
-      assert.ok(own!.url.startsWith(`${api.config.publicUrl}/v1/blend/results/${job.jobId}.png?`), own!.url);
-      const viaMontage = await fetch(`${api.url}${new URL(own!.url).pathname}${new URL(own!.url).search}`);
+      // The dashboard (a signed-in session) gets Montage's own result route, which reads the object from the store.
+      await setPassword(api.database.db, accountId, 'correct horse battery staple');
+      const login = await api.fetch('/dashboard/api/login', { method: 'POST', json: { email, password: 'correct horse battery staple' } });
+      assert.equal(login.status, 200);
+      const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+      const seen = await (await api.fetch(`/v1/blend/status/${job.jobId}`, { headers: { cookie } })).json();
+      const own = new URL(seen.resultUrl);
+      assert.equal(`${own.origin}${own.pathname}`, `${api.config.publicUrl}/v1/blend/results/${job.jobId}.png`);
+      assert.equal((await (await api.fetch('/v1/blend/jobs', { headers: { cookie } })).json()).data[0].resultUrl, seen.resultUrl);
+      const viaMontage = await fetch(`${api.url}${own.pathname}${own.search}`);
       assert.equal(viaMontage.status, 200);
       assert.equal(viaMontage.headers.get('content-type'), 'image/png');
       assert.ok(Buffer.from(await viaMontage.arrayBuffer()).equals(stored));

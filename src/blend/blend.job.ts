@@ -64,7 +64,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       resultHeight: result.height,
       processingTimeMs: Date.now() - startedAt,
     };
-    const link = (await links({ ...row, ...changes, resultFormat: result.format })) as ResultLink;
+    const link = (await links({ ...row, ...changes })) as ResultLink;
     return settle(row, changes, (completed) => ({
       event: 'blend.completed',
       data: {
