@@ -1,6 +1,8 @@
 // The checks of bench/soak.mjs once its traffic has stopped: the rate-limit probe, the queue's
 // drain, the invariants (from the database and the webhook receiver's log, against what the
 // clients were told), and which failed requests a fault explains.
+import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The probe account's plan limits: low, so that one shared budget is visible (see probeRateLimits). */
@@ -166,6 +168,33 @@ export async function checkInvariants(db, { accountId, traffic, receiver, draine
   results.push(check('every other answer as expected', otherViolations.length === 0, otherViolations.length ? some(otherViolations, 5) : 'orders 201 or 409 sold_out, check-ins 201 or 409 already_checked_in, reads 200, inventory never above stock'));
   results.push(check('no process died on its own', crashes.length === 0, crashes.length ? crashes.map((c) => `${c.label}: code ${c.code}, signal ${c.signal}\n${c.output}`).join('\n') : 'only the two processes killed on purpose'));
   return results;
+}
+
+/**
+ * With an object store, every completed job's result is in the bucket, the processes' own
+ * DATA_DIRs hold nothing (no directory is shared, or needed), and a result's `resultUrl`, a
+ * presigned GET of the store, serves the image. `sample` is a completed job's status, read through the proxy.
+ */
+export async function checkObjectStore(db, objects, dataDirs, sample) {
+  const { rows } = await db.query(`select result_key from blend_jobs where status = 'completed' and result_key is not null`);
+  const keys = await objects.keys();
+  const missing = rows.filter((r) => !keys.has(r.result_key)).map((r) => r.result_key);
+  const extra = [...keys].filter((k) => !rows.some((r) => r.result_key === k));
+  const onDisk = [...new Set(dataDirs)].flatMap((dir) => (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f))) : []));
+  let fetched = 'no completed job to fetch';
+  let fetchedOk = false;
+  if (sample?.resultUrl) {
+    const res = await fetch(sample.resultUrl);
+    const bytes = (await res.arrayBuffer()).byteLength;
+    fetchedOk = res.status === 200 && bytes > 0 && sample.resultUrl.startsWith(objects.endpoint);
+    fetched = `the resultUrl of ${sample.jobId} (${new URL(sample.resultUrl).origin}, presigned) answered ${res.status} with ${int(bytes)} bytes`;
+  }
+  return check(
+    'blend results in the object store, nothing on the processes\' disks',
+    missing.length === 0 && onDisk.length === 0 && fetchedOk,
+    `${rows.length} completed jobs, ${keys.size} objects in the bucket (${missing.length} results missing${missing.length ? ` ${some(missing)}` : ''}; ${extra.length} without a completed job); ` +
+      `files under the ${new Set(dataDirs).size} DATA_DIRs: ${onDisk.length}${onDisk.length ? ` ${some(onDisk)}` : ''}; ${fetched}`,
+  );
 }
 
 /** Which failed requests a fault explains: lost or 502 while an API process was down, 503 `unavailable` while PostgreSQL was cut. */

@@ -1,6 +1,7 @@
 // The deployment of docs/deploy.md on one machine, for bench/soak.mjs and its read benchmark
 // (bench/soak-scale.mjs): Montage API and worker processes started as a supervisor would, the
 // proxy in front of the API processes (bench/proxy.mjs), and the webhook receiver.
+import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BENCH_DIR, freePort, montageArgs, montageNodeFlags, ROOT, runCommand, startProcess, waitForHttp } from './lib.mjs';
@@ -52,12 +53,13 @@ export class Deployment {
   async start(kind, i) {
     const [command, prefix] = montageCommand(this.s);
     const deadline = Date.now() + 60_000;
+    const env = { ...this.env, DATA_DIR: this.dataDir(kind, i) };
     for (;;) {
       const proc =
         kind === 'api'
-          ? startProcess(`api ${i + 1}`, command, [...prefix, 'serve', '--no-worker'], { env: { ...this.env, PORT: String(this.apiPorts[i]) } })
+          ? startProcess(`api ${i + 1}`, command, [...prefix, 'serve', '--no-worker'], { env: { ...env, PORT: String(this.apiPorts[i]) } })
           : // At info level a worker says when it runs (and little else: it logs no requests).
-            startProcess(`worker ${i + 1}`, command, [...prefix, 'worker'], { env: { ...this.env, MONTAGE_LOG_LEVEL: 'info' } });
+            startProcess(`worker ${i + 1}`, command, [...prefix, 'worker'], { env: { ...env, MONTAGE_LOG_LEVEL: 'info' } });
       this.watch(proc);
       (kind === 'api' ? this.api : this.workers)[i] = proc;
       try {
@@ -72,6 +74,23 @@ export class Deployment {
         await sleep(1000);
       }
     }
+  }
+
+  /**
+   * With an object store (MONTAGE_STORAGE_URL) the processes share no directory: each gets a
+   * DATA_DIR of its own, as on a machine of its own (a restarted process finds its own again).
+   * Without one, they share the deployment's DATA_DIR, where results live.
+   */
+  dataDir(kind, i) {
+    if (!this.env.MONTAGE_STORAGE_URL) return this.env.DATA_DIR;
+    const dir = path.join(this.env.DATA_DIR, `${kind}-${i + 1}`);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /** The DATA_DIR of every process slot. */
+  dataDirs() {
+    return [...this.api.map((_, i) => this.dataDir('api', i)), ...this.workers.map((_, i) => this.dataDir('worker', i))];
   }
 
   startApi(i) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Load and fault suite ("soak") on the multi-process deployment of docs/deploy.md: a loopback
 // round-robin proxy (bench/proxy.mjs) in front of 2 `montage serve --no-worker` processes, and 2
-// `montage worker` processes, all on one fresh PostgreSQL database, the local Redis and one shared
-// DATA_DIR. Mixed traffic runs through the proxy (bench/soak-traffic.mjs) while a worker and an API
+// `montage worker` processes, all on one fresh PostgreSQL database, the local Redis and an
+// S3-compatible object store for blend results (s3rver on loopback, bench/object-store.mjs); each
+// process has a DATA_DIR of its own, so they share no directory. Mixed traffic runs through the proxy (bench/soak-traffic.mjs) while a worker and an API
 // process are killed with SIGKILL and restarted and PostgreSQL's connections are cut; then the
 // queue drains and the invariants are checked with SQL. The long form then measures the read
 // benchmark with 1 and 2 API processes. See bench/README.md.
@@ -33,7 +34,8 @@ import {
   tables,
   writeDocSection,
 } from './lib.mjs';
-import { check, checkInvariants, classifyFailures, drain, PROBE_LIMITS, probeRateLimits } from './soak-checks.mjs';
+import { startObjectStore } from './object-store.mjs';
+import { check, checkInvariants, checkObjectStore, classifyFailures, drain, PROBE_LIMITS, probeRateLimits } from './soak-checks.mjs';
 import { accountWithKey, cli, Deployment, startProxy, startReceiver } from './soak-deployment.mjs';
 import { scaleRead, scaleReport } from './soak-scale.mjs';
 import { startImageServer, Traffic } from './soak-traffic.mjs';
@@ -120,7 +122,8 @@ async function cutPostgres(adminUrl, dbName, durationMs, t0) {
 export async function soak(s) {
   const started = Date.now();
   const storage = { montageDir: makeTempDir('montage-soak-data-').dir, ...(await freshPostgres(s.postgresAdminUrl)) };
-  log(`    fresh database ${storage.dbName} (PostgreSQL ${storage.version}); shared DATA_DIR ${storage.montageDir}`);
+  const objects = await startObjectStore();
+  log(`    fresh database ${storage.dbName} (PostgreSQL ${storage.version}); object store s3://${objects.bucket} at ${objects.endpoint}; a DATA_DIR per process under ${storage.montageDir}`);
   const [apiPorts, proxyPort] = [[await freePort(), await freePort()], await freePort()];
   const base = `http://127.0.0.1:${proxyPort}`;
   const env = montageEnv('postgres', storage, 0, {
@@ -132,6 +135,7 @@ export async function soak(s) {
     MONTAGE_LIMITS_ENTERPRISE: PROBE_LIMITS,
     MONTAGE_BLEND_CONCURRENCY: '1',
     MONTAGE_BLEND_THREADS: '1',
+    ...objects.env,
   });
 
   const [receiver, images] = await Promise.all([startReceiver(), startImageServer()]);
@@ -195,6 +199,9 @@ export async function soak(s) {
     const proxyStats = await (await fetch(`${base}/__proxy`)).json();
     const [{ id: accountId }] = (await db.query(`select id from accounts where email = 'soak@example.com'`)).rows;
     const invariants = await checkInvariants(db, { accountId, traffic, receiver, drained, rateLimits, crashes: deployment.crashes, failures });
+    const [completed] = (await db.query(`select id from blend_jobs where status = 'completed' order by completed_at desc limit 1`)).rows;
+    const sample = completed && (await (await fetch(`${base}/v1/blend/status/${completed.id}`, { headers: { authorization: `Bearer ${apiKey}` } })).json());
+    invariants.push(await checkObjectStore(db, objects, deployment.dataDirs(), sample));
 
     const memory = Object.fromEntries([...deployment.api, ...deployment.workers].map((p) => [p.label, processMemory(p.child.pid)]));
     const stopped = await deployment.stop();
@@ -337,7 +344,9 @@ processes are killed and PostgreSQL's connections are cut, then the invariants, 
 - Machine: ${m.nproc} CPUs, ${m.cpu}, ${m.memory} RAM, ${m.os}; Node ${m.node}, PostgreSQL ${result.version}, pg ${packageVersion('pg')}, ioredis ${packageVersion('ioredis')}
 - Deployment (\`bench/soak.mjs\`): \`bench/proxy.mjs\` (round-robin, skips a backend that refuses connections)
   in front of 2 \`montage serve --no-worker\`, and 2 \`montage worker\`, on one fresh PostgreSQL database, the
-  local Redis and one shared \`DATA_DIR\`; \`MONTAGE_JOB_LEASE=2s\`, webhook retries after 200 ms, 500 ms, 1 s...,
+  local Redis and an S3-compatible object store for blend results (\`MONTAGE_STORAGE_URL\`: s3rver ${packageVersion('s3rver')} on loopback,
+  \`bench/object-store.mjs\`, so \`resultUrl\` is a presigned GET of it); each process has a \`DATA_DIR\` of its own (they share
+  no directory); \`MONTAGE_JOB_LEASE=2s\`, webhook retries after 200 ms, 500 ms, 1 s...,
   one blend job at a time per worker (\`MONTAGE_BLEND_CONCURRENCY=1\`, \`MONTAGE_BLEND_THREADS=1\`).
 - Traffic (\`bench/soak-traffic.mjs\`): ${s.clients} clients back to back through the proxy, half reads (event, inventory, a page of
   events, an acknowledged order read back, a blend job's status), a quarter orders of 1-4 tickets on 3 hot ticket types

@@ -95,6 +95,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.addHook('onClose', async () => {
     await app.rateLimits.close();
+    app.resultStore.close?.();
     if (!options.database) await database.close();
   });
 

@@ -43,6 +43,28 @@ export interface Config {
   trustProxy: number | string[] | null;
   /** Where the Stripe provider sends its API calls (MONTAGE_STRIPE_API_BASE); null: Stripe's own (api.stripe.com). */
   stripeApiBase: StripeApiBase | null;
+  /** Where uploads and results are kept (MONTAGE_STORAGE_URL); null: `DATA_DIR/results/`. */
+  storage: ObjectStorageConfig | null;
+}
+
+/** An S3-compatible bucket (docs/deploy.md, "Object storage"). */
+export interface ObjectStorageConfig {
+  bucket: string;
+  /** Prepended to every key, without slashes at either end; '' for none. */
+  prefix: string;
+  /** `http(s)://host[:port]` of a store other than AWS S3 (MinIO, R2); null: AWS S3 of `region`. */
+  endpoint: string | null;
+  region: string;
+  /** Bucket in the path (`endpoint/bucket/key`) rather than in the host name: MinIO and most local stores need it. */
+  pathStyle: boolean;
+  /** From AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; null: the SDK's own chain (profile, instance or task role). */
+  credentials: StorageCredentials | null;
+}
+
+export interface StorageCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
 }
 
 /** The address of Stripe's API as the `stripe` package takes it (its constructor's host, port and protocol). */
@@ -256,7 +278,65 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: corsOrigins(env, 'MONTAGE_CORS_ORIGINS'),
     trustProxy: trustProxy(env, 'MONTAGE_TRUST_PROXY'),
     stripeApiBase: stripeApiBase(env, 'MONTAGE_STRIPE_API_BASE'),
+    storage: objectStorage(env, 'MONTAGE_STORAGE_URL'),
   };
+}
+
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const STORAGE_OPTIONS = ['endpoint', 'region', 'pathStyle'];
+
+/**
+ * `s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1&pathStyle=true`. Errors name
+ * the part that is wrong and never repeat the text: a secret pasted into the URL stays out of logs.
+ */
+function objectStorage(env: Env, name: string): ObjectStorageConfig | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  const match = /^s3:\/\/([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/.exec(raw);
+  if (!match) throw new ConfigError(name, 'must be s3://<bucket>[/<prefix>][?endpoint=...&region=...&pathStyle=true]');
+  const [, bucket = '', path = '', query = ''] = match;
+  if (bucket.includes('@') || bucket.includes(':')) {
+    throw new ConfigError(name, 'must not carry credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead');
+  }
+  if (!BUCKET.test(bucket)) throw new ConfigError(name, 'the bucket name must be 3 to 63 lower-case letters, digits, dots or hyphens');
+  const prefix = path.replace(/^\/+|\/+$/g, '');
+  if (prefix.length > 200 || !/^[A-Za-z0-9._/-]*$/.test(prefix) || prefix.includes('//')) {
+    throw new ConfigError(name, 'the prefix (after the bucket) must be at most 200 letters, digits, dots, hyphens, underscores and single slashes');
+  }
+  const options = new URLSearchParams(query);
+  for (const key of options.keys()) {
+    if (!STORAGE_OPTIONS.includes(key)) throw new ConfigError(name, `unknown option "${key.slice(0, 40)}" (expected ${STORAGE_OPTIONS.join(', ')})`);
+  }
+  const region = options.get('region') || env.AWS_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,40}$/.test(region)) throw new ConfigError(name, 'region must be a region name such as us-east-1, eu-central-1 or auto');
+  const pathStyle = options.get('pathStyle') ?? 'false';
+  if (!['true', 'false', '1', '0'].includes(pathStyle)) throw new ConfigError(name, 'pathStyle must be true or false');
+  return { bucket, prefix, endpoint: storageEndpoint(name, options.get('endpoint')), region, pathStyle: pathStyle === 'true' || pathStyle === '1', credentials: storageCredentials(env) };
+}
+
+function storageEndpoint(name: string, raw: string | null): string | null {
+  if (raw === null || raw === '') return null;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password || parsed.pathname !== '/' || parsed.search || parsed.hash) {
+    throw new ConfigError(name, 'endpoint must be http(s)://host[:port] with nothing after it and no credentials');
+  }
+  return parsed.origin;
+}
+
+/** Both keys or neither (then the SDK looks for a profile or a role); a half pair is a mistake to report, without its value. */
+function storageCredentials(env: Env): StorageCredentials | null {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID?.trim();
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY?.trim();
+  if (!accessKeyId && !secretAccessKey) return null;
+  if (!accessKeyId) throw new ConfigError('AWS_ACCESS_KEY_ID', 'is not set, but AWS_SECRET_ACCESS_KEY is: set both or neither');
+  if (!secretAccessKey) throw new ConfigError('AWS_SECRET_ACCESS_KEY', 'is not set, but AWS_ACCESS_KEY_ID is: set both or neither');
+  const sessionToken = env.AWS_SESSION_TOKEN?.trim();
+  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
 /**

@@ -420,7 +420,7 @@ export const ERROR_CODES = {
   unavailable: {
     status: 503,
     title: 'Unavailable',
-    happened: 'The server cannot serve the request right now: its database cannot be reached, or it is shutting down.',
+    happened: 'The server cannot serve the request right now: its database (or object store) cannot be reached, or it is shutting down.',
     next: 'Retry after `Retry-After` seconds (POST requests with their `Idempotency-Key`); another server process may answer meanwhile.',
   },
 } as const satisfies Record<string, ErrorCodeDefinition>;

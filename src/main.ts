@@ -97,10 +97,27 @@ function onShutdown(config: Config, log: Logger, stop: (graceMs: number) => Prom
   }
 }
 
+/**
+ * The bucket of MONTAGE_STORAGE_URL must answer before a process serves or works: a wrong name,
+ * endpoint, region or key would otherwise fail every blend job, one at a time. Checked once; a
+ * store that is down stops the start (exit 1) and the supervisor tries again, as for the database.
+ */
+async function checkObjectStore(config: Config): Promise<void> {
+  if (!config.storage) return;
+  const { createResultStore } = await import('./blend/storage.js');
+  const store = createResultStore(config);
+  try {
+    await store.check?.();
+  } finally {
+    store.close?.();
+  }
+}
+
 // The server and the workers (the blend engine, sharp) are loaded by the commands that run them only:
 // `keys create` or `--help` starts in a fraction of the time.
 async function serve(config: Config, withWorker: boolean): Promise<void> {
   const [{ buildApp }, { startWorkers }] = await Promise.all([import('./app.js'), import('./workers.js')]);
+  await checkObjectStore(config);
   const handle = await openForService(config, (line) => process.stderr.write(`${line}\n`));
   const app = await buildApp(config, { database: handle });
   try {
@@ -129,6 +146,7 @@ async function serve(config: Config, withWorker: boolean): Promise<void> {
 async function worker(config: Config): Promise<void> {
   const { startWorkers } = await import('./workers.js');
   const log = pino({ level: config.logLevel });
+  await checkObjectStore(config);
   const handle = await openForService(config, (line) => log.warn(line));
   const workers = startWorkers(handle, config, log);
   const stopNotifying = notifyOtherProcesses(handle, log);

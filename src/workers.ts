@@ -45,6 +45,9 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       overdueOrders: (db) => sweepPendingOrders(db),
       waitlists: (db) => sweepWaitlists(db),
     },
-    close: () => blend.close(),
+    close: async () => {
+      await blend.close();
+      store.close?.();
+    },
   });
 }

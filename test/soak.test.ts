@@ -29,7 +29,8 @@ interface SoakResult {
 
 /**
  * The short form of `npm run soak` (bench/soak.mjs): a proxy in front of 2 `serve --no-worker`
- * processes and 2 `worker` processes on one PostgreSQL database and the local Redis, 30 s of
+ * processes and 2 `worker` processes on one PostgreSQL database, the local Redis and an S3-compatible
+ * object store (s3rver) for blend results, each process with a DATA_DIR of its own; 30 s of
  * mixed traffic during which a worker and an API process are killed with SIGKILL and restarted and
  * every PostgreSQL backend of the database is terminated for 3 s; then every invariant. It runs
  * src/ through tsx (what is checked out, no build) in its own process, which cleans up after itself.
@@ -74,6 +75,8 @@ test(
     assert.ok(result.failures.filter((f) => f.explained === 'api').every((f) => f.proxyError !== null || f.error !== null));
     assert.ok(result.failures.filter((f) => f.explained === 'postgres').every((f) => f.status === 503 && f.code === 'unavailable'));
 
+    // The processes share no directory: results went to the bucket and are read from it.
+    assert.ok(result.invariants.some((i) => i.name.startsWith('blend results in the object store')), 'the object store was checked');
     for (const invariant of result.invariants) assert.ok(invariant.pass, `${invariant.name}: ${invariant.detail}`);
     assert.equal(code, 0, output.slice(-8000));
   },

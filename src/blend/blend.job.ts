@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import { addressPolicy } from '../net/safe-http.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import * as repo from './blend.repository.js';
-import { type BlendJobRow, presentJob, resultFileName, signResultUrl, specOf } from './blend.service.js';
+import { type BlendJobRow, presentJob, type ResultLink, resultFileName, resultLinks, specOf } from './blend.service.js';
 import type { BlendJobTable } from './blend.table.js';
 import { BlendFailure } from './failures.js';
 import { BlendEngine, type BlendResult } from './pipeline.js';
@@ -24,12 +24,13 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
   let engine: BlendEngine | null = null;
   // Threads start with the first job, so processes that never blend pay nothing for them.
   const engineOf = () => (engine ??= new BlendEngine(config.blend, addressPolicy(config.allowPrivateNetwork), config.publicUrl, store));
+  const links = resultLinks(config, store);
 
   async function start(job: JobRow, row: BlendJobRow, now: number): Promise<BlendJobRow> {
     return transaction(db, async (tx) => {
       const started = await repo.updateJob(tx, row.id, { status: 'processing', startedAt: row.startedAt ?? now, attempts: job.attempts, updatedAt: now });
       if (row.startedAt === null) {
-        await fanOut.inTransaction(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config), ...webhookOf(row) }], now);
+        await fanOut.inTransaction(tx, row.accountId, [{ event: 'blend.started', jobId: row.id, data: presentJob(started, config, null), ...webhookOf(row) }], now);
       }
       return started;
     });
@@ -51,7 +52,8 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
     alignment: result.alignment ? JSON.stringify(result.alignment) : null,
   });
 
-  function complete(row: BlendJobRow, result: BlendResult, resultKey: string, startedAt: number): Promise<void> {
+  /** The webhook's `resultUrl` is made before the transaction: a presigned one is signed by the store, outside it. */
+  async function complete(row: BlendJobRow, result: BlendResult, resultKey: string, startedAt: number): Promise<void> {
     const changes = {
       status: 'completed',
       ...scored(result),
@@ -62,10 +64,11 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       resultHeight: result.height,
       processingTimeMs: Date.now() - startedAt,
     };
-    return settle(row, changes, (completed, now) => ({
+    const link = (await links({ ...row, ...changes })) as ResultLink;
+    return settle(row, changes, (completed) => ({
       event: 'blend.completed',
       data: {
-        resultUrl: signResultUrl(completed, config, now).url,
+        resultUrl: link.url,
         processingTime: completed.processingTimeMs,
         qualityScore: completed.qualityScore,
         alignment: result.alignment,
@@ -82,7 +85,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       ...(result ? scored(result) : {}),
       processingTimeMs: Date.now() - startedAt,
     };
-    return settle(row, changes, (failed) => ({ event: 'blend.failed', data: presentJob(failed, config) }));
+    return settle(row, changes, (failed) => ({ event: 'blend.failed', data: presentJob(failed, config, null) }));
   }
 
   /**

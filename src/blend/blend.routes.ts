@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
 import { withLinkHeader } from '../http/paging.js';
+import { SESSION_KEY_PREFIX } from '../http/principal.js';
 import { PathId, ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
@@ -19,6 +20,8 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(uploadRoutes);
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
   const config = { scope: 'blend' as const, area: 'blend' as const };
+  // The dashboard's page shows results from its own origin (its CSP, and a bucket its browser may not reach): Montage's own URLs; API clients get the store's.
+  const links = (request: FastifyRequest) => blend.resultLinks(app.config, app.resultStore, request.principal!.key.prefix === SESSION_KEY_PREFIX);
   const tags = ['blend'];
 
   app.post(
@@ -44,13 +47,13 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/blend/status/:jobId',
     { config, schema: { operationId: 'getBlendStatus', tags, summary: "A blend job's status, and its result once completed", params: JobParams, response: { 200: ref(BlendJobSchema) } } },
-    (request) => blend.getJob(scope(request), request.params.jobId, app.config),
+    (request) => blend.getJob(scope(request), request.params.jobId, app.config, links(request)),
   );
 
   app.get(
     '/blend/jobs',
     { config, schema: { operationId: 'listBlendJobs', tags, summary: 'Blend jobs, newest first, filtered by project and status', querystring: ListJobsQuery, response: { 200: ref(BlendJobPage) } } },
-    async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, app.config)),
+    async (request, reply) => withLinkHeader(request, reply, await blend.listJobs(scope(request), request.query, app.config, links(request))),
   );
 };
 

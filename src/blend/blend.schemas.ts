@@ -113,7 +113,7 @@ export const BlendJobSchema = Type.Object(
     createdAt: Timestamp,
     startedAt: NullableTimestamp,
     completedAt: NullableTimestamp,
-    resultUrl: Type.Optional(Type.String({ description: 'Signed, expiring URL of the result; works without the API key.' })),
+    resultUrl: Type.Optional(Type.String({ description: 'Signed, expiring URL of the result; works without the API key. A presigned URL of the object store when the server keeps results in one.' })),
     resultUrlExpiresAt: Type.Optional(Timestamp),
     width: Type.Optional(Type.Integer()),
     height: Type.Optional(Type.Integer()),

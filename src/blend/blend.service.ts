@@ -20,6 +20,7 @@ import { alignsByDefault, canDeghost, DEGHOST_BY_DEFAULT } from './engine/regist
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 import { checkUploadImages, uploadKey } from './uploads.service.js';
+import { MAX_PRESIGN_SECONDS } from './storage-s3.js';
 
 export type { BlendJobRow } from './blend.repository.js';
 export type StartBody = Static<ReturnType<typeof startBody>>;
@@ -114,20 +115,21 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     await repo.insertJob(tx, row);
     await enqueueJobs(tx.db, [{ kind: BLEND_KIND, payload: { jobId: row.id }, maxAttempts: config.blend.maxAttempts }], now);
   });
-  return presentJob(row, config);
+  return presentJob(row, config, null);
 }
 
-export async function getJob(scope: TenantScope, id: string, config: Config): Promise<ReturnType<typeof presentJob>> {
+export async function getJob(scope: TenantScope, id: string, config: Config, links: ResultLinks): Promise<ReturnType<typeof presentJob>> {
   const row = await repo.findJob(scope, id);
   if (!row) throw notFound('blend job', id);
-  return presentJob(row, config);
+  return presentJob(row, config, await links(row));
 }
 
 /** A page of the account's jobs; the query's filters are part of the list (a cursor is for them only). */
-export async function listJobs(scope: TenantScope, query: Static<typeof ListJobsQuery> & PageParams, config: Config): Promise<Page<ReturnType<typeof presentJob>>> {
+export async function listJobs(scope: TenantScope, query: Static<typeof ListJobsQuery> & PageParams, config: Config, links: ResultLinks): Promise<Page<ReturnType<typeof presentJob>>> {
   const page = pageRequest(query, listTag('blend-jobs', { projectId: query.projectId, status: query.status }));
   const rows = await repo.pageJobs(scope, query, page);
-  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (r) => presentJob(r, config));
+  const kept = toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (r) => r);
+  return { ...kept, data: await Promise.all(kept.data.map(async (r) => presentJob(r, config, await links(r)))) };
 }
 
 /** The job's spec for the engine: an upload id becomes the object store key of its bytes (fetcher.ts reads it there). */
@@ -143,9 +145,10 @@ export function specOf(row: BlendJobRow): BlendSpec {
   };
 }
 
-export function presentJob(row: BlendJobRow, config: Config) {
+/** `link`: the completed job's result URL (`ResultLinks`); null for a job without a result. */
+export function presentJob(row: BlendJobRow, config: Config, link: ResultLink | null) {
   const options = storedOptions(row);
-  const signed = row.status === 'completed' && row.resultFormat ? signResultUrl(row, config) : null;
+  const signed = row.status === 'completed' ? link : null;
   return {
     jobId: row.id,
     projectId: row.projectId,
@@ -186,6 +189,33 @@ export function signResultUrl(row: BlendJobRow, config: Config, now = Date.now()
   const expires = Math.ceil((now + config.resultUrlTtlMs) / 1000 / HOUR) * HOUR;
   const file = resultFileName(row);
   return { url: `${config.publicUrl}/v1/blend/results/${file}?expires=${expires}&signature=${signature(row.resultToken, file, expires)}`, expires };
+}
+
+export interface ResultLink {
+  url: string;
+  /** Unix seconds. */
+  expires: number;
+}
+
+/** The result URL of a job: null unless it completed with a result. */
+export type ResultLinks = (row: BlendJobRow, now?: number) => Promise<ResultLink | null>;
+
+/**
+ * How result URLs are made: presigned GETs of the object store when it can sign them (readers then
+ * fetch from the store, not from Montage), else Montage's own signed URLs (`viaMontage` asks for
+ * those in any case: the dashboard's page shows results from its own origin). A presigned URL is
+ * signed at the start of the hour and lasts until the hour Montage's would end (at most the
+ * store's week), so repeated reads hand out the same URL, as with Montage's.
+ */
+export function resultLinks(config: Config, store: ResultStore, viaMontage = false): ResultLinks {
+  return async (row, now = Date.now()) => {
+    if (row.status !== 'completed' || !row.resultFormat || !row.resultKey) return null;
+    if (viaMontage || !store.presignGet) return signResultUrl(row, config, now);
+    const signedAt = Math.floor(now / 1000 / HOUR) * HOUR;
+    const expires = Math.min(Math.ceil((now + config.resultUrlTtlMs) / 1000 / HOUR) * HOUR, signedAt + MAX_PRESIGN_SECONDS);
+    const url = await store.presignGet(row.resultKey, expires - signedAt, resultFileName(row), signedAt * 1000);
+    return { url, expires };
+  };
 }
 
 /** The stored result a signed URL names, or the reason it is refused. */

@@ -4,10 +4,11 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Config } from '../config.js';
+import { S3Store } from './storage-s3.js';
 
 /**
  * Where the blend area keeps bytes: results, and uploaded images. A directory under DATA_DIR, or
- * (docs/deploy.md) an S3-compatible object store implementing the same operations.
+ * an S3-compatible bucket (storage-s3.ts; docs/deploy.md, "Object storage").
  * Keys are `segment/segment[/segment...][.ext]` of `[a-z0-9_]`: callers build them from ids.
  */
 export interface ObjectStore {
@@ -16,6 +17,12 @@ export interface ObjectStore {
   /** null when the object does not exist. */
   open(key: string): Promise<{ stream: Readable; size: number } | null>;
   delete(key: string): Promise<void>;
+  /** A URL that reads `key` without Montage, valid `seconds` from `signedAt` (ms), served as `fileName`; only stores that can sign one have it. */
+  presignGet?(key: string, seconds: number, fileName: string, signedAt?: number): Promise<string>;
+  /** Throws, with a reason an operator can act on, when the store cannot be used; checked once at start. */
+  check?(): Promise<void>;
+  /** Releases connections; the store is not used afterwards. */
+  close?(): void;
 }
 
 /** What results are kept in (the same store as uploads). */
@@ -23,11 +30,16 @@ export type ResultStore = ObjectStore;
 
 const KEY = /^[a-z0-9_]+(\/[a-z0-9_]+)+(\.[a-z0-9]+)?$/;
 
+/** Keys are built from ids by Montage; anything else is a bug, refused before it names a file or an object. */
+export function checkKey(key: string): void {
+  if (!KEY.test(key)) throw new Error(`invalid object key ${key}`);
+}
+
 export class DirectoryStore implements ObjectStore {
   constructor(private readonly root: string) {}
 
   private file(key: string): string {
-    if (!KEY.test(key)) throw new Error(`invalid object key ${key}`);
+    checkKey(key);
     return path.join(this.root, key);
   }
 
@@ -62,7 +74,11 @@ export class DirectoryStore implements ObjectStore {
   }
 }
 
-/** The object store of this deployment: `results/` under DATA_DIR (a shared volume when scaled out). */
-export function createResultStore(config: Pick<Config, 'dataDir'>): ObjectStore {
+/**
+ * The object store of this deployment: the bucket of MONTAGE_STORAGE_URL, else `results/` under
+ * DATA_DIR (then a volume shared by every process when scaled out).
+ */
+export function createResultStore(config: Pick<Config, 'dataDir' | 'storage'>): ObjectStore {
+  if (config.storage) return new S3Store(config.storage);
   return new DirectoryStore(path.join(config.dataDir, 'results'));
 }

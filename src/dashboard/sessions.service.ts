@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { keyScopes, type Principal } from '../accounts/accounts.service.js';
+import { SESSION_KEY_PREFIX } from '../http/principal.js';
 import type { Config, Plan } from '../config.js';
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
@@ -109,7 +110,7 @@ export async function sessionPrincipal(db: Db, request: FastifyRequest): Promise
     scopes,
     // The owner, signed in: keys made here are not bounded by another key.
     keyBounds: null,
-    key: { id: session.id, name: 'Dashboard session', prefix: 'session', scopes, expiresAt: iso(session.expiresAt) },
+    key: { id: session.id, name: 'Dashboard session', prefix: SESSION_KEY_PREFIX, scopes, expiresAt: iso(session.expiresAt) },
   };
 }
 

@@ -13,6 +13,9 @@ export interface KeyBounds {
   readonly expiresAt: number | null;
 }
 
+/** `key.prefix` of a dashboard session's principal: what marks a caller as the dashboard's page. */
+export const SESSION_KEY_PREFIX = 'session';
+
 /** Who is calling. Shared by every request of a cached key (frozen): never change one. */
 export interface Principal {
   readonly accountId: string;

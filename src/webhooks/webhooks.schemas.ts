@@ -72,7 +72,7 @@ export const AttemptPage = pageSchema('WebhookAttemptPage', AttemptSchema);
 /** What blend.completed carries. */
 export const BlendCompletedSchema = Type.Object(
   {
-    resultUrl: Type.String({ format: 'uri', description: 'Signed, expiring URL of the result; works without the API key.' }),
+    resultUrl: Type.String({ format: 'uri', description: 'Signed, expiring URL of the result; works without the API key. A presigned URL of the object store when the server keeps results in one.' }),
     processingTime: Type.Integer({ description: 'Milliseconds from start of processing to the stored result.' }),
     qualityScore: Nullable(Type.Number({ minimum: 0, maximum: 1 })),
   },
