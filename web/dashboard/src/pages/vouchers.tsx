@@ -126,7 +126,7 @@ export function VouchersSection({ eventId, currency, types, typeName }: { eventI
                     </td>
                     <td>
                       <div class="actions">
-                        {state !== 'ended' && <EndVoucher path={`${path}/${encodeURIComponent(voucher.id)}`} voucher={voucher} onDone={vouchers.reload} />}
+                        {state === 'valid' && <EndVoucher path={`${path}/${encodeURIComponent(voucher.id)}`} voucher={voucher} onDone={vouchers.reload} />}
                         {voucher.redeemed === 0 && !voucher.waitlistEntryId && <DeleteVoucher path={`${path}/${encodeURIComponent(voucher.id)}`} voucher={voucher} onDone={vouchers.reload} />}
                       </div>
                     </td>
