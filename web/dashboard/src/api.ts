@@ -53,3 +53,15 @@ export const sameOrigin = (url: string) => {
 };
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** An amount in minor units (cents), as the API keeps money, in the reader's notation. */
+export const money = (minor: number, currency: string) => new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(minor / 100);
+
+/** What a person types as money ("15", "15.5", "15,50") in minor units; null when it is not an amount. */
+export const minorUnits = (typed: string): number | null => {
+  const value = Number(typed.trim().replace(',', '.'));
+  return typed.trim() !== '' && Number.isFinite(value) && value >= 0 ? Math.round(value * 100) : null;
+};
+
+/** A problem's detail, or the sentence for a server that could not be reached. */
+export const failure = (err: unknown) => (err instanceof Problem ? err.detail : 'The server could not be reached.');

@@ -73,12 +73,12 @@ export function App() {
 }
 
 function page(route: string, session: Session) {
-  const [, section, id] = route.split('/');
+  const [, section, id, subpage] = route.split('/');
   switch (section) {
     case 'blend':
       return id ? <BlendJobPage jobId={id} /> : <BlendPage />;
     case 'events':
-      return id ? <EventPage eventId={id} /> : <EventsPage />;
+      return id ? <EventPage eventId={id} page={subpage} /> : <EventsPage />;
     case 'webhooks':
       return <WebhooksPage />;
     case 'settings':

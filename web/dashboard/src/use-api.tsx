@@ -55,3 +55,58 @@ export function ErrorNote({ error }: { error: Problem }) {
     </p>
   );
 }
+
+/**
+ * A /v1 list one page at a time: `next` follows `nextCursor`, `previous` goes back the way it came.
+ * Another `path` (a filter changed) starts again at its first page: a cursor only continues its own list.
+ */
+export function usePaged<T>(path: string, limit: number) {
+  const [at, setAt] = useState<{ path: string; cursors: string[] }>({ path, cursors: [] });
+  const cursors = at.path === path ? at.cursors : [];
+  const cursor = cursors[cursors.length - 1];
+  const separator = path.includes('?') ? '&' : '?';
+  const page = useApi<Page<T>>(`${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  const nextCursor = page.data?.hasMore ? page.data.nextCursor : null;
+  return {
+    ...page,
+    number: cursors.length + 1,
+    next: nextCursor ? () => setAt({ path, cursors: [...cursors, nextCursor] }) : null,
+    previous: cursors.length > 0 ? () => setAt({ path, cursors: cursors.slice(0, -1) }) : null,
+  };
+}
+
+/** Previous and next page of a usePaged list. */
+export function Pager({ label, paged }: { label: string; paged: { number: number; next: (() => void) | null; previous: (() => void) | null } }) {
+  if (!paged.next && !paged.previous) return null;
+  return (
+    <nav class="actions" aria-label={`${label} pages`}>
+      <button type="button" class="secondary" disabled={!paged.previous} onClick={() => paged.previous?.()}>
+        Previous page
+      </button>
+      <span>Page {paged.number}</span>
+      <button type="button" class="secondary" disabled={!paged.next} onClick={() => paged.next?.()}>
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+/** The time now, again every `everyMs`: for countdowns. */
+export function useNow(everyMs = 1000): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [everyMs]);
+  return now;
+}
+
+/** What is left of a span until `iso` ("4 min 12 s"), or null once it has passed. */
+export function timeLeft(iso: string, now: number): string | null {
+  const seconds = Math.ceil((Date.parse(iso) - now) / 1000);
+  if (seconds <= 0) return null;
+  const [d, h, m, s] = [Math.floor(seconds / 86_400), Math.floor((seconds % 86_400) / 3600), Math.floor((seconds % 3600) / 60), seconds % 60];
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  return m > 0 ? `${m} min ${s} s` : `${s} s`;
+}

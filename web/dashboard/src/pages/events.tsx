@@ -11,6 +11,8 @@ export interface EventItem {
   capacity: number | null;
   currency: string;
   ticketsSold: number;
+  /** How long a waiting-list offer stands. */
+  waitlistOfferMinutes?: number;
   createdAt: string;
 }
 
