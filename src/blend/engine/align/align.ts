@@ -260,7 +260,7 @@ export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: 
  * holding the others.
  */
 export interface FrameAligner {
-  /** Frame `index`'s line-up check against frame 0 (align/lineup.ts). */
+  /** A frame's line-up check against frame 0 (align/lineup.ts), from its grey thumbnail. */
   check(grey: Uint8Array): Promise<LineUp>;
   /** How frame `index` (≥ 1) is brought onto frame 0, from its grey thumbnail and its line-up check; rejects with AlignmentFailed for another scene. */
   decide(index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport>;
