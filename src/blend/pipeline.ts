@@ -168,7 +168,7 @@ export class BlendEngine {
   private async stream(pool: WorkerPool, spec: BlendSpec, sources: Array<Buffer | string>, spool: Spool, signal: AbortSignal, onProgress?: OnProgress): Promise<BlendResult> {
     const started = performance.now();
     const type = resolveBlendType(spec.blendType) as EngineBlendType;
-    const { result, quality, reports } = await streamStack({ pool, limits: this.limits, type, align: spec.align, deghost: spec.deghost, sources, spool, signal, onProgress });
+    const { result, quality, reports, stages } = await streamStack({ pool, limits: this.limits, type, align: spec.align, deghost: spec.deghost, sources, spool, signal, onProgress });
     const streamed = Math.round(performance.now() - started);
     onProgress?.({ stage: 'encoding', done: 0, total: 1 });
     const image = await encodeImage(result, spec.outputFormat);
@@ -182,7 +182,7 @@ export class BlendEngine {
       autoReason: null,
       quality,
       alignment: reports ? reports.map(({ index, method, shiftPx, confidence }) => ({ index, method, shiftPx, confidence })) : null,
-      stages: { stream: streamed, encode: Math.round(performance.now() - started - streamed) },
+      stages: { ...stages, encode: Math.round(performance.now() - started - streamed) },
     };
   }
 

@@ -49,6 +49,8 @@ export interface StreamedStack {
   result: RgbImage;
   quality: Quality;
   reports: FrameReport[] | null;
+  /** Milliseconds spent using the frames as they came, finishing the result (a median's bands), and scoring. */
+  stages: { frames: number; finish: number; score: number };
 }
 
 /** Frame 0 as every later frame needs it: its size, thumbnail and statistics, and what alignment and deghosting keep of it. */
@@ -95,6 +97,7 @@ interface StackJob {
 /** Runs a streaming stack (`type` must stream: engine/registry.ts `stream`). */
 export async function streamStack(job: StackJob): Promise<StreamedStack> {
   const { pool, sources, type } = job;
+  const started = performance.now();
   const count = sources.length;
   const deghost = job.deghost && BLEND_REGISTRY[type].deghost === 'first' && count > 1;
   const decode = (i: number) => decodeImage(sources[i]!, i, job.limits.maxPixels);
@@ -115,7 +118,8 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       : prepareFrame(pool, reference, i, decode(i), deghost);
 
   const use = BLEND_REGISTRY[type].stream === 'bands' ? await bandedMedian(job, reference) : foldInto(pool, type as FoldType, reference, count);
-  const sampled = ghostingFrames(count);
+  // only the types whose score measures ghosting keep thumbnails for it
+  const sampled = BLEND_REGISTRY[type].ghosting ? ghostingFrames(count) : new Set<number>();
   const inputs: FrameStats[] = [];
   const correlations: number[] = [];
   const ghostSmalls: RgbImage[] = [];
@@ -142,9 +146,12 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       if (sampled.has(i)) ghostSmalls.push(frame.small);
       job.onProgress?.({ stage: use.stage, done: i + 1, total: count });
     }
+    const framesDone = performance.now();
     const result = await use.finish(job.onProgress);
+    const finished = performance.now();
     const quality = await score(pool, inputs, job.align ? correlations : null, BLEND_REGISTRY[type].ghosting ? ghostSmalls : null, result);
-    return { result, quality, reports: job.align ? reports : null };
+    const stages = { frames: Math.round(framesDone - started), finish: Math.round(finished - framesDone), score: Math.round(performance.now() - finished) };
+    return { result, quality, reports: job.align ? reports : null, stages };
   } finally {
     await use.close();
   }
