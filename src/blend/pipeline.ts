@@ -189,7 +189,9 @@ export class BlendEngine {
   /**
    * Every image of the job, fetched, with its header read (nothing decoded yet), within the job
    * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
-   * pixels) is refused then, without waiting for the others.
+   * pixels) is refused then, without waiting for the others. A streaming job's images are fetched
+   * STREAM_FETCHES at a time and each written to the job's spool as it arrives; once one fails,
+   * those not started yet are not fetched.
    */
   async fetch(spec: BlendSpec): Promise<FetchedImages> {
     // A streaming job fetches a few images at a time and writes each to its spool; the others fetch every image at once.
