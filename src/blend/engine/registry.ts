@@ -51,8 +51,9 @@ export interface BlendTypeDeclaration {
   bytesPerPixel: number;
   /**
    * A streaming job's peak memory per pixel it holds (memory.ts `jobPixels`: a few frames' worth,
-   * whatever the frame count) beyond the base; a median adds its band memory. The smallest figure
-   * that covers the measurements of bench/blend-stack.mjs, rounded up. Null for the types that do
+   * whatever the frame count) beyond the base; a median adds its band memory. lighten's and
+   * median's cover the measurements of bench/blend-stack.mjs; mean's and the layer modes' add what
+   * their accumulators hold beyond lighten's (docs/blend.md, "Memory"). Null for the types that do
    * not stream.
    */
   streamBytesPerPixel: number | null;
