@@ -14,6 +14,7 @@ const BENCHMARKS = {
   door: () => import('./door.mjs'),
   blend: () => import('./blend.mjs'),
   upload: () => import('./blend-upload.mjs'),
+  stack: () => import('./blend-stack.mjs'),
   soak: () => import('./soak.mjs'),
 };
 

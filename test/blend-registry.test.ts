@@ -58,14 +58,19 @@ describe('blend-type registry', () => {
     assert.deepEqual([...documented].sort(), [...BLEND_TYPES].sort());
   });
 
-  it('docs/blend.md\'s memory table gives each type the bytes per pixel memory.ts uses', () => {
-    const rows = tableAfter('| blend type | bytes per pixel');
+  it('docs/blend.md\'s memory tables give each type the bytes per pixel memory.ts uses, held and streaming', () => {
+    const rows = tableAfter('| blend type | bytes per pixel (× frames × pixels)');
     const documented = new Map(rows.flatMap(([first, figure]) => namesIn(first!).map((n) => [n, Number(figure)] as const)));
     for (const type of ENGINE_BLEND_TYPES) {
       const figure = documented.get(type);
       assert.equal(figure, BLEND_REGISTRY[type].bytesPerPixel, `${type}: docs say ${figure}`);
     }
     assert.equal(documented.get('auto'), Math.max(...AUTO_CHOICES.map((t) => BLEND_REGISTRY[t].bytesPerPixel)));
+    const streaming = tableAfter('| blend type | bytes per pixel (× 5 × frame pixels)');
+    const streamed = new Map(streaming.flatMap(([first, figure]) => namesIn(first!).map((n) => [n, Number.parseInt(figure!.trim(), 10)] as const)));
+    for (const type of ENGINE_BLEND_TYPES) {
+      assert.equal(streamed.get(type) ?? null, BLEND_REGISTRY[type].streamBytesPerPixel, `${type}: streaming docs say ${streamed.get(type)}`);
+    }
   });
 
   it('every point type runs its kernel through the pool with the bytes of calling it directly', async () => {
@@ -99,9 +104,10 @@ describe('blend-type registry', () => {
   it('memory estimates and alignment defaults are those each type declares', () => {
     // per megapixel: 200 MB of base, then the type's bytes per pixel; auto takes the largest of
     // what it may choose (exposure's 11), preserveBackground at least composite's 9; mean and
-    // exposure carry a byte a pixel for deghosting's masks
-    const mb = (type: (typeof BLEND_TYPES)[number], preserveBackground = false) => jobMemory(type, preserveBackground, 1e6) / 1e6;
-    assert.deepEqual([mb('mean'), mb('average'), mb('overlay'), mb('focus'), mb('exposure'), mb('auto')], [208, 208, 207, 209, 211, 211]);
+    // exposure carry a byte a pixel for deghosting's masks; a streaming type its streaming figure,
+    // and a median its band memory on top
+    const mb = (type: (typeof BLEND_TYPES)[number], preserveBackground = false) => jobMemory(type, preserveBackground, 1e6, 50e6) / 1e6;
+    assert.deepEqual([mb('mean'), mb('average'), mb('overlay'), mb('median'), mb('focus'), mb('exposure'), mb('auto')], [210, 210, 212, 257, 209, 211, 211]);
     assert.deepEqual([mb('average', true), mb('composite', true), mb('exposure', true)], [209, 209, 211]);
     assert.equal(JOB_BASE_BYTES, 200e6);
     assert.deepEqual(BLEND_TYPES.filter((t) => !alignsByDefault(t)), ['lighten', 'darken']);

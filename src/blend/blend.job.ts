@@ -11,7 +11,7 @@ import * as repo from './blend.repository.js';
 import { type BlendJobRow, presentJob, type ResultLink, resultFileName, resultLinks, specOf } from './blend.service.js';
 import type { BlendJobTable } from './blend.table.js';
 import { BlendFailure } from './failures.js';
-import { BlendEngine, type BlendResult } from './pipeline.js';
+import { BlendEngine, type BlendResult, type FetchedImages } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 
 /**
@@ -124,15 +124,17 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       };
       // The job's memory (memory.ts), held from its admission until its outcome is recorded; its run has settled by then, so no work of it is left.
       let release: (() => void) | null = null;
+      // A streaming job's images wait on disk (spool.ts) until the job is over.
+      let fetched: FetchedImages | null = null;
       try {
         const spec = specOf(row);
         let result: BlendResult;
         try {
           const engine = engineOf();
-          const fetched = await engine.fetch(spec);
-          release = await engine.admit(spec, fetched, handedBack);
+          const images = (fetched = await engine.fetch(spec));
+          release = await engine.admit(spec, images, handedBack);
           await markStarted();
-          result = await withTimeLimit((signal) => engine.run(spec, fetched, signal));
+          result = await withTimeLimit((signal) => engine.run(spec, images, signal));
         } catch (err) {
           // The process is stopping and gave the job back: another worker runs it again.
           if (handedBack.aborted) return { status: 'done' };
@@ -164,6 +166,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
         return { status: 'done' };
       } finally {
         release?.();
+        await fetched?.discard();
       }
     },
     async giveUp(job: JobRow, error: string) {

@@ -34,7 +34,7 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Start a blend job: the images are fetched, aligned and blended in the background',
         description:
           'Answers 202 with the queued job and `Location` of its status. Poll the status or receive blend.* webhooks. `images` may name uploads (`upl_...`) beside URLs: each must be a live upload of the account.',
-        body: startBody(app.config.blend.maxImages),
+        body: startBody(app.config.blend),
         response: { 202: ref(BlendJobSchema) },
       },
     },

@@ -5,6 +5,7 @@ import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
 import { uploadComponents } from './uploads.schemas.js';
 import { BLEND_REGISTRY, BLEND_TYPES, ENGINE_BLEND_TYPES } from './engine/registry.js';
+import { type ImageLimits, largestImageLimit } from './memory.js';
 
 export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
 const ImageUrl = Type.String({
@@ -31,20 +32,31 @@ const BLEND_TYPE_DESCRIPTION = [
 
 const ALIGN_DESCRIPTION = `Align every frame to the first. Default true, except for ${quoted(ENGINE_BLEND_TYPES.filter((t) => !BLEND_REGISTRY[t].align))} (star trails: the motion is the subject).`;
 
-const startBodies = new Map<number, ReturnType<typeof makeStartBody>>();
+const startBodies = new Map<string, ReturnType<typeof makeStartBody>>();
 
-/** The body of POST /blend/start for a server that takes up to `maxImages` images: one schema object per size. */
-export function startBody(maxImages: number) {
-  let schema = startBodies.get(maxImages);
-  if (!schema) startBodies.set(maxImages, (schema = makeStartBody(maxImages)));
+/** The body of POST /blend/start for a server with these per-type image limits (memory.ts, `imageLimit`): one schema object per set of limits. */
+export function startBody(limits: ImageLimits) {
+  const key = `${limits.maxImages}/${limits.maxStreamingImages}/${limits.maxMedianImages}`;
+  let schema = startBodies.get(key);
+  if (!schema) startBodies.set(key, (schema = makeStartBody(limits)));
   return schema;
 }
 
-const makeStartBody = (maxImages: number) =>
+/** What `images` says of the limits: the schema takes the largest, the service each type's own. */
+function imagesDescription(limits: ImageLimits): string {
+  const folded = ENGINE_BLEND_TYPES.filter((t) => BLEND_REGISTRY[t].stream === 'fold');
+  return (
+    `Image URLs or upload ids (\`upl_...\`), mixed as you like; the first is the reference frame. At least 2; at most ${limits.maxStreamingImages} for ${quoted(folded)} (blended one frame at a time), ` +
+    `${limits.maxMedianImages} for \`median\` (blended by bands of rows), ${limits.maxImages} for the other types, for \`auto\` and for any job with \`preserveBackground\` ` +
+    '(every frame held at once). A job over its type\'s limit is refused with `invalid_request` naming the limit.'
+  );
+}
+
+const makeStartBody = (limits: ImageLimits) =>
   Type.Object(
     {
       projectId: ProjectId,
-      images: Type.Array(ImageUrl, { minItems: 2, maxItems: maxImages, description: `2 to ${maxImages} image URLs or upload ids, mixed as you like; the first is the reference frame` }),
+      images: Type.Array(ImageUrl, { minItems: 2, maxItems: largestImageLimit(limits), description: imagesDescription(limits) }),
       options: Type.Optional(
         Type.Object(
           {
@@ -83,7 +95,7 @@ const QualitySchema = Type.Object({
 
 export const FrameAlignmentSchema = Type.Object(
   {
-    index: Type.Integer({ format: 'int32', minimum: 0, maximum: 99, description: '0-based index of the frame in `images` (a job has at most 100, MONTAGE_BLEND_MAX_IMAGES).' }),
+    index: Type.Integer({ format: 'int32', minimum: 0, maximum: 4999, description: '0-based index of the frame in `images` (a job has at most 5000, the largest MONTAGE_BLEND_MAX_STREAMING_IMAGES).' }),
     method: {
       ...StringEnum(['reference', 'identity', 'translation', 'homography'] as const),
       description:
@@ -121,7 +133,7 @@ export const BlendJobSchema = Type.Object(
     qualityScore: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     quality: Type.Optional(QualitySchema),
     alignment: Type.Optional(
-      Type.Array(FrameAlignmentSchema, { maxItems: 100, description: 'How each frame was brought onto frame 0, in image order; present once a job that aligns has finished (absent with `align: false`).' }),
+      Type.Array(FrameAlignmentSchema, { maxItems: 5000, description: 'How each frame was brought onto frame 0, in image order; present once a job that aligns has finished (absent with `align: false`).' }),
     ),
     error: Type.Optional(
       Type.Object({
@@ -151,5 +163,5 @@ export const ResultQuery = Type.Object(
 
 export const BlendJobPage = pageSchema('BlendJobPage', BlendJobSchema);
 
-/** Every named schema of the blend area, for the OpenAPI document's components (`maxImages`: the server's limit). */
-export const blendComponents = (maxImages: number) => [BlendJobSchema, BlendJobPage, startBody(maxImages), ...uploadComponents];
+/** Every named schema of the blend area, for the OpenAPI document's components (`limits`: the server's image limits). */
+export const blendComponents = (limits: ImageLimits) => [BlendJobSchema, BlendJobPage, startBody(limits), ...uploadComponents];

@@ -17,6 +17,7 @@ import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
 import { alignsByDefault, canDeghost, DEGHOST_BY_DEFAULT } from './engine/registry.js';
+import { imageLimit, streamOf } from './memory.js';
 import type { BlendSpec, BlendType, FrameAlignment } from './pipeline.js';
 import type { ResultStore } from './storage.js';
 import { checkUploadImages, uploadKey } from './uploads.service.js';
@@ -73,6 +74,18 @@ function checkUrl(url: string, path: string, config: Config, samples = false): v
   }
 }
 
+/**
+ * Each blend type has its own image limit (memory.ts, `imageLimit`): the schema takes the largest,
+ * and a job over its own type's is refused here, naming the limit and its variable.
+ */
+function checkImageCount(count: number, blendType: BlendType, preserveBackground: boolean, config: Config): void {
+  const { max, variable } = imageLimit(config.blend, blendType, preserveBackground);
+  if (count <= max) return;
+  // preserveBackground holds every frame, so a type that streams alone takes the common limit with it
+  const how = preserveBackground && streamOf(blendType, false) !== null ? ' with preserveBackground' : '';
+  throw invalid('/images', `${blendType} jobs${how} take at most ${max} images (${variable}); this one has ${count}`);
+}
+
 export async function startJob(scope: TenantScope, body: StartBody, config: Config): Promise<ReturnType<typeof presentJob>> {
   // Upload ids are checked against the account's uploads in the transaction below.
   body.images.forEach((image, i) => {
@@ -80,6 +93,8 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
   });
   if (body.webhookUrl !== undefined) checkUrl(body.webhookUrl, '/webhookUrl', config);
   const blendType = body.options?.blendType ?? 'auto';
+  const options = resolveOptions(blendType, body.options);
+  checkImageCount(body.images.length, blendType, options.preserveBackground, config);
   const now = Date.now();
   const row: BlendJobRow = {
     id: newId('job'),
@@ -89,7 +104,7 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     blendType,
     blendTypeUsed: null,
     images: JSON.stringify(body.images),
-    options: JSON.stringify(resolveOptions(blendType, body.options)),
+    options: JSON.stringify(options),
     webhookUrl: body.webhookUrl ?? null,
     attempts: 0,
     resultKey: null,

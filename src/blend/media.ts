@@ -73,10 +73,11 @@ export async function peekHeader(prefix: Buffer, complete: boolean): Promise<Hea
 /**
  * Decodes an image whose header `readHeader` has checked to 8-bit sRGB, upright (EXIF orientation
  * applied), alpha dropped, into shared memory. libvips refuses more than `maxPixels` again.
+ * `source` is the image's bytes, or the file they were spooled to (spool.ts).
  */
-export async function decodeImage(bytes: Buffer, index: number, maxPixels: number): Promise<RgbImage> {
+export async function decodeImage(source: Buffer | string, index: number, maxPixels: number): Promise<RgbImage> {
   try {
-    const { data, info } = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error' })
+    const { data, info } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' })
       .rotate()
       .toColourspace('srgb')
       .removeAlpha()

@@ -1,15 +1,18 @@
+import type { BlendLimits } from '../config.js';
 import { AUTO_CHOICES } from './choose.js';
-import { BLEND_REGISTRY, type BlendType, resolveBlendType } from './engine/registry.js';
+import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType } from './engine/registry.js';
 
 /**
  * What a blend job holds in memory, and how much of it a process lets run at once.
  *
  * A job's pixels are known from the images' headers before anything is decoded: each frame is
  * decoded at its own size and then brought to the first frame's, so a frame costs the larger of
- * its own and the first frame's pixel count (`jobPixels`). The job pixel budget
- * (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is estimated from its
- * pixels and blend type as measured (`jobMemory`), and a process admits jobs while their
- * estimates fit in `MONTAGE_BLEND_MEMORY` (`MemoryBudget`).
+ * its own and the first frame's pixel count. A job that holds every frame counts them all; a
+ * streaming job (`streamOf`: folded one frame at a time, or a median by bands) holds a few
+ * frames at a time whatever their number, and counts its largest frame alone (`jobPixels`). The
+ * job pixel budget (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is
+ * estimated from its pixels and blend type as measured (`jobMemory`), and a process admits jobs
+ * while their estimates fit in `MONTAGE_BLEND_MEMORY` (`MemoryBudget`).
  */
 
 /**
@@ -37,15 +40,57 @@ export interface FrameSize {
   height: number;
 }
 
-/** Pixels a job holds: each frame at the larger of its own and the first frame's size. */
-export function jobPixels(frames: FrameSize[]): number {
-  const reference = frames[0]!.width * frames[0]!.height;
-  return frames.reduce((sum, f) => sum + Math.max(f.width * f.height, reference), 0);
+/** How a job holds its frames (engine/registry.ts, `stream`): `auto` and preserveBackground need every frame at once. */
+export function streamOf(blendType: BlendType, preserveBackground: boolean): 'fold' | 'bands' | null {
+  const type = resolveBlendType(blendType);
+  return type === 'auto' || preserveBackground ? null : BLEND_REGISTRY[type].stream;
 }
 
-/** The memory a job is expected to hold at its peak, in bytes. */
-export function jobMemory(blendType: BlendType, preserveBackground: boolean, pixels: number): number {
-  return Math.ceil(JOB_BASE_BYTES + pixels * bytesPerPixel(blendType, preserveBackground));
+export type ImageLimits = Pick<BlendLimits, 'maxImages' | 'maxStreamingImages' | 'maxMedianImages'>;
+
+/** The most images a job of this type may have, and the variable that sets it (docs/blend.md, "Limits"). */
+export function imageLimit(limits: ImageLimits, blendType: BlendType, preserveBackground: boolean): { max: number; variable: string } {
+  switch (streamOf(blendType, preserveBackground)) {
+    case 'fold':
+      return { max: limits.maxStreamingImages, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' };
+    case 'bands':
+      return { max: limits.maxMedianImages, variable: 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES' };
+    default:
+      return { max: limits.maxImages, variable: 'MONTAGE_BLEND_MAX_IMAGES' };
+  }
+}
+
+/** The most images any job may have: what the start schema takes before the type's own limit is checked. */
+export function largestImageLimit(limits: ImageLimits): number {
+  return Math.max(limits.maxImages, limits.maxStreamingImages, limits.maxMedianImages);
+}
+
+/**
+ * Frames' worth of pixels a streaming job holds at once, whatever its frame count: the frames
+ * decoded and aligned ahead (stream.ts, WINDOW), the one being used, and the accumulator or result.
+ */
+export const STREAM_HELD_FRAMES = 5;
+
+/**
+ * Pixels a job holds: each frame at the larger of its own and the first frame's size; a
+ * streaming job (`streaming`) holds STREAM_HELD_FRAMES of its largest at most, whatever its
+ * frame count.
+ */
+export function jobPixels(frames: FrameSize[], streaming = false): number {
+  const reference = frames[0]!.width * frames[0]!.height;
+  const held = frames.map((f) => Math.max(f.width * f.height, reference));
+  return streaming ? Math.max(...held) * Math.min(held.length, STREAM_HELD_FRAMES) : held.reduce((sum, p) => sum + p, 0);
+}
+
+/**
+ * The memory a job is expected to hold at its peak, in bytes; a median by bands adds the bytes its
+ * bands may take (`bandBytes`, MONTAGE_BLEND_MEDIAN_BAND_MEMORY).
+ */
+export function jobMemory(blendType: BlendType, preserveBackground: boolean, pixels: number, bandBytes = 0): number {
+  const stream = streamOf(blendType, preserveBackground);
+  if (stream === null) return Math.ceil(JOB_BASE_BYTES + pixels * bytesPerPixel(blendType, preserveBackground));
+  const perPixel = BLEND_REGISTRY[resolveBlendType(blendType) as EngineBlendType].streamBytesPerPixel!;
+  return Math.ceil(JOB_BASE_BYTES + pixels * perPixel + (stream === 'bands' ? bandBytes : 0));
 }
 
 /**

@@ -15,11 +15,14 @@ import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/image/th
 import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
-import { jobMemory, jobPixels, MemoryBudget, type FrameSize } from './memory.js';
+import { jobMemory, jobPixels, MemoryBudget, type FrameSize, streamOf } from './memory.js';
+import { Spool } from './spool.js';
+import { type OnProgress, streamStack } from './stream.js';
 import { type Quality, scoreQuality } from './quality.js';
 import type { ObjectStore } from './storage.js';
 
 export type { BlendType, EngineBlendType };
+export type { BlendProgress, OnProgress } from './stream.js';
 
 /** A job's work, with every default already resolved. */
 export interface BlendSpec {
@@ -67,9 +70,38 @@ interface Measured {
 
 /** A job's images as fetched, headers read, within the job pixel budget. */
 export interface FetchedImages {
-  bytes: Buffer[];
+  /**
+   * Each image's bytes or, for a streaming job (memory.ts, `streamOf`), the file of the job's
+   * spool they were written to, so that a long stack's compressed bytes are never all in memory.
+   */
+  sources: Array<Buffer | string>;
   /** The job's pixels (memory.ts, `jobPixels`). */
   pixels: number;
+  /** The job's scratch on disk (streaming jobs); null for the others. */
+  spool: Spool | null;
+  /** Removes the spool, once the job is over (again: nothing). */
+  discard(): Promise<void>;
+}
+
+/** Images a streaming job fetches at once: its bytes go to disk, so more at once would only add memory. */
+const STREAM_FETCHES = 4;
+
+/** Runs the work it is given with at most `slots` at once, the others waiting in the order given. */
+function limiter(slots: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async (work) => {
+    if (active < slots) active++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // the slot passes straight to the next in line
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
+  };
 }
 
 /** `work`, marked as handled: a job that fails early leaves it unawaited, which must not be an unhandled rejection. */
@@ -106,13 +138,20 @@ export class BlendEngine {
    * memory (`admit`). Once `signal` aborts, the job's pixel work stops (threads/pool.ts, `forJob`)
    * and the run fails with the signal's reason; a job that fails stops the rest of its work the
    * same way. Either way the run settles only when none of its tasks runs any more, so the memory
-   * it held is free.
+   * it held is free. A streaming job (stream.ts) tells `onProgress` of each frame it uses and of
+   * its encoding.
    */
-  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal): Promise<BlendResult> {
+  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress?: OnProgress): Promise<BlendResult> {
     const failed = new AbortController();
-    const pool = this.pool.forJob(AbortSignal.any([signal, failed.signal]));
+    const stopped = AbortSignal.any([signal, failed.signal]);
+    const pool = this.pool.forJob(stopped);
+    // Images this run fetched itself are its own to discard; a caller's are the caller's.
+    let own: FetchedImages | null = null;
     try {
-      const result = await this.blend(pool, spec, (fetched ?? (await this.fetch(spec))).bytes);
+      const images = fetched ?? (own = await this.fetch(spec));
+      const result = images.spool
+        ? await this.stream(pool, spec, images.sources, images.spool, stopped, onProgress)
+        : await this.blend(pool, spec, images.sources as Buffer[]);
       signal.throwIfAborted();
       return result;
     } catch (err) {
@@ -122,29 +161,76 @@ export class BlendEngine {
       throw reason;
     } finally {
       await pool.settled();
+      await own?.discard();
       // Give this job's frames back now (threads/gc.ts says why).
       await this.collectGarbage();
     }
   }
 
+  /** A streaming job (stream.ts): its frames decoded, aligned and used one at a time, then its result scored and encoded. */
+  private async stream(pool: WorkerPool, spec: BlendSpec, sources: Array<Buffer | string>, spool: Spool, signal: AbortSignal, onProgress?: OnProgress): Promise<BlendResult> {
+    const started = performance.now();
+    const type = resolveBlendType(spec.blendType) as EngineBlendType;
+    const { result, quality, reports, stages } = await streamStack({ pool, limits: this.limits, type, align: spec.align, deghost: spec.deghost, sources, spool, signal, onProgress });
+    const streamed = Math.round(performance.now() - started);
+    onProgress?.({ stage: 'encoding', done: 0, total: 1 });
+    const image = await encodeImage(result, spec.outputFormat);
+    onProgress?.({ stage: 'encoding', done: 1, total: 1 });
+    return {
+      image,
+      format: spec.outputFormat,
+      width: result.width,
+      height: result.height,
+      blendTypeUsed: type,
+      autoReason: null,
+      quality,
+      alignment: reports ? reports.map(({ index, method, shiftPx, confidence }) => ({ index, method, shiftPx, confidence })) : null,
+      stages: { ...stages, encode: Math.round(performance.now() - started - streamed) },
+    };
+  }
+
   /**
    * Every image of the job, fetched, with its header read (nothing decoded yet), within the job
    * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
-   * pixels) is refused then, without waiting for the others.
+   * pixels) is refused then, without waiting for the others. A streaming job's images are fetched
+   * STREAM_FETCHES at a time and each written to the job's spool as it arrives; once one fails,
+   * those not started yet are not fetched.
    */
   async fetch(spec: BlendSpec): Promise<FetchedImages> {
-    const fetching = spec.images.map((url, i) =>
-      handled(fetchImage(url, i, this.limits, this.policy, this.publicUrl, this.store).then(async (bytes) => ({ bytes, size: await readHeader(bytes, i, this.limits.maxPixels) }))),
-    );
+    // A streaming job fetches a few images at a time and writes each to its spool; the others fetch every image at once.
+    const streaming = streamOf(spec.blendType, spec.preserveBackground) !== null;
+    const spool = streaming ? await Spool.create() : null;
+    const slot = limiter(streaming ? STREAM_FETCHES : spec.images.length);
+    let failed = false;
+    const fetchOne = (url: string, i: number) =>
+      slot(async () => {
+        // once one has failed, the ones still waiting are not worth fetching (their failure is never the one reported: it names a later image)
+        if (failed) throw new Error('an earlier image failed');
+        try {
+          const bytes = await fetchImage(url, i, this.limits, this.policy, this.publicUrl, this.store);
+          const size = await readHeader(bytes, i, this.limits.maxPixels);
+          return { source: spool ? await spool.write(`image-${i}`, bytes) : bytes, size };
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      });
+    const fetching = spec.images.map((url, i) => handled(fetchOne(url, i)));
     const tooLargeAlready = handled(
       fetching[0]!.then((first) => {
-        this.checkJobPixels(spec.images.map(() => first.size));
+        this.checkJobPixels(spec.images.map(() => first.size), streaming);
         return new Promise<never>(() => {});
       }),
     );
-    const fetched = await Promise.race([firstFailureInOrder(fetching), tooLargeAlready]);
-    const sizes = fetched.map((f) => f.size);
-    return { bytes: fetched.map((f) => f.bytes), pixels: this.checkJobPixels(sizes) };
+    try {
+      const fetched = await Promise.race([firstFailureInOrder(fetching), tooLargeAlready]);
+      const sizes = fetched.map((f) => f.size);
+      return { sources: fetched.map((f) => f.source), pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
+    } catch (err) {
+      failed = true;
+      await spool?.discard();
+      throw err;
+    }
   }
 
   /**
@@ -152,17 +238,19 @@ export class BlendEngine {
    * (memory.ts); resolves to the function that gives it back, once the job is over.
    */
   admit(spec: BlendSpec, fetched: FetchedImages, signal?: AbortSignal): Promise<() => void> {
-    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels), signal);
+    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels, this.limits.medianBandBytes), signal);
   }
 
-  /** The job's pixels (memory.ts), or `job_too_large` when they exceed the budget. */
-  private checkJobPixels(sizes: FrameSize[]): number {
-    const pixels = jobPixels(sizes);
+  /** The job's pixels (memory.ts; a streaming job's: its largest frame's), or `job_too_large` when they exceed the budget. */
+  private checkJobPixels(sizes: FrameSize[], streaming: boolean): number {
+    const pixels = jobPixels(sizes, streaming);
     if (pixels > this.limits.maxJobPixels) {
       const { width, height } = sizes[0]!;
       throw new BlendFailure(
         'job_too_large',
-        `the job's ${sizes.length} images make ${pixels} pixels (each frame counts at least the ${width}×${height} of the first), more than the job limit of ${this.limits.maxJobPixels}: send fewer or smaller images`,
+        streaming
+          ? `the job's frames are ${pixels} pixels each (each frame counts at least the ${width}×${height} of the first), more than the job limit of ${this.limits.maxJobPixels}: send smaller images`
+          : `the job's ${sizes.length} images make ${pixels} pixels (each frame counts at least the ${width}×${height} of the first), more than the job limit of ${this.limits.maxJobPixels}: send fewer or smaller images`,
       );
     }
     return pixels;

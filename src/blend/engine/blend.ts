@@ -149,7 +149,7 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
  * thread, or four per thread for tall ones so that a thread slowed down by other work leaves rows
  * to the others. The task table (threads/tasks.ts) ties the argument list to the kernel's signature.
  */
-function overRows<N extends TaskName>(pool: WorkerPool, name: N, height: number, args: (y0: number, y1: number) => TaskArgs<N>): Promise<Array<TaskResult<N>>> {
+export function overRows<N extends TaskName>(pool: WorkerPool, name: N, height: number, args: (y0: number, y1: number) => TaskArgs<N>): Promise<Array<TaskResult<N>>> {
   const parts = height < MIN_SPLIT_ROWS ? 1 : height < TALL_ROWS ? pool.size : pool.size * 4;
   return pool.all(name, rowRanges(height, parts).map(([y0, y1]) => args(y0, y1)));
 }

@@ -36,10 +36,27 @@ export interface BlendTypeDeclaration {
   /** Whether its scratch (pyramids, weights, masks) is worth a collection before scoring. */
   largeScratch: boolean;
   /**
-   * A job's peak memory per pixel of its frames, beyond memory.ts's base: the smallest figure
-   * that covers every measurement of bench/blend-memory.mjs, rounded up (docs/blend.md, "Memory").
+   * How a job of the type holds its frames (docs/blend.md, "Memory"): 'fold', one frame at a time
+   * folded into an accumulator (point/fold.ts); 'bands', its aligned frames spooled to disk and
+   * blended a band of rows at a time; null, every frame in memory at once. The first two stream
+   * (pipeline/stream.ts): their memory does not grow with the frame count.
+   */
+  stream: 'fold' | 'bands' | null;
+  /**
+   * A job's peak memory per pixel of its frames, beyond memory.ts's base, when it holds every
+   * frame (its own way for the types that do not stream; `auto` and preserveBackground for the
+   * others): the smallest figure that covers every measurement of bench/blend-memory.mjs, rounded
+   * up (docs/blend.md, "Memory").
    */
   bytesPerPixel: number;
+  /**
+   * A streaming job's peak memory per pixel it holds (memory.ts `jobPixels`: a few frames' worth,
+   * whatever the frame count) beyond the base; a median adds its band memory. lighten's and
+   * median's cover the measurements of bench/blend-stack.mjs; mean's and the layer modes' add what
+   * their accumulators hold beyond lighten's (docs/blend.md, "Memory"). Null for the types that do
+   * not stream.
+   */
+  streamBytesPerPixel: number | null;
   input: BlendInput;
   /** One sentence for the API's description. */
   description: string;
@@ -55,7 +72,9 @@ export const BLEND_REGISTRY = {
     ghosting: true,
     deghost: 'first',
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 8,
+    streamBytesPerPixel: 10,
     input: 'scene',
     description: 'per-pixel mean of the aligned frames (noise reduction, long-exposure look)',
   },
@@ -67,7 +86,9 @@ export const BLEND_REGISTRY = {
     ghosting: true,
     deghost: null,
     largeScratch: false,
+    stream: 'bands',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 7,
     input: 'scene',
     description: 'per-pixel median (removes passers-by and moving things)',
   },
@@ -79,7 +100,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 7,
     input: 'scene',
     description: 'per-pixel, per-channel maximum (star trails, light painting)',
   },
@@ -91,7 +114,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 7,
     input: 'scene',
     description: 'per-pixel, per-channel minimum (removes bright specks)',
   },
@@ -103,7 +128,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: 'middle-exposure',
     largeScratch: true,
+    stream: null,
     bytesPerPixel: 11,
+    streamBytesPerPixel: null,
     input: 'bracket',
     description: 'exposure fusion (Mertens) of a bracket',
   },
@@ -115,7 +142,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: true,
+    stream: null,
     bytesPerPixel: 9,
+    streamBytesPerPixel: null,
     input: 'focus-bracket',
     description: 'focus stacking: the sharpest frame per pixel, blended so seams do not show',
   },
@@ -127,7 +156,9 @@ export const BLEND_REGISTRY = {
     ghosting: true,
     deghost: null,
     largeScratch: true,
+    stream: null,
     bytesPerPixel: 9,
+    streamBytesPerPixel: null,
     input: 'group',
     description: 'the people of every frame placed on the first (a group photo in which everyone appears)',
   },
@@ -139,7 +170,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 12,
     input: 'scene',
     description: 'W3C multiply blend mode, folded left to right',
   },
@@ -151,7 +184,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 12,
     input: 'scene',
     description: 'W3C screen blend mode, folded left to right',
   },
@@ -163,7 +198,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 12,
     input: 'scene',
     description: 'W3C overlay blend mode, folded left to right',
   },
@@ -175,7 +212,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: false,
+    stream: 'fold',
     bytesPerPixel: 7,
+    streamBytesPerPixel: 12,
     input: 'scene',
     description: 'W3C soft-light blend mode, folded left to right',
   },

@@ -254,25 +254,34 @@ export function checkLineUps(pool: WorkerPool, first: Promise<RgbImage>, greys: 
 }
 
 /**
- * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image/image.ts) from
- * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks:
- * one report per frame, each as soon as that frame is decided (a frame that shows another scene
- * rejects with AlignmentFailed). The evidence goes from strong to weak: a frame that lines up as
- * it is stays; the others get a feature homography (AKAZE + RANSAC, refined), which decides alone
- * when it is strong and its blocks confirm it; otherwise a global estimate (phase correlation of
- * gradients, refined) joins it, and the block agreement chooses among those and leaving the frame
- * as it is.
+ * Brings frames onto one reference frame, one at a time: what alignment keeps of frame 0 (its grey
+ * thumbnail, its line-up reference and, once a frame needs them, its features), so that a caller
+ * streaming a long stack decides and warps each frame as it arrives (pipeline/stream.ts) without
+ * holding the others.
  */
-function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Array<Promise<FrameReport>> {
-  const first = frames[0];
-  if (!first) return [];
-  const { width, height } = first;
+export interface FrameAligner {
+  /** A frame's line-up check against frame 0 (align/lineup.ts), from its grey thumbnail. */
+  check(grey: Uint8Array): Promise<LineUp>;
+  /** How frame `index` (≥ 1) is brought onto frame 0, from its grey thumbnail and its line-up check; rejects with AlignmentFailed for another scene. */
+  decide(index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport>;
+}
+
+/** Frame 0's report: the reference, which never moves. */
+export const REFERENCE_REPORT: FrameReport = { index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY, route: 'lined-up' };
+
+/**
+ * The aligner of frames of frame 0's size (`width` × `height`) to frame 0, from its grey thumbnail
+ * (`refGrey`); `reference` is its line-up reference when the caller started it (checkLineUps).
+ * The evidence goes from strong to weak: a frame that lines up as it is stays; the others get a
+ * feature homography (AKAZE + RANSAC, refined), which decides alone when it is strong and its
+ * blocks confirm it; otherwise a global estimate (phase correlation of gradients, refined) joins
+ * it, and the block agreement chooses among those and leaving the frame as it is.
+ */
+export function frameAligner(pool: WorkerPool, width: number, height: number, refGrey: Uint8Array, reference?: Promise<LineUpReference>): FrameAligner {
   const factor = thumbnailFactor(width, height);
   const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
-  const [refGrey, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
-  lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
-  const { reference, checks } = lineUps;
+  const ref = reference ?? pool.run('lineUpReference', [refGrey, thumbWidth, thumbHeight]);
   // OpenCV detects the reference's features once, when the first frame that needs them asks.
   let refFeatures: Promise<TaskResult<'detectFeatures'>> | null = null;
   // The OpenCV thread takes its own tasks in the order asked, so frames take turns there: a
@@ -291,7 +300,7 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     if (linesUp(lineUp, scale)) {
       return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY, route: 'lined-up' };
     }
-    const ref = await reference;
+    const reference = await ref;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features.
     const e = await onCvThread(() => {
@@ -299,10 +308,10 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
       const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
       return Promise.all([refFeatures, features]).then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD));
     })
-      .then((match) => pool.run('refineEstimate', [match, ref.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
+      .then((match) => pool.run('refineEstimate', [match, reference.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
       .catch(() => undefined);
-    const judge = (motions: Homography[]) => pool.run('judgeMotions', [ref.level, lineUp.level, thumbWidth, thumbHeight, motions]);
-    const globalEstimate = () => pool.run('globalEstimate', [ref.smoothed, ref.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
+    const judge = (motions: Homography[]) => pool.run('judgeMotions', [reference.level, lineUp.level, thumbWidth, thumbHeight, motions]);
+    const globalEstimate = () => pool.run('globalEstimate', [reference.smoothed, reference.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     // A strong feature homography that the blocks confirm leaves the global estimate nothing to add
     // (confirms). The global estimate starts as soon as a frame is known to need it: at once when
     // its features are not strong, after the blocks' judgement when they do not confirm them.
@@ -323,10 +332,27 @@ function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[],
     fresh.forEach((c, k) => judged.set(c.homography, agreement.scores[k]!));
     return decide(index, candidates, { textured: agreement.textured, scores: candidates.map((c) => judged.get(c.homography)!) }, e, scale);
   };
+  return {
+    check: (grey) => ref.then((r) => pool.run('checkLineUp', [r, grey, thumbWidth, thumbHeight])),
+    decide: decideFrame,
+  };
+}
 
-  const reports: Array<Promise<FrameReport>> = [Promise.resolve({ index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY, route: 'lined-up' })];
+/**
+ * Decides how each frame is brought onto frame 0 (frames' pixels in shared memory, image/image.ts) from
+ * their grey thumbnails (image/thumbnails.ts) and, when the caller started them, their line-up checks:
+ * one report per frame, each as soon as that frame is decided (a frame that shows another scene
+ * rejects with AlignmentFailed), by one frameAligner.
+ */
+function decideFrames(pool: WorkerPool, frames: RgbImage[], greys: Uint8Array[], lineUps?: LineUps): Array<Promise<FrameReport>> {
+  const first = frames[0];
+  if (!first) return [];
+  const [refGrey, ...rest] = greys as [Uint8Array, ...Uint8Array[]];
+  lineUps ??= checkLineUps(pool, Promise.resolve(first), greys.map((g) => Promise.resolve(g)));
+  const aligner = frameAligner(pool, first.width, first.height, refGrey, lineUps.reference);
+  const reports: Array<Promise<FrameReport>> = [Promise.resolve(REFERENCE_REPORT)];
   // Each frame is decided as soon as its own line-up check is in, not once every check is.
-  for (const [k, grey] of rest.entries()) reports.push(decideFrame(k + 1, grey, checks[k]!));
+  for (const [k, grey] of rest.entries()) reports.push(aligner.decide(k + 1, grey, lineUps.checks[k]!));
   return reports;
 }
 /** The reports of decideFrames in frame order, once all are in; throws the first frame's AlignmentFailed (in frame order). */
@@ -339,7 +365,7 @@ async function inOrder(reports: Array<Promise<FrameReport>>): Promise<FrameRepor
 const WARP_BANDS_PER_THREAD = 4;
 
 /** `frame` warped at full size by its report's homography, in row bands across the pool's threads; the frame itself for 'reference' and 'identity'. */
-async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
+export async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
   if (r.method !== 'homography' && r.method !== 'translation') return frame;
   const warped = sharedImage(frame.width, frame.height);
   const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]): TaskArgs<'warpRows'> => [frame, warped, r.homography, start, end]);

@@ -1,6 +1,6 @@
 import { type RgbImage, rowRanges } from '../image/image.js';
 import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
-import type { TaskArgs, WorkerPool } from '../threads/pool.js';
+import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
 import type { DeghostMasks, DeghostReference } from './masks.js';
 
 export type { DeghostMasks, DeghostReference } from './masks.js';
@@ -41,6 +41,19 @@ export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose:
   const factor = thumbnailFactor(width, height) * step;
   const full = await Promise.all(agreements.map((a) => (a ? upsample(pool, a.mask, gw, gh, factor, width, height) : null)));
   return { reference, masks: full.map((f) => f?.mask ?? null), spans: full.map((f) => f?.spans ?? null), toFrame: agreements.map((a) => a?.toFrame ?? null) };
+}
+
+/**
+ * One frame's mask against frame 0, for a stack that streams its frames (pipeline/stream.ts):
+ * `reference` is frame 0's thumbnail on the test's grid (the `agreementGrid` task), `small` the
+ * frame's aligned thumbnail; the same mask deghostMasks makes for it with reference 'first', at
+ * full size (`width` × `height`), or null where the frame agrees everywhere.
+ */
+export async function frameMask(pool: WorkerPool, reference: TaskResult<'agreementGrid'>, small: RgbImage, width: number, height: number): Promise<Uint8Array | null> {
+  const grid = await pool.run('agreementGrid', [small.data, small.width, small.height]);
+  const agreement = await pool.run('agreementMask', [reference.data, grid.data, grid.width, grid.height]);
+  if (!agreement) return null;
+  return (await upsample(pool, agreement.mask, grid.width, grid.height, thumbnailFactor(width, height) * grid.step, width, height)).mask;
 }
 
 /** The frame of median mean grey (agreement.ts `meanGrey`): the darker of the two middle ones, the first of equals. */

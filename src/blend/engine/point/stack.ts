@@ -1,4 +1,4 @@
-import { SIMD_MAX_FRAMES, stackBytes } from './stack-simd.js';
+import { MEDIAN_SIMD_MAX_FRAMES, SIMD_MAX_FRAMES, stackBytes } from './stack-simd.js';
 
 /**
  * Point-wise statistics over N aligned frames (mean, median, lighten, darken), each over a row
@@ -94,12 +94,12 @@ function foldPairs(
 
 /**
  * Exact per-channel median; for even N the mean of the two middle values, rounded (halves up).
- * Up to SIMD_MAX_FRAMES frames a sorting network in WebAssembly SIMD; beyond, each value set is sorted.
+ * Up to MEDIAN_SIMD_MAX_FRAMES frames a sorting network in WebAssembly SIMD; beyond, each value set is sorted.
  */
 export function medianRows(frames: Uint8Array[], width: number, out: Uint8Array, y0: number, y1: number): void {
   const from = y0 * width * 3;
   const to = y1 * width * 3;
-  if (frames.length <= SIMD_MAX_FRAMES) return stackBytes('median', frames, out, from, to);
+  if (frames.length <= MEDIAN_SIMD_MAX_FRAMES) return stackBytes('median', frames, out, from, to);
   medianSorted(frames, out, from, to);
 }
 

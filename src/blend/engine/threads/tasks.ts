@@ -35,6 +35,7 @@ export type TaskFunctions<T extends TaskTable> = { [N in keyof T]: NonNullable<T
 const stack = () => import('../point/stack.js');
 const layers = () => import('../point/layers.js');
 const weighted = () => import('../point/stack-weighted.js');
+const fold = () => import('../point/fold.js');
 const agreement = () => import('../deghost/agreement.js');
 const focus = () => import('../pyramid/focus.js');
 const pyramid = () => import('../pyramid/pyramid.js');
@@ -61,6 +62,10 @@ export const TASKS = {
   overlayRows: task(layers, 'overlayRows'),
   softLightRows: task(layers, 'softLightRows'),
   weightedMeanRows: task(weighted, 'weightedMeanRows'),
+  // streaming stacks, one frame at a time (point/fold.ts)
+  foldFirstRows: task(fold, 'foldFirstRows'),
+  foldFrameRows: task(fold, 'foldFrameRows'),
+  finishFoldRows: task(fold, 'finishFoldRows'),
   // deghosting (deghost/)
   agreementGrid: task(agreement, 'agreementGrid'),
   agreementMask: task(agreement, 'agreementMask'),

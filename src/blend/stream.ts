@@ -1,0 +1,291 @@
+import type { FileHandle } from 'node:fs/promises';
+import type { BlendLimits } from '../config.js';
+import { AlignmentFailed, type FrameAligner, frameAligner, type FrameReport, REFERENCE_REPORT, warpFrame } from './engine/align/align.js';
+import { overRows } from './engine/blend.js';
+import { frameMask } from './engine/deghost/deghost.js';
+import type { FrameStats } from './engine/image/analysis.js';
+import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
+import { makeThumbnail, type Thumbnail } from './engine/image/thumbnails.js';
+import type { FoldAccumulator, FoldType } from './engine/point/fold.js';
+import { BLEND_REGISTRY, type EngineBlendType } from './engine/registry.js';
+import type { TaskResult, WorkerPool } from './engine/threads/pool.js';
+import { BlendFailure } from './failures.js';
+import { decodeImage, resizeTo } from './media.js';
+import { type Quality, scoreQuality } from './quality.js';
+import { STREAM_HELD_FRAMES } from './memory.js';
+import type { Spool } from './spool.js';
+
+/**
+ * Streaming stacks (docs/blend.md, "Memory"): a job whose type folds frames one at a time (mean,
+ * lighten, darken, the layer modes) or takes its median by bands of rows decodes, aligns and
+ * uses each frame as it comes, so its memory does not grow with the frame count. WINDOW frames
+ * are decoded and aligned ahead of the one being folded (libvips decodes while the pool aligns
+ * and folds); a fold takes the frames in order, so the layer modes fold left to right as the
+ * kernels that see every frame do, and every type gives the same bytes as they do. A median
+ * writes each aligned frame to the job's spool on disk and then reads every frame's band of rows
+ * at a time, within MONTAGE_BLEND_MEDIAN_BAND_MEMORY.
+ *
+ * The quality score is measured as for a job that holds its frames (pipeline.ts): every frame's
+ * statistics and correlation with frame 0 on its aligned thumbnail, kept as numbers; ghosting,
+ * which needs the result, on the thumbnails of at most GHOSTING_FRAMES frames evenly spaced through
+ * the stack (every frame up to that count, so a short stack scores exactly as it did held).
+ */
+
+/** What a job's progress callback is told (the contract of `BlendEngine.run`). */
+export interface BlendProgress {
+  stage: 'fetching' | 'aligning' | 'blending' | 'encoding';
+  done: number;
+  total: number;
+}
+export type OnProgress = (progress: BlendProgress) => void;
+
+/** Frames decoded and aligned ahead of the one being used: enough to keep libvips and the pool busy at once (memory.ts counts them). */
+const WINDOW = STREAM_HELD_FRAMES - 2;
+/** Frames whose aligned thumbnails the ghosting term is measured on: ~2 MB each at 12 MP. */
+export const GHOSTING_FRAMES = 32;
+
+/** What a streamed stack made: the result, the score and, when it aligned, each frame's report. */
+export interface StreamedStack {
+  result: RgbImage;
+  quality: Quality;
+  reports: FrameReport[] | null;
+  /** Milliseconds spent using the frames as they came, finishing the result (a median's bands), and scoring. */
+  stages: { frames: number; finish: number; score: number };
+}
+
+/** Frame 0 as every later frame needs it: its size, thumbnail and statistics, and what alignment and deghosting keep of it. */
+interface Reference {
+  width: number;
+  height: number;
+  thumbnail: Thumbnail;
+  stats: FrameStats;
+  aligner: FrameAligner | null;
+  grid: TaskResult<'agreementGrid'> | null;
+}
+
+/** A frame decoded, aligned and measured, ready to be used. */
+interface Prepared {
+  frame: RgbImage;
+  /** Its deghosting mask (a deghosted mean), null where it counts everywhere. */
+  mask: Uint8Array | null;
+  /** Its aligned thumbnail and the statistics of it. */
+  small: RgbImage;
+  stats: FrameStats;
+  /** Block correlation with frame 0 (aligned jobs). */
+  correlation: number | null;
+  report: FrameReport | null;
+}
+
+/** The evenly spaced frame indexes the ghosting term is measured on. */
+export function ghostingFrames(count: number): Set<number> {
+  if (count <= GHOSTING_FRAMES) return new Set(Array.from({ length: count }, (_, i) => i));
+  return new Set(Array.from({ length: GHOSTING_FRAMES }, (_, i) => Math.round((i * (count - 1)) / (GHOSTING_FRAMES - 1))));
+}
+
+interface StackJob {
+  pool: WorkerPool;
+  limits: BlendLimits;
+  type: EngineBlendType;
+  align: boolean;
+  deghost: boolean;
+  sources: Array<Buffer | string>;
+  spool: Spool;
+  signal: AbortSignal;
+  onProgress?: OnProgress | undefined;
+}
+
+/** Runs a streaming stack (`type` must stream: engine/registry.ts `stream`). */
+export async function streamStack(job: StackJob): Promise<StreamedStack> {
+  const { pool, sources, type } = job;
+  const started = performance.now();
+  const count = sources.length;
+  const deghost = job.deghost && BLEND_REGISTRY[type].deghost === 'first' && count > 1;
+  const decode = (i: number) => decodeImage(sources[i]!, i, job.limits.maxPixels);
+
+  const first = await decode(0);
+  const thumbnail = await makeThumbnail(pool, first, job.align);
+  const reference: Reference = {
+    width: first.width,
+    height: first.height,
+    thumbnail,
+    stats: await stats(pool, thumbnail.rgb),
+    aligner: job.align ? frameAligner(pool, first.width, first.height, thumbnail.grey!) : null,
+    grid: deghost ? await pool.run('agreementGrid', [thumbnail.rgb.data, thumbnail.rgb.width, thumbnail.rgb.height]) : null,
+  };
+  const prepare = (i: number): Promise<Prepared> =>
+    i === 0
+      ? Promise.resolve({ frame: first, mask: null, small: thumbnail.rgb, stats: reference.stats, correlation: null, report: job.align ? REFERENCE_REPORT : null })
+      : prepareFrame(pool, reference, i, decode(i), deghost);
+
+  const use = BLEND_REGISTRY[type].stream === 'bands' ? await bandedMedian(job, reference) : foldInto(pool, type as FoldType, reference, count);
+  // only the types whose score measures ghosting keep thumbnails for it
+  const sampled = BLEND_REGISTRY[type].ghosting ? ghostingFrames(count) : new Set<number>();
+  const inputs: FrameStats[] = [];
+  const correlations: number[] = [];
+  const ghostSmalls: RgbImage[] = [];
+  const reports: FrameReport[] = [];
+  try {
+    const ahead: Array<Promise<Prepared> | undefined> = [];
+    const start = (i: number) => {
+      if (i >= count) return;
+      const work = prepare(i);
+      // a frame that fails while an earlier one is used is reported when its turn comes
+      work.catch(() => {});
+      ahead[i] = work;
+    };
+    for (let i = 0; i < WINDOW; i++) start(i);
+    for (let i = 0; i < count; i++) {
+      job.signal.throwIfAborted();
+      const frame = await ahead[i]!;
+      ahead[i] = undefined;
+      start(i + WINDOW);
+      await use.add(i, frame);
+      inputs.push(frame.stats);
+      if (frame.correlation !== null) correlations.push(frame.correlation);
+      if (frame.report) reports.push(frame.report);
+      if (sampled.has(i)) ghostSmalls.push(frame.small);
+      job.onProgress?.({ stage: use.stage, done: i + 1, total: count });
+    }
+    const framesDone = performance.now();
+    const result = await use.finish(job.onProgress);
+    const finished = performance.now();
+    const quality = await score(pool, inputs, job.align ? correlations : null, BLEND_REGISTRY[type].ghosting ? ghostSmalls : null, result);
+    const stages = { frames: Math.round(framesDone - started), finish: Math.round(finished - framesDone), score: Math.round(performance.now() - finished) };
+    return { result, quality, reports: job.align ? reports : null, stages };
+  } finally {
+    await use.close();
+  }
+}
+
+function stats(pool: WorkerPool, small: RgbImage): Promise<FrameStats> {
+  return pool.run('frameStats', [small.data, small.width, small.height]);
+}
+
+/** Decodes frame `index` to frame 0's size, aligns it to frame 0 (when the job aligns), measures it and makes its deghosting mask. */
+async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, decoding: Promise<RgbImage>, deghost: boolean): Promise<Prepared> {
+  const frame = await resizeTo(await decoding, ref.width, ref.height);
+  const thumbnail = await makeThumbnail(pool, frame, ref.aligner !== null);
+  const before = stats(pool, thumbnail.rgb);
+  let aligned = frame;
+  let report: FrameReport | null = null;
+  if (ref.aligner) {
+    const grey = thumbnail.grey!;
+    report = await ref.aligner.decide(index, grey, ref.aligner.check(grey)).catch((err: unknown) => {
+      if (err instanceof AlignmentFailed) throw new BlendFailure('alignment_failed', err.message, err.index);
+      throw err;
+    });
+    aligned = await warpFrame(pool, frame, report);
+  }
+  // A frame alignment moved is measured again, as the held pipeline measures it.
+  const small = aligned === frame ? thumbnail.rgb : (await makeThumbnail(pool, aligned, false)).rgb;
+  const measured = aligned === frame ? await before : await stats(pool, small);
+  const correlation = ref.aligner
+    ? await pool.run('blockCorrelation', [ref.thumbnail.rgb.data, small.data, small.width, small.height, ref.stats.noise, measured.noise])
+    : null;
+  const mask = deghost ? await frameMask(pool, ref.grid!, small, ref.width, ref.height) : null;
+  return { frame: aligned, mask, small, stats: measured, correlation, report };
+}
+
+/** How a stack uses its prepared frames: `add` each in order, then `finish` the result; `close` gives back what it held. */
+interface StackUse {
+  stage: BlendProgress['stage'];
+  add(index: number, frame: Prepared): Promise<void>;
+  finish(onProgress?: OnProgress): Promise<RgbImage>;
+  close(): Promise<void>;
+}
+
+/** A fold (point/fold.ts): each frame folded into the accumulator as it comes, then the result written from it. */
+function foldInto(pool: WorkerPool, type: FoldType, ref: Reference, count: number): StackUse {
+  const { width, height } = ref;
+  const values = width * height * 3;
+  const acc: FoldAccumulator = {
+    type,
+    width,
+    values:
+      type === 'lighten' || type === 'darken'
+        ? new Uint8Array(new SharedArrayBuffer(values))
+        : type === 'mean'
+          ? new Uint32Array(new SharedArrayBuffer(values * 4))
+          : new Float64Array(new SharedArrayBuffer(values * 8)),
+    weights: null,
+  };
+  return {
+    stage: 'blending',
+    async add(index, { frame, mask }) {
+      if (index === 0) {
+        await overRows(pool, 'foldFirstRows', height, (y0, y1) => [acc, frame.data, y0, y1]);
+        return;
+      }
+      // the first frame with a mask starts the weights: every frame before it counted everywhere
+      if (mask && !acc.weights) acc.weights = new Uint32Array(new SharedArrayBuffer(width * height * 4)).fill(255 * index);
+      await overRows(pool, 'foldFrameRows', height, (y0, y1) => [acc, frame.data, mask, y0, y1]);
+    },
+    async finish() {
+      // lighten and darken hold the result itself
+      const out = acc.values instanceof Uint8Array ? { width, height, data: acc.values } : sharedImage(width, height);
+      await overRows(pool, 'finishFoldRows', height, (y0, y1) => [acc, count, out.data, y0, y1]);
+      return out;
+    },
+    close: async () => {},
+  };
+}
+
+/**
+ * A median by bands: each aligned frame is written to the job's spool as it comes, frame after
+ * frame in one file; then, band after band of rows, every frame's band is read back and the
+ * band's median computed across the pool (point/stack.ts medianRows). The bands are as tall as
+ * MONTAGE_BLEND_MEDIAN_BAND_MEMORY allows for the frame count (at least one row).
+ */
+async function bandedMedian(job: StackJob, ref: Reference): Promise<StackUse> {
+  const { pool } = job;
+  const { width, height } = ref;
+  const count = job.sources.length;
+  const rowBytes = width * 3;
+  const frameBytes = rowBytes * height;
+  const file: FileHandle = await job.spool.open('frames');
+  return {
+    stage: 'aligning',
+    async add(index, { frame }) {
+      await file.write(frame.data, 0, frameBytes, index * frameBytes);
+    },
+    async finish(onProgress) {
+      const out = sharedImage(width, height);
+      const bandRows = Math.max(1, Math.min(height, Math.floor(job.limits.medianBandBytes / (count * rowBytes))));
+      const bands = rowRanges(height, Math.ceil(height / bandRows));
+      const tallest = Math.max(...bands.map(([y0, y1]) => y1 - y0));
+      const buffers = Array.from({ length: count }, () => new Uint8Array(new SharedArrayBuffer(tallest * rowBytes)));
+      for (const [b, [y0, y1]] of bands.entries()) {
+        job.signal.throwIfAborted();
+        const bytes = (y1 - y0) * rowBytes;
+        await Promise.all(buffers.map((buffer, k) => readFully(file, buffer, bytes, k * frameBytes + y0 * rowBytes)));
+        const band = out.data.subarray(y0 * rowBytes, y1 * rowBytes);
+        await overRows(pool, 'medianRows', y1 - y0, (r0, r1) => [buffers, width, band, r0, r1]);
+        onProgress?.({ stage: 'blending', done: b + 1, total: bands.length });
+      }
+      return out;
+    },
+    close: () => file.close(),
+  };
+}
+
+/** Reads `length` bytes at `position` of the file into the start of `buffer`. */
+async function readFully(file: FileHandle, buffer: Uint8Array, length: number, position: number): Promise<void> {
+  for (let read = 0; read < length; ) {
+    const { bytesRead } = await file.read(buffer, read, length - read, position + read);
+    if (bytesRead === 0) throw new Error('the spooled frames ended early');
+    read += bytesRead;
+  }
+}
+
+/** The quality score (quality.ts) from what was kept of each frame, the result measured on its thumbnail. */
+async function score(pool: WorkerPool, inputs: FrameStats[], correlations: number[] | null, ghostSmalls: RgbImage[] | null, result: RgbImage): Promise<Quality> {
+  const smallResult = (await makeThumbnail(pool, result, false)).rgb;
+  const pixels = smallResult.width * smallResult.height;
+  const ghostingSums = ghostSmalls
+    ? pool.all('ghostingSum', rowRanges(pixels, pool.size).map(([start, end]) => [ghostSmalls.map((f) => f.data), smallResult.data, start, end]))
+    : null;
+  const resultStats = await stats(pool, smallResult);
+  const correlation = correlations && correlations.length ? correlations.reduce((sum, c) => sum + c, 0) / correlations.length : null;
+  const ghosting = ghostingSums ? (await ghostingSums).reduce((sum, s) => sum + s, 0) / pixels : null;
+  return scoreQuality({ correlation, inputs, result: resultStats, ghosting });
+}

@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import sharp from 'sharp';
+import { alignFrames } from '../src/blend/engine/align/align.js';
+import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
+import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
+import { lightenRows } from '../src/blend/engine/point/stack.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { decodeImage, resizeTo } from '../src/blend/media.js';
+import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
+import { Spool } from '../src/blend/spool.js';
+import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
+import { loadConfig } from '../src/config.js';
+import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
+
+const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
+const LIMITS = loadConfig({}).blend;
+
+let pool: WorkerPool;
+before(() => {
+  pool = new WorkerPool(2);
+});
+after(() => pool.close());
+
+/** A fixture set's JPEG frames, as fetched bytes. */
+function jpegs(name: string): Buffer[] {
+  const dir = path.join(FIXTURES, name);
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { imagesJpeg: string[] };
+  return manifest.imagesJpeg.map((f) => fs.readFileSync(path.join(dir, f)));
+}
+
+/** What the engine does with every frame held (pipeline.ts): decode, bring to frame 0's size, align, blend. */
+async function held(type: PixelBlendType, sources: Buffer[], align: boolean, deghost: boolean): Promise<{ image: RgbImage; methods: string[] | null }> {
+  const decoded = await Promise.all(sources.map((b, i) => decodeImage(b, i, LIMITS.maxPixels)));
+  const frames = await Promise.all(decoded.map((f) => resizeTo(f, decoded[0]!.width, decoded[0]!.height)));
+  const aligned = align ? await alignFrames(pool, frames) : null;
+  const image = await blendFrames(pool, type, aligned?.frames ?? frames, deghost);
+  return { image, methods: aligned ? aligned.frameReports.map((r) => r.method) : null };
+}
+
+async function streamed(t: TestContext, type: PixelBlendType, sources: Array<Buffer | string>, align: boolean, deghost: boolean, limits = LIMITS) {
+  const spool = await Spool.create();
+  onCleanup(t, () => spool.discard());
+  const progress: BlendProgress[] = [];
+  const stack = await streamStack({ pool, limits, type, align, deghost, sources, spool, signal: new AbortController().signal, onProgress: (p) => progress.push(p) });
+  return { ...stack, progress };
+}
+
+describe('streaming stacks: the same bytes as the blends that hold every frame', () => {
+  const cases: Array<[PixelBlendType, string, boolean, boolean]> = [
+    ['mean', 'handheld-mean', true, false],
+    ['mean', 'median-crowd', true, true],
+    ['lighten', 'star-trails', false, false],
+    ['darken', 'handheld-mean', true, false],
+    ['overlay', 'handheld-mean', true, false],
+    ['soft-light', 'star-trails', false, false],
+  ];
+  for (const [type, set, align, deghost] of cases) {
+    test(`${type} of ${set} (align ${align}, deghost ${deghost})`, async (t) => {
+      const sources = jpegs(set);
+      const expected = await held(type, sources, align, deghost);
+      const stack = await streamed(t, type, sources, align, deghost);
+      assert.deepEqual(stack.result.data, expected.image.data);
+      assert.deepEqual(stack.reports?.map((r) => r.method) ?? null, expected.methods);
+      assert.deepEqual(
+        stack.progress.map((p) => [p.stage, p.done, p.total]),
+        sources.map((_, i) => ['blending', i + 1, sources.length]),
+      );
+      assert.ok(stack.quality.score > 0 && stack.quality.score <= 1);
+    });
+  }
+
+  test('a deghosted mean counts a walker out where the plain mean keeps it (the weights of point/fold.ts are used)', async (t) => {
+    const sources = jpegs('median-crowd');
+    const [on, off] = [await streamed(t, 'mean', sources, true, true), await streamed(t, 'mean', sources, true, false)];
+    assert.notDeepEqual(on.result.data, off.result.data);
+  });
+
+  test('median by bands of a few rows equals the median of the held frames, from spooled files', async (t) => {
+    const sources = jpegs('median-crowd');
+    const expected = await held('median', sources, true, false);
+    // bands of 7 rows: many bands, the last one shorter
+    const { width } = expected.image;
+    const limits = { ...LIMITS, medianBandBytes: sources.length * width * 3 * 7 };
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stream-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    const files = sources.map((b, i) => {
+      const file = path.join(dir, `${i}.jpg`);
+      fs.writeFileSync(file, b);
+      return file;
+    });
+    const stack = await streamed(t, 'median', files, true, false, limits);
+    assert.deepEqual(stack.result.data, expected.image.data);
+    const bands = stack.progress.filter((p) => p.stage === 'blending');
+    assert.equal(bands.length, Math.ceil(expected.image.height / 7));
+    assert.deepEqual(stack.progress.filter((p) => p.stage === 'aligning').map((p) => p.done), sources.map((_, i) => i + 1));
+  });
+
+  test('ghosting is measured on every frame up to GHOSTING_FRAMES, then on that many evenly spaced', () => {
+    assert.deepEqual([...ghostingFrames(5)], [0, 1, 2, 3, 4]);
+    const many = [...ghostingFrames(500)];
+    assert.equal(many.length, GHOSTING_FRAMES);
+    assert.deepEqual([many[0], many.at(-1)], [0, 499]);
+  });
+});
+
+describe('streaming stacks: limits and memory', () => {
+  test('a streaming job\'s memory estimate does not grow with its frame count; a held job\'s does', () => {
+    const frames = (n: number) => Array.from({ length: n }, () => ({ width: 4000, height: 3000 }));
+    for (const type of ['lighten', 'mean', 'overlay', 'median'] as const) {
+      const five = jobMemory(type, false, jobPixels(frames(5), true), LIMITS.medianBandBytes);
+      assert.equal(jobMemory(type, false, jobPixels(frames(500), true), LIMITS.medianBandBytes), five, type);
+    }
+    assert.ok(jobMemory('median', false, 60e6, 256e6) > jobMemory('median', false, 60e6, 0), 'a median adds its band memory');
+    assert.ok(jobPixels(frames(10)) > jobPixels(frames(5)));
+  });
+
+  test('per-type image limits: the largest is the schema\'s, each type has its own, preserveBackground holds every frame', () => {
+    const limits = loadConfig({ MONTAGE_BLEND_MAX_STREAMING_IMAGES: '300', MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '50' }).blend;
+    assert.deepEqual([LIMITS.maxImages, LIMITS.maxStreamingImages, LIMITS.maxMedianImages], [10, 500, 100]);
+    assert.equal(largestImageLimit(limits), 300);
+    assert.deepEqual(imageLimit(limits, 'lighten', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'average', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'median', false), { max: 50, variable: 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'mean', true), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'auto', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '1' }), /MONTAGE_BLEND_MAX_MEDIAN_IMAGES/);
+  });
+});
+
+/** `count` small frames of a real photo (the star-trails fixture's first frame at 64×48), each with its own noise, as PNG files. */
+async function smallFrames(dir: string, count: number): Promise<string[]> {
+  const { data, info } = await sharp(path.join(FIXTURES, 'star-trails/1.jpg')).resize(64, 48, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  let seed = 7;
+  const files: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const frame = Buffer.from(data);
+    for (let p = 0; p < frame.length; p++) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      frame[p] = Math.max(0, Math.min(255, frame[p]! + ((seed >>> 24) % 41) - 20));
+    }
+    const file = path.join(dir, `${i}.png`);
+    await sharp(frame, { raw: { width: info.width, height: info.height, channels: 3 } }).png().toFile(file);
+    files.push(file);
+  }
+  return files;
+}
+
+async function fileServer(t: TestContext, dir: string): Promise<string> {
+  const server = http.createServer((req, res) => {
+    const file = path.join(dir, path.basename(req.url ?? '/'));
+    if (!fs.existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function start(api: TestApp, key: string, images: string[], options: Record<string, unknown>) {
+  return api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'stream', images, options } });
+}
+
+for (const engine of ENGINES) {
+  describe(`streaming stacks over the API (${engine})`, () => {
+    test('120 frames of lighten complete, with the bytes of the per-pixel maximum; types over their own limit are refused naming it', async (t) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+      onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+      const files = await smallFrames(dir, 120);
+      const base = await fileServer(t, dir);
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
+      const { key } = await api.account();
+      const images = files.map((f) => `${base}/${path.basename(f)}`);
+
+      const res = await start(api, key, images, { blendType: 'lighten', outputFormat: 'png' });
+      assert.equal(res.status, 202, await res.clone().text());
+      const { jobId } = await res.json();
+      const job = await until(
+        async () => {
+          const j = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
+          return j.status === 'completed' || j.status === 'failed' ? j : null;
+        },
+        120_000,
+        `blend job ${jobId}`,
+      );
+      assert.equal(job.status, 'completed', JSON.stringify(job.error));
+      // the result URL names the configured public address, whose port 0 was chosen at listen
+      const { pathname, search } = new URL(job.resultUrl as string);
+      const result = await sharp(Buffer.from(await (await fetch(`${api.url}${pathname}${search}`)).arrayBuffer())).raw().toBuffer();
+      const frames = await Promise.all(files.map((f) => sharp(f).removeAlpha().raw().toBuffer()));
+      const expected = sharedImage(64, 48);
+      lightenRows(frames.map((f) => new Uint8Array(f)), 64, expected.data, 0, 48);
+      assert.deepEqual(new Uint8Array(result), expected.data);
+
+      const refusals: Array<[string, number, Record<string, unknown>, RegExp]> = [
+        ['median', 101, { blendType: 'median' }, /median jobs take at most 100 images \(MONTAGE_BLEND_MAX_MEDIAN_IMAGES\); this one has 101/],
+        ['exposure', 11, { blendType: 'exposure' }, /exposure jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
+        ['mean with preserveBackground', 11, { blendType: 'mean', preserveBackground: true }, /mean jobs with preserveBackground take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
+        ['auto', 11, {}, /auto jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
+      ];
+      const many = Array.from({ length: 501 }, (_, i) => images[i % images.length]!);
+      for (const [name, count, options, message] of refusals) {
+        const refused = await start(api, key, many.slice(0, count), options);
+        assert.equal(refused.status, 400, name);
+        const problem = await refused.json();
+        assert.equal(problem.code, 'invalid_request', name);
+        assert.match(JSON.stringify(problem), message, name);
+      }
+      // the schema takes the largest limit
+      const tooMany = await start(api, key, many, { blendType: 'lighten' });
+      assert.equal(tooMany.status, 400);
+    });
+  });
+}
