@@ -1,7 +1,5 @@
 import type { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, NoSuchKey, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { ObjectStorageConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import { checkKey, type ObjectStore } from './storage.js';
@@ -10,6 +8,15 @@ import { checkKey, type ObjectStore } from './storage.js';
 // documents for that silences the warning, which is said once in docs/deploy.md rather than on
 // every start of every process.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/**
+ * The AWS SDK, loaded when a store first needs it: it takes about half a second to load, which
+ * every process without object storage (the default) would otherwise pay at start.
+ */
+type Sdk = typeof import('@aws-sdk/client-s3') & typeof import('@aws-sdk/lib-storage') & typeof import('@aws-sdk/s3-request-presigner');
+let loading: Promise<Sdk> | null = null;
+const loadSdk = (): Promise<Sdk> =>
+  (loading ??= Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/lib-storage'), import('@aws-sdk/s3-request-presigner')]).then(([s3, storage, presigner]) => ({ ...s3, ...storage, ...presigner })));
 
 /** SigV4 presigned URLs live at most a week. */
 export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
@@ -26,19 +33,27 @@ const contentTypeOf = (name: string) => CONTENT_TYPES[name.slice(name.lastIndexO
  * directory. Keys are the store's own under the configured prefix.
  */
 export class S3Store implements ObjectStore {
-  private readonly client: S3Client;
+  private connected: Promise<{ sdk: Sdk; client: S3Client }> | null = null;
+  private client: S3Client | null = null;
 
-  constructor(private readonly config: ObjectStorageConfig) {
-    this.client = new S3Client({
-      region: config.region,
-      forcePathStyle: config.pathStyle,
-      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
-      ...(config.credentials ? { credentials: config.credentials } : {}),
-      // Checksums only where S3 requires them: the stores other than AWS's (MinIO, R2 and older
-      // releases of others) do not all accept the SDK's newer default ones.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+  constructor(private readonly config: ObjectStorageConfig) {}
+
+  /** The SDK and this store's client, made on first use. */
+  private connect(): Promise<{ sdk: Sdk; client: S3Client }> {
+    return (this.connected ??= loadSdk().then((sdk) => {
+      const config = this.config;
+      this.client = new sdk.S3Client({
+        region: config.region,
+        forcePathStyle: config.pathStyle,
+        ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+        ...(config.credentials ? { credentials: config.credentials } : {}),
+        // Checksums only where S3 requires them: the stores other than AWS's (MinIO, R2 and older
+        // releases of others) do not all accept the SDK's newer default ones.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      });
+      return { sdk, client: this.client };
+    }));
   }
 
   /** The bucket and what names it in messages: its name and endpoint, never a credential. */
@@ -57,14 +72,15 @@ export class S3Store implements ObjectStore {
    */
   async put(key: string, body: Buffer | Readable): Promise<void> {
     const params = { Bucket: this.config.bucket, Key: this.key(key), ContentType: contentTypeOf(key) };
+    const { sdk, client } = await this.connect();
     if (Buffer.isBuffer(body)) {
-      await this.client.send(new PutObjectCommand({ ...params, Body: body }));
+      await client.send(new sdk.PutObjectCommand({ ...params, Body: body }));
       return;
     }
     let sourceError: unknown = null;
     body.once('error', (err) => (sourceError = err));
     try {
-      await new Upload({ client: this.client, params: { ...params, Body: body } }).done();
+      await new sdk.Upload({ client, params: { ...params, Body: body } }).done();
     } catch (err) {
       // The stream's own failure says more than the failed upload (or its abort) that followed it.
       throw sourceError ?? err;
@@ -72,20 +88,24 @@ export class S3Store implements ObjectStore {
   }
 
   async open(key: string): Promise<{ stream: Readable; size: number } | null> {
+    const objectKey = this.key(key);
+    const { sdk, client } = await this.connect();
     try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: this.key(key) }));
+      const object = await client.send(new sdk.GetObjectCommand({ Bucket: this.config.bucket, Key: objectKey }));
       return { stream: object.Body as Readable, size: object.ContentLength ?? 0 };
     } catch (err) {
-      if (err instanceof NoSuchKey) return null;
+      if (err instanceof sdk.NoSuchKey) return null;
       // A reader of a result URL can retry this one; Montage's own failures stay 500s.
-      if (!(err instanceof S3ServiceException)) throw new AppError('unavailable', 'The object store holding the result cannot be reached right now.');
+      if (!(err instanceof sdk.S3ServiceException)) throw new AppError('unavailable', 'The object store holding the result cannot be reached right now.');
       throw err;
     }
   }
 
   /** S3 answers a delete of a missing key with success, as the directory store does. */
   async delete(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: this.key(key) }));
+    const objectKey = this.key(key);
+    const { sdk, client } = await this.connect();
+    await client.send(new sdk.DeleteObjectCommand({ Bucket: this.config.bucket, Key: objectKey }));
   }
 
   /**
@@ -93,14 +113,16 @@ export class S3Store implements ObjectStore {
    * `signedAt`: the same `signedAt` gives the same URL, which browsers cache. Served inline as
    * `fileName`, with the content type of its extension.
    */
-  presignGet(key: string, seconds: number, fileName: string, signedAt = Date.now()): Promise<string> {
-    const command = new GetObjectCommand({
+  async presignGet(key: string, seconds: number, fileName: string, signedAt = Date.now()): Promise<string> {
+    const objectKey = this.key(key);
+    const { sdk, client } = await this.connect();
+    const command = new sdk.GetObjectCommand({
       Bucket: this.config.bucket,
-      Key: this.key(key),
+      Key: objectKey,
       ResponseContentDisposition: `inline; filename="${fileName.replace(/["\\\r\n]/g, '_')}"`,
       ResponseContentType: contentTypeOf(fileName),
     });
-    return getSignedUrl(this.client, command, { expiresIn: Math.min(seconds, MAX_PRESIGN_SECONDS), signingDate: new Date(signedAt) });
+    return sdk.getSignedUrl(client, command, { expiresIn: Math.min(seconds, MAX_PRESIGN_SECONDS), signingDate: new Date(signedAt) });
   }
 
   /**
@@ -109,21 +131,22 @@ export class S3Store implements ObjectStore {
    * endpoint, never a credential.
    */
   async check(): Promise<void> {
+    const { sdk, client } = await this.connect();
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.config.bucket }), { abortSignal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+      await client.send(new sdk.HeadBucketCommand({ Bucket: this.config.bucket }), { abortSignal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
     } catch (err) {
-      throw new AppError('unavailable', `The object store (${this.location}) cannot be used: ${reasonOf(err)}`);
+      throw new AppError('unavailable', `The object store (${this.location}) cannot be used: ${reasonOf(sdk, err)}`);
     }
   }
 
   close(): void {
-    this.client.destroy();
+    this.client?.destroy();
   }
 }
 
 /** What a failed HeadBucket means, in words an operator can act on. */
-function reasonOf(err: unknown): string {
-  if (err instanceof S3ServiceException) {
+function reasonOf(sdk: Sdk, err: unknown): string {
+  if (err instanceof sdk.S3ServiceException) {
     const status = err.$metadata.httpStatusCode;
     if (status === 404) return 'the bucket does not exist (create it, or correct the name in MONTAGE_STORAGE_URL)';
     if (status === 403 || status === 401) return 'access denied: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY and that the key may list the bucket (s3:ListBucket)';
