@@ -12,6 +12,7 @@ import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
+import { keptOfEvent, type Kept } from './vouchers.repository.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -48,12 +49,16 @@ export function presentEvent(row: EventRow) {
 }
 
 /**
- * `available` is what an order could still get: the type's own stock, within the event's capacity
- * left; places held by pending orders count as taken.
+ * `available` is what an order without a reserving voucher could still get: the type's own stock,
+ * within the event's capacity left; places held by pending orders, reserved by vouchers and
+ * wanted by the waiting list (`kept`, docs/events.md "Vouchers") count as taken.
  */
-export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>) {
-  const left = row.quantity - row.sold - row.held;
-  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held;
+export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, kept: Kept) {
+  const own = kept.get(row.id);
+  const left = row.quantity - row.sold - row.held - (own ? own.reserved + own.waiting : 0);
+  let keptInAll = 0;
+  for (const k of kept.values()) keptInAll += k.reserved + k.waiting;
+  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held - keptInAll;
   return {
     id: row.id,
     eventId: row.eventId,
@@ -68,6 +73,7 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
     salesStartAt: iso(row.salesStartAt),
     salesEndAt: iso(row.salesEndAt),
     maxPerOrder: row.maxPerOrder,
+    hidden: row.hidden === 1,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   };
@@ -247,14 +253,15 @@ export async function listTicketTypes(scope: TenantScope, eventId: string, query
   const page = pageRequest(query, listTag('ticketTypes', { eventId }));
   const event = await getEvent(scope, eventId);
   const rows = await repo.pageTicketTypes(scope, eventId, page);
-  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event));
+  const kept = await keptOfEvent(scope, eventId, Date.now());
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event, kept));
 }
 
 export async function getTicketType(scope: TenantScope, eventId: string, id: string) {
   const event = await getEvent(scope, eventId);
   const type = await repo.findTicketType(scope, eventId, id);
   if (!type) throw notFound('ticket type', id);
-  return presentTicketType(type, event);
+  return presentTicketType(type, event, await keptOfEvent(scope, eventId, Date.now()));
 }
 
 function checkSalesWindow(start: number | null, end: number | null): void {
@@ -286,12 +293,12 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
       salesStartAt,
       salesEndAt,
       maxPerOrder: input.maxPerOrder ?? null,
-      hidden: 0,
+      hidden: input.hidden ? 1 : 0,
       createdAt: now,
       updatedAt: now,
     };
     await repo.insertTicketType(tx, row);
-    return presentTicketType(row, event);
+    return presentTicketType(row, event, await keptOfEvent(tx, eventId, now));
   });
 }
 
@@ -317,6 +324,7 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.price !== undefined) changes.price = input.price;
     if (input.quantity !== undefined) changes.quantity = input.quantity;
     if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
-    return presentTicketType(await repo.updateTicketType(tx, id, changes), event);
+    if (input.hidden !== undefined) changes.hidden = input.hidden ? 1 : 0;
+    return presentTicketType(await repo.updateTicketType(tx, id, changes), event, await keptOfEvent(tx, eventId, changes.updatedAt!));
   });
 }
