@@ -75,6 +75,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
   const checkinLists: Json[] = [];
   for (let i = 0; i < N; i++) checkinLists.push((await call('POST', `/events/${event.id}/checkin-lists`, { name: `List ${i}` })) as Json);
   for (let i = 0; i < N; i++) await call('POST', `/events/${event.id}/questions`, { label: `Question ${i}`, kind: 'text' });
+  await call('POST', `/events/${event.id}/vouchers/bulk`, { count: N, codePrefix: 'LIST-' });
   // Two doors admitted every ticket through the first list: one conflict per ticket.
   const scans = tickets.flatMap((ticket, i) => [0, 1].map((door) => ({ scanId: `s${i}-${door}`, ticketId: ticket.id, listId: checkinLists[0]!.id, scannedAt: new Date(Date.now() - 60_000 + door * 1000).toISOString(), localResult: 'admitted' })));
   await call('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door', scans });
@@ -99,6 +100,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/events/{id}/checkin-lists': { path: `/v1/events/${event.id}/checkin-lists`, key },
     '/v1/events/{id}/checkin-lists/{listId}/conflicts': { path: `/v1/events/${event.id}/checkin-lists/${checkinLists[0]!.id}/conflicts`, key },
     '/v1/events/{id}/questions': { path: `/v1/events/${event.id}/questions`, key },
+    '/v1/events/{id}/vouchers': { path: `/v1/events/${event.id}/vouchers`, key },
     '/v1/events/{id}/orders': { path: `/v1/events/${event.id}/orders`, key },
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },
     '/v1/webhooks/{id}/deliveries': { path: deliveries, key: other.key },

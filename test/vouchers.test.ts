@@ -20,11 +20,11 @@ const ada = { name: 'Ada Lovelace', email: 'ada@example.com' };
 const manual = { provider: 'manual' };
 
 /** A published event with the given ticket types (name → quantity, price, hidden). */
-async function onSale(c: Client, types: Record<string, { quantity: number; price?: number; hidden?: boolean }>, event: Record<string, unknown> = {}) {
+async function onSale<K extends string>(c: Client, types: Record<K, { quantity: number; price?: number; hidden?: boolean }>, event: Record<string, unknown> = {}) {
   const startsAt = Date.now() + 24 * HOUR;
   const created = await c.expect(201, 'POST', '/events', { name: 'Gala', startsAt: iso(startsAt), endsAt: iso(startsAt + 3 * HOUR), timezone: 'UTC', currency: 'EUR', ...event });
-  const ids: Record<string, string> = {};
-  for (const [name, { quantity, price = 1000, hidden }] of Object.entries(types)) {
+  const ids = {} as Record<K, string>;
+  for (const [name, { quantity, price = 1000, hidden }] of Object.entries(types) as Array<[K, { quantity: number; price?: number; hidden?: boolean }]>) {
     ids[name] = (await c.expect(201, 'POST', `/events/${created.id}/tickets`, { name, price, quantity, ...(hidden ? { hidden } : {}) })).id;
   }
   await c.expect(200, 'POST', `/events/${created.id}/publish`);
@@ -427,7 +427,7 @@ for (const engine of ENGINES) {
         Array.from({ length: 300 }, async (_, k) => {
           const code = k % 5 < codes.length ? codes[k % 5]! : undefined;
           const type = code === 'HOLD-B' || k % 3 === 0 ? ids.B : ids.A;
-          const items = k % 7 === 0 && code !== 'HOLD-B' && code !== 'PCT-10' ? { [ids.A]: 1, [ids.B]: 1 } : { [type!]: 1 + (k % 2) };
+          const items = k % 7 === 0 && code !== 'HOLD-B' && code !== 'PCT-10' ? { [ids.A]: 1, [ids.B]: 1 } : { [type]: 1 + (k % 2) };
           const pending = k % 3 !== 1;
           const res = await c.send('POST', `/events/${eventId}/orders`, orderOf(items, { ...(code ? { voucher: code } : {}), ...(pending ? { payment: manual } : {}) }));
           const body = await res.json();
