@@ -17,8 +17,8 @@ import { type Checkout, type PaymentProvider, PROVIDER_NAMES, type ProviderName 
 import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
-import { discountOf, freePlaces, giveBackUses, orderVoucherOf, voucherForOrder } from './vouchers.service.js';
-import { keptOfEvent, type Kept, voucherById, type VoucherRow } from './vouchers.repository.js';
+import { checkVoucherFits, discountOf, freePlaces, giveBackUses, orderVoucherOf, voucherForOrder, voucherOfEndedOrder } from './vouchers.service.js';
+import { keptOfEvent, type Kept, type VoucherRow } from './vouchers.repository.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -370,27 +370,6 @@ export async function completeOrder(scope: TenantScope, orderId: string, paid: {
   });
 }
 
-/**
- * The uses a voucher gave an order must fit in what it has left (all of them: a voucher never
- * applies to part of an order's tickets of its type), and it must apply to something.
- */
-function checkVoucherFits(voucher: VoucherRow, places: number): void {
-  if (places === 0) {
-    throw new AppError('voucher_not_applicable', `Voucher ${voucher.code} applies to none of the order's ticket types.`, { ticketTypeId: voucher.ticketTypeId });
-  }
-  const remaining = voucher.maxUses - voucher.redeemed;
-  if (places > remaining) {
-    throw new AppError('voucher_used_up', `Voucher ${voucher.code} has ${remaining} of ${voucher.maxUses} uses left; the order needs ${places}.`, { remaining });
-  }
-}
-
-/** The voucher an ended order used, to take its uses again at a late completion (null: it used none, or it is gone). */
-async function orderVoucherOfOrder(tx: TenantScope, order: OrderRow, now: number) {
-  if (order.voucherId === null || order.voucherPlaces === 0) return null;
-  const voucher = await voucherById(tx, order.voucherId);
-  return voucher ? orderVoucherOf(voucher, order.voucherPlaces, now) : null;
-}
-
 /** completeOrder's work, under the event's lock, for an order that is not completed. */
 async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow, paid: { provider: ProviderName; reference: string | null; amount: number }): Promise<PresentedOrder> {
   const now = Date.now();
@@ -402,7 +381,7 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
   }
   if (order.status === 'pending') {
     await repo.sellHeldPlaces(tx, order.eventId, places, now);
-  } else if (!(await repo.sellFreePlaces(tx, order.eventId, places, now, await orderVoucherOfOrder(tx, order, now)))) {
+  } else if (!(await repo.sellFreePlaces(tx, order.eventId, places, now, await voucherOfEndedOrder(tx, order, now)))) {
     throw new AppError('order_expired', `Order ${order.id} is ${order.status} and its places are gone; it cannot be completed.`, { orderStatus: order.status });
   }
   const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;

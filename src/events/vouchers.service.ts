@@ -110,6 +110,27 @@ export function orderVoucherOf(voucher: VoucherRow, places: number, now: number)
 }
 
 /**
+ * The uses a voucher gave an order must fit in what it has left (all of them: a voucher never
+ * applies to part of an order's tickets of its type), and it must apply to something.
+ */
+export function checkVoucherFits(voucher: VoucherRow, places: number): void {
+  if (places === 0) {
+    throw new AppError('voucher_not_applicable', `Voucher ${voucher.code} applies to none of the order's ticket types.`, { ticketTypeId: voucher.ticketTypeId });
+  }
+  const remaining = voucher.maxUses - voucher.redeemed;
+  if (places > remaining) {
+    throw new AppError('voucher_used_up', `Voucher ${voucher.code} has ${remaining} of ${voucher.maxUses} uses left; the order needs ${places}.`, { remaining });
+  }
+}
+
+/** The voucher an ended order used, to take its uses again at a late completion (null: it used none, or it is gone). */
+export async function voucherOfEndedOrder(tx: TenantScope, order: Pick<OrderRow, 'voucherId' | 'voucherPlaces'>, now: number): Promise<OrderVoucher | null> {
+  if (order.voucherId === null || order.voucherPlaces === 0) return null;
+  const voucher = await repo.voucherById(tx, order.voucherId);
+  return voucher ? orderVoucherOf(voucher, order.voucherPlaces, now) : null;
+}
+
+/**
  * Pending orders that ended unpaid (expired, cancelled) give their vouchers' uses back, and a
  * waiting-list offer they redeemed stands again while its voucher is valid (else it expired).
  * Under the event's lock. Cancelling tickets of a completed order gives nothing back.
