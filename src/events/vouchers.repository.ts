@@ -29,14 +29,18 @@ export function waitingOfType(typeId: Expression<string>, exceptVoucher: string 
   return sql<number>`(select count(*) from waitlist_entries w where w.ticket_type_id = ${typeId} and w.status = 'waiting' and ${exceptVoucher} = '')`;
 }
 
-/** reservedOfType over every ticket type of the event (`reservedActive(E)`), through the same partial index. */
+/**
+ * reservedOfType summed over the ticket types of the event (`reservedActive(E)`): one probe of the
+ * partial index per type, whatever other events hold (a join from all reserving vouchers, or all
+ * waiting entries, of the database is what a planner could otherwise choose).
+ */
 export function reservedOfEvent(eventId: Expression<string>, now: number | Expression<number>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select coalesce(sum(v.max_uses - v.redeemed), 0) from vouchers v where v.ticket_type_id in (select tt.id from ticket_types tt where tt.event_id = ${eventId}) and v.reserve = 1 and (v.valid_until is null or v.valid_until > ${now}) and v.id <> ${exceptVoucher})`;
+  return sql<number>`(select coalesce(sum(${reservedOfType(sql.ref('tt.id'), now, exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
 }
 
-/** waitingOfType over every ticket type of the event (`waiting(E)`). */
+/** waitingOfType summed over the ticket types of the event (`waiting(E)`), as reservedOfEvent. */
 export function waitingOfEvent(eventId: Expression<string>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select count(*) from waitlist_entries w where w.ticket_type_id in (select tt.id from ticket_types tt where tt.event_id = ${eventId}) and w.status = 'waiting' and ${exceptVoucher} = '')`;
+  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
 }
 
 /** What the reserving vouchers and the waiting list keep from the public, per ticket type of the event. */
