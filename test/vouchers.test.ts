@@ -312,15 +312,15 @@ for (const engine of ENGINES) {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key, accountId } = await api.account();
       const c = client(api, key);
-      const { eventId, ids } = await onSale(c, { GA: { quantity: 5 } });
+      const { eventId, ids } = await onSale(c, { GA: { quantity: 5 }, Other: { quantity: 1 } });
       const db = api.database.db;
       const now = Date.now();
       // The waiting list is written directly: its routes are not part of this test.
-      const entry = (id: string, status: string, voucherId: string | null = null) => ({
+      const entry = (id: string, status: string, voucherId: string | null = null, ticketTypeId: string = ids.GA) => ({
         id,
         accountId,
         eventId,
-        ticketTypeId: ids.GA,
+        ticketTypeId,
         name: 'Grace',
         email: `${id}@example.com`,
         status,
@@ -330,7 +330,10 @@ for (const engine of ENGINES) {
         createdAt: now,
         updatedAt: now,
       });
-      await db.insertInto('waitlistEntries').values([entry('wle_01m80eg3tperaacsapew6ns701', 'waiting'), entry('wle_01m80eg3tperaacsapew6ns702', 'waiting')]).execute();
+      await db
+        .insertInto('waitlistEntries')
+        .values([entry('wle_01m80eg3tperaacsapew6ns701', 'waiting'), entry('wle_01m80eg3tperaacsapew6ns702', 'waiting'), entry('wle_01m80eg3tperaacsapew6ns704', 'waiting', null, ids.Other)])
+        .execute();
       assert.equal((await c.expect(200, 'GET', `/events/${eventId}/tickets/${ids.GA}`)).available, 3);
       assert.equal((await problem(await c.send('POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 4 })), 409, 'sold_out')).available, 3);
       await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 3 }));
@@ -347,6 +350,9 @@ for (const engine of ENGINES) {
       await problem(await c.send('DELETE', `/events/${eventId}/vouchers/${offer}`), 409, 'voucher_in_use');
       await problem(await c.send('PATCH', `/events/${eventId}/vouchers/${offer}`, { maxUses: 2 }), 409, 'voucher_in_use');
 
+      // The offer takes its own place, not the place someone waits for in another type.
+      const other = await problem(await c.send('POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1, [ids.Other]: 1 }, { voucher: 'offer-1' })), 409, 'sold_out');
+      assert.deepEqual([other.ticketTypeId, other.available], [ids.Other, 0]);
       const pending = await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }, { voucher: 'offer-1', payment: manual }));
       assert.equal(await statusOf(), 'redeemed');
       await c.expect(200, 'POST', `/orders/${pending.id}/cancel`);

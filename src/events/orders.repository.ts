@@ -60,13 +60,15 @@ export interface OrderWrite {
 }
 
 /** The voucher an order redeems: `places` uses; `reserving` when its own reserved places are the ones taken. */
-export type OrderVoucher = { id: string; places: number; reserving: boolean; waitlistEntryId: string | null };
+export type OrderVoucher = { id: string; ticketTypeId: string | null; places: number; reserving: boolean; waitlistEntryId: string | null };
 
 /**
  * The reserving voucher whose places an order takes ('' for a public order): the availability
  * rule leaves its places out of the reserved ones and does not count the waiting list.
  */
 const reservingId = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.id : '');
+/** The ticket type whose reserved places such an order takes ('' for a public order): its waiting list is not counted. */
+const reservingType = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.ticketTypeId! : '');
 
 const text = (eb: ExpressionBuilder<any, any>, value: string) => eb.cast<string>(eb.val(value), 'text');
 const bigint = (eb: ExpressionBuilder<any, any>, value: number) => eb.cast<number>(eb.val(value), 'bigint');
@@ -107,6 +109,7 @@ type OrderStatement = {
   voucherPlaces: number;
   voucherCount: number;
   reservingVoucher: string;
+  reservingType: string;
   waitlistEntryId: string | null;
 } & FanOutValues;
 
@@ -145,6 +148,7 @@ const ORDER_STATEMENT = [
   'voucherPlaces',
   'voucherCount',
   'reservingVoucher',
+  'reservingType',
   'waitlistEntryId',
   ...fanOut.names,
 ] as const satisfies ReadonlyArray<keyof OrderStatement>;
@@ -189,7 +193,7 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
             .where('ticketTypes.eventId', '=', p.eventId)
             .where((eb) =>
               eb(
-                sql<number>`${eb.ref('ticketTypes.sold')} + ${eb.ref('ticketTypes.held')} + ${eb.ref('wanted.sold')} + ${eb.ref('wanted.held')} + ${reservedOfType(eb.ref('ticketTypes.id'), p.now, p.reservingVoucher)} + ${waitingOfType(eb.ref('ticketTypes.id'), p.reservingVoucher)}`,
+                sql<number>`${eb.ref('ticketTypes.sold')} + ${eb.ref('ticketTypes.held')} + ${eb.ref('wanted.sold')} + ${eb.ref('wanted.held')} + ${reservedOfType(eb.ref('ticketTypes.id'), p.now, p.reservingVoucher)} + ${waitingOfType(eb.ref('ticketTypes.id'), p.reservingType)}`,
                 '<=',
                 eb.ref('ticketTypes.quantity'),
               ),
@@ -364,6 +368,7 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
       voucherPlaces: order.voucherPlaces ?? 0,
       voucherCount: w.voucher ? 1 : 0,
       reservingVoucher: reservingId(w.voucher),
+      reservingType: reservingType(w.voucher),
       waitlistEntryId: w.voucher?.waitlistEntryId ?? null,
       ...fanned,
     });
@@ -449,7 +454,7 @@ async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 
       .set((eb) => (as === 'held' ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
       .where('id', '=', item.ticketTypeId)
       .where((eb) =>
-        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${item.quantity} + ${reservedOfType(eb.ref('ticketTypes.id'), now, except)} + ${waitingOfType(eb.ref('ticketTypes.id'), except)}`, '<=', eb.ref('quantity')),
+        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${item.quantity} + ${reservedOfType(eb.ref('ticketTypes.id'), now, except)} + ${waitingOfType(eb.ref('ticketTypes.id'), reservingType(voucher))}`, '<=', eb.ref('quantity')),
       )
       .executeTakeFirst();
     if (Number(fromType.numUpdatedRows) !== 1) return false;

@@ -22,11 +22,12 @@ export function reservedOfType(typeId: Expression<string>, now: number | Express
 }
 
 /**
- * The people waiting for a ticket type (`waiting(T)`), counted only for a public order (one
- * without a reserving voucher: `exceptVoucher` = ''). One range of the index `waitlist_entries_queue`.
+ * The people waiting for a ticket type (`waiting(T)`), counted unless `reservingType` is this type
+ * (an order with a reserving voucher takes that type's reserved places, not a waiting person's;
+ * '' for a public order). One range of a waiting-list index.
  */
-export function waitingOfType(typeId: Expression<string>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select count(*) from waitlist_entries w where w.ticket_type_id = ${typeId} and w.status = 'waiting' and ${exceptVoucher} = '')`;
+export function waitingOfType(typeId: Expression<string>, reservingType: string | Expression<string>): RawBuilder<number> {
+  return sql<number>`(select count(*) from waitlist_entries w where w.ticket_type_id = ${typeId} and w.status = 'waiting' and w.ticket_type_id <> ${reservingType})`;
 }
 
 /**
@@ -38,9 +39,9 @@ export function reservedOfEvent(eventId: Expression<string>, now: number | Expre
   return sql<number>`(select coalesce(sum(${reservedOfType(sql.ref('tt.id'), now, exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
 }
 
-/** waitingOfType summed over the ticket types of the event (`waiting(E)`), as reservedOfEvent. */
+/** The people waiting for any ticket type of the event (`waiting(E)`), per type as reservedOfEvent; not counted for an order with a reserving voucher (`exceptVoucher` not ''). */
 export function waitingOfEvent(eventId: Expression<string>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
+  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), '')}), 0) from ticket_types tt where tt.event_id = ${eventId} and ${exceptVoucher} = '')`;
 }
 
 /** What the reserving vouchers and the waiting list keep from the public, per ticket type of the event. */

@@ -61,17 +61,18 @@ export function discountOf(voucher: Pick<VoucherRow, 'discountType' | 'discountV
  * Free places of each ticket type and of the event's capacity (null: no capacity) under the
  * availability rule (docs/events.md, "Vouchers"): less sold, held, reserved and waiting. With
  * `voucher` (a reserving voucher an order uses), its own places are not reserved from it and
- * the waiting list is not counted, as the order's conditional updates do.
+ * the people waiting for its type (and, for the capacity, for any type) are not counted, as the
+ * order's conditional updates do.
  */
 export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: TicketTypeRow[], kept: repo.Kept, voucher: VoucherRow | null): { event: number | null; types: Map<string, number> } {
   const free = new Map<string, number>();
   let keptInAll = 0;
   for (const type of types) {
     const k = kept.get(type.id) ?? { reserved: 0, waiting: 0 };
-    const own = voucher?.ticketTypeId === type.id ? voucher.maxUses - voucher.redeemed : 0;
-    const keptHere = k.reserved - own + (voucher ? 0 : k.waiting);
-    keptInAll += keptHere;
-    free.set(type.id, type.quantity - type.sold - type.held - keptHere);
+    const own = voucher?.ticketTypeId === type.id;
+    const reserved = k.reserved - (own ? voucher!.maxUses - voucher!.redeemed : 0);
+    keptInAll += reserved + (voucher ? 0 : k.waiting);
+    free.set(type.id, type.quantity - type.sold - type.held - reserved - (own ? 0 : k.waiting));
   }
   return { event: event.capacity === null ? null : event.capacity - event.sold - event.held - keptInAll, types: free };
 }
@@ -106,7 +107,7 @@ export async function voucherForOrder(tx: TenantScope, eventId: string, code: st
 
 /** What an order redeems of `voucher`: reserving when its reserved places are the ones taken (it reserves and has not ended). */
 export function orderVoucherOf(voucher: VoucherRow, places: number, now: number): OrderVoucher {
-  return { id: voucher.id, places, reserving: voucher.reserve === 1 && notEnded(voucher, now), waitlistEntryId: voucher.waitlistEntryId };
+  return { id: voucher.id, ticketTypeId: voucher.ticketTypeId, places, reserving: voucher.reserve === 1 && notEnded(voucher, now), waitlistEntryId: voucher.waitlistEntryId };
 }
 
 /**
