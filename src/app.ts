@@ -23,6 +23,8 @@ import { doorRoutes } from './events/door.routes.js';
 import { checkinListComponents } from './events/checkin-lists.schemas.js';
 import { checkinListRoutes } from './events/checkin-lists.routes.js';
 import { questionComponents } from './events/questions.schemas.js';
+import { voucherComponents } from './events/vouchers.schemas.js';
+import { voucherRoutes } from './events/vouchers.routes.js';
 import { questionRoutes } from './events/questions.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { eventComponents } from './events/events.schemas.js';
@@ -110,7 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestLogPlugin);
   await app.register(problemPlugin);
   await app.register(metricsPlugin, { token: config.metricsToken, apiHost: config.host, port: config.metricsPort, host: config.metricsHost });
-  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...waitlistComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend)]);
+  registerComponents(app, [...accountComponents, ...eventComponents, ...orderChangeComponents, ...refundComponents, ...doorComponents, ...checkinListComponents, ...questionComponents, ...voucherComponents, ...waitlistComponents, ...stripeComponents, ...webhookComponents, ...blendComponents(config.blend)]);
   await app.register(swagger, swaggerOptions(config, webhookDocs()));
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
@@ -130,6 +132,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await api.register(doorRoutes);
     await api.register(checkinListRoutes);
     await api.register(questionRoutes);
+    await api.register(voucherRoutes);
     await api.register(waitlistRoutes);
     await api.register(stripeSettingsRoutes);
     await api.register(webhookRoutes);

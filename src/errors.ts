@@ -339,6 +339,42 @@ export const ERROR_CODES = {
     happened: 'The change would remove options of a choice question that answers already given use (`options` lists them); nothing changed.',
     next: 'Keep those options (rename others, add new ones), or edit the answers that use them first (`PUT /v1/tickets/:id/answers`, `PUT /v1/orders/:id/answers`).',
   },
+  voucher_not_found: {
+    status: 404,
+    title: 'Voucher not found',
+    happened: 'The order named a voucher code the event does not have (codes are compared ignoring case); nothing was sold.',
+    next: 'Check the code with the buyer and place the order again, or place it without `voucher`.',
+  },
+  voucher_not_valid: {
+    status: 409,
+    title: 'Voucher not valid now',
+    happened: 'The voucher exists but cannot be used at this moment: before its `validFrom` or from its `validUntil` on (`validFrom` and `validUntil` say when); nothing was sold.',
+    next: 'Use it within its validity, or have the organiser change it (`PATCH /v1/events/:id/vouchers/:voucherId`).',
+  },
+  voucher_not_applicable: {
+    status: 409,
+    title: 'Voucher not applicable',
+    happened: 'The voucher is for one ticket type (`ticketTypeId`) and the order holds none of it; nothing was sold.',
+    next: 'Order tickets of the voucher\'s ticket type, or place the order without `voucher`.',
+  },
+  voucher_used_up: {
+    status: 409,
+    title: 'Voucher used up',
+    happened: 'The order has more tickets the voucher applies to than the voucher has uses left (`remaining`); nothing was sold. Pending orders that used it hold their uses until they complete, expire or are cancelled.',
+    next: 'Order at most `remaining` tickets of its type with it, or place the rest without it. Uses come back when a pending order that used them expires or is cancelled.',
+  },
+  voucher_code_taken: {
+    status: 409,
+    title: 'Voucher code taken',
+    happened: 'The event already has a voucher with this code (`codes` lists them; codes are compared ignoring case), or generated codes kept meeting existing ones; nothing was created.',
+    next: 'Choose other codes (or another `codePrefix`), or leave the code out to have one generated.',
+  },
+  voucher_in_use: {
+    status: 409,
+    title: 'Voucher in use',
+    happened: 'The change needs a voucher nothing used: it was redeemed (`redeemed`), or it is a waiting-list offer; a used voucher cannot be deleted nor its discount changed, and an offer changes only its validity and comment. Nothing changed.',
+    next: 'End the voucher instead: `PATCH /v1/events/:id/vouchers/:voucherId` with `validUntil` set to now. Create a new voucher for another discount.',
+  },
   too_many_questions: {
     status: 409,
     title: 'Too many questions',

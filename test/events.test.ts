@@ -595,6 +595,7 @@ for (const engine of ENGINES) {
           salesStartAt: null,
           salesEndAt: null,
           maxPerOrder: 4,
+          hidden: false,
         });
         const start = Date.now() + DAY;
         const windowed = await addTicketType(c, event.id, { currency: 'EUR', salesStartAt: iso(start), salesEndAt: iso(start + DAY) });
@@ -695,14 +696,15 @@ for (const engine of ENGINES) {
           status: 'completed',
           buyer: person('Ada Lovelace'),
           items: [
-            { ticketTypeId: vip.id, quantity: 3, unitPrice: 9900, amount: 29700 },
-            { ticketTypeId: standard.id, quantity: 1, unitPrice: 2500, amount: 2500 },
+            { ticketTypeId: vip.id, quantity: 3, unitPrice: 9900, discount: 0, amount: 29700 },
+            { ticketTypeId: standard.id, quantity: 1, unitPrice: 2500, discount: 0, amount: 2500 },
           ],
           total: 32200,
           currency: 'EUR',
           refundedAmount: 0,
           balanceDue: 0,
           payment: { provider: 'external', status: 'paid', checkoutUrl: null },
+          voucher: null,
           expiresAt: null,
         });
         assert.match(order.createdAt, ISO_UTC);

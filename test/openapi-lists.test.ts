@@ -80,6 +80,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
   const scarce = await call('POST', `/events/${event.id}/tickets`, { name: 'Scarce', price: 0, quantity: 1 });
   await call('POST', `/events/${event.id}/orders`, { buyer: { name: 'First', email: 'first@example.com' }, items: [{ ticketTypeId: scarce!.id, quantity: 1 }] });
   for (let i = 0; i < N; i++) await call('POST', `/events/${event.id}/waitlist`, { ticketTypeId: scarce!.id, name: `Waiting ${i}`, email: `waiting${i}@example.com` });
+  await call('POST', `/events/${event.id}/vouchers/bulk`, { count: N, codePrefix: 'LIST-' });
   // Two doors admitted every ticket through the first list: one conflict per ticket.
   const scans = tickets.flatMap((ticket, i) => [0, 1].map((door) => ({ scanId: `s${i}-${door}`, ticketId: ticket.id, listId: checkinLists[0]!.id, scannedAt: new Date(Date.now() - 60_000 + door * 1000).toISOString(), localResult: 'admitted' })));
   await call('POST', `/events/${event.id}/checkin/sync`, { deviceId: 'door', scans });
@@ -110,6 +111,7 @@ async function makeWorld(t: TestContext, api: TestApp): Promise<Record<string, {
     '/v1/events/{id}/checkin-lists': { path: `/v1/events/${event.id}/checkin-lists`, key },
     '/v1/events/{id}/checkin-lists/{listId}/conflicts': { path: `/v1/events/${event.id}/checkin-lists/${checkinLists[0]!.id}/conflicts`, key },
     '/v1/events/{id}/questions': { path: `/v1/events/${event.id}/questions`, key },
+    '/v1/events/{id}/vouchers': { path: `/v1/events/${event.id}/vouchers`, key },
     '/v1/events/{id}/orders': { path: `/v1/events/${event.id}/orders`, key },
     '/v1/events/{id}/waitlist': { path: `/v1/events/${event.id}/waitlist`, key },
     '/v1/webhooks': { path: '/v1/webhooks', key: other.key },

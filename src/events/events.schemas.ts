@@ -115,10 +115,13 @@ export const TicketTypeSchema = Type.Object(
     quantity: Type.Integer(),
     sold: Type.Integer(),
     held: Count('Places held by pending orders: taken until they complete, expire or are cancelled.'),
-    available: Type.Integer({ description: 'What can still be bought: quantity less sold and held, within the event capacity left.' }),
+    available: Type.Integer({
+      description: 'What a buyer without a reserving voucher can still get: quantity less sold, held, reserved by vouchers and wanted by the waiting list, within the event capacity left (docs/events.md, "Vouchers").',
+    }),
     salesStartAt: NullableTimestamp,
     salesEndAt: NullableTimestamp,
     maxPerOrder: Nullable(Type.Integer()),
+    hidden: Type.Boolean({ description: 'Sold only to orders with a voucher that names this type; to everyone else it is as if it did not exist.' }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -135,6 +138,7 @@ export const CreateTicketTypeBody = Type.Object(
     salesStartAt: Type.Optional(Timestamp),
     salesEndAt: Type.Optional(Timestamp),
     maxPerOrder: Type.Optional(MaxPerOrder),
+    hidden: Type.Optional(Type.Boolean({ default: false, description: 'Sold only with a voucher that names this type.' })),
   },
   { $id: 'CreateTicketTypeRequest', examples: [{ name: 'Early bird', price: 2500, quantity: 100, maxPerOrder: 4, salesEndAt: '2027-04-01T00:00:00Z' }], additionalProperties: false },
 );
@@ -148,6 +152,7 @@ export const UpdateTicketTypeBody = Type.Object(
     salesStartAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
     salesEndAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
     maxPerOrder: Type.Optional(Type.Union([MaxPerOrder, Type.Null()])),
+    hidden: Type.Optional(Type.Boolean({ description: 'Sold only with a voucher that names this type.' })),
   },
   { $id: 'UpdateTicketTypeRequest', examples: [{ quantity: 150, salesEndAt: '2027-04-15T00:00:00Z' }], additionalProperties: false, minProperties: 1 },
 );
@@ -223,6 +228,14 @@ export const CreateOrderBody = Type.Object(
     ),
     payment: Type.Optional(OrderPayment),
     answers: Type.Optional(AnswersInput),
+    voucher: Type.Optional(
+      Type.String({
+        minLength: 4,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9-]+$',
+        description: 'A voucher code of the event (any case): its discount applies to the items of its ticket type (all items if it names none), and it unlocks a hidden type it names (docs/events.md, "Vouchers").',
+      }),
+    ),
   },
   {
     $id: 'CreateOrderRequest',
@@ -267,7 +280,15 @@ export const OrderSchema = Type.Object(
       description: '`pending`: waits for its payment, its places held until `expiresAt`; `completed`: paid or confirmed, its tickets issued; `expired`: the hold ran out, places returned; `cancelled`: cancelled while pending, places returned.',
     }),
     buyer: Person,
-    items: Type.Array(Type.Object({ ticketTypeId: Type.String(), quantity: Type.Integer(), unitPrice: Money, amount: Money })),
+    items: Type.Array(
+      Type.Object({
+        ticketTypeId: Type.String(),
+        quantity: Type.Integer(),
+        unitPrice: { ...Money, description: 'What each ticket costs the buyer: the type\'s price less `discount`.' },
+        discount: { ...Money, description: 'The voucher\'s discount on each ticket (0 without one).' },
+        amount: Money,
+      }),
+    ),
     total: Money,
     currency: Currency,
     refundedAmount: Money,
@@ -282,6 +303,7 @@ export const OrderSchema = Type.Object(
     ),
     payments: Type.Array(ref(PaymentSchema), { maxItems: 2000, description: 'Its charge and refunds, oldest first.' }),
     tickets: Type.Array(ref(TicketSchema), { maxItems: 2000, description: 'None while the order is pending: tickets are issued when it completes.' }),
+    voucher: Nullable(Type.Object({ id: Type.String(), code: Type.String() }, { additionalProperties: false }), { description: 'The voucher the order used, as its code was then; null without one.' }),
     expiresAt: Nullable(Timestamp, { description: 'When the hold of a pending order ends; null in every other state.' }),
     completedAt: NullableTimestamp,
     createdAt: Timestamp,

@@ -12,8 +12,8 @@ import { cancelPendingOrdersOfEvent, endCheckouts } from './orders.service.js';
 import { cancelTickets, ticketTypeIssued, validTicketsOfEvent } from './tickets.repository.js';
 import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './refunds.service.js';
 import { presentTicket } from './tickets.service.js';
-import { reservedByType } from './waitlist.repository.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
+import { keptOfEvent, type Kept } from './vouchers.repository.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -51,12 +51,16 @@ export function presentEvent(row: EventRow) {
 }
 
 /**
- * `available` is what an order could still get: the type's own stock, within the event's capacity
- * left; places held by pending orders count as taken.
+ * `available` is what an order without a reserving voucher could still get: the type's own stock,
+ * within the event's capacity left; places held by pending orders, reserved by vouchers and
+ * wanted by the waiting list (`kept`, docs/events.md "Vouchers") count as taken.
  */
-export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>) {
-  const left = row.quantity - row.sold - row.held;
-  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held;
+export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, kept: Kept) {
+  const own = kept.get(row.id);
+  const left = row.quantity - row.sold - row.held - (own ? own.reserved + own.waiting : 0);
+  let keptInAll = 0;
+  for (const k of kept.values()) keptInAll += k.reserved + k.waiting;
+  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held - keptInAll;
   return {
     id: row.id,
     eventId: row.eventId,
@@ -71,6 +75,7 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
     salesStartAt: iso(row.salesStartAt),
     salesEndAt: iso(row.salesEndAt),
     maxPerOrder: row.maxPerOrder,
+    hidden: row.hidden === 1,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   };
@@ -166,7 +171,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     }
     if (input.capacity !== undefined && input.capacity !== null && (event.capacity === null || input.capacity < event.capacity)) {
       // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
-      const kept = [...(await reservedByType(tx, id, Date.now())).values()].reduce((a, b) => a + b, 0);
+      const kept = [...(await keptOfEvent(tx, id, Date.now())).values()].reduce((sum, k) => sum + k.reserved, 0);
       if (input.capacity < event.sold + event.held + kept) {
         throw new AppError('capacity_below_sold', `Capacity cannot drop below the ${event.sold} tickets sold, ${event.held} places held and ${kept} places vouchers keep.`, { ticketsSold: event.sold, ticketsHeld: event.held, reserved: kept });
       }
@@ -260,14 +265,15 @@ export async function listTicketTypes(scope: TenantScope, eventId: string, query
   const page = pageRequest(query, listTag('ticketTypes', { eventId }));
   const event = await getEvent(scope, eventId);
   const rows = await repo.pageTicketTypes(scope, eventId, page);
-  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event));
+  const kept = await keptOfEvent(scope, eventId, Date.now());
+  return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), (t) => presentTicketType(t, event, kept));
 }
 
 export async function getTicketType(scope: TenantScope, eventId: string, id: string) {
   const event = await getEvent(scope, eventId);
   const type = await repo.findTicketType(scope, eventId, id);
   if (!type) throw notFound('ticket type', id);
-  return presentTicketType(type, event);
+  return presentTicketType(type, event, await keptOfEvent(scope, eventId, Date.now()));
 }
 
 function checkSalesWindow(start: number | null, end: number | null): void {
@@ -299,12 +305,12 @@ export async function createTicketType(scope: TenantScope, eventId: string, inpu
       salesStartAt,
       salesEndAt,
       maxPerOrder: input.maxPerOrder ?? null,
-      hidden: 0,
+      hidden: input.hidden ? 1 : 0,
       createdAt: now,
       updatedAt: now,
     };
     await repo.insertTicketType(tx, row);
-    return presentTicketType(row, event);
+    return presentTicketType(row, event, await keptOfEvent(tx, eventId, now));
   });
 }
 
@@ -320,7 +326,7 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     }
     if (input.quantity !== undefined && input.quantity < type.quantity) {
       // The places vouchers keep (a waiting-list offer is one) were promised to someone: they stay too.
-      const kept = (await reservedByType(tx, eventId, Date.now())).get(id) ?? 0;
+      const kept = (await keptOfEvent(tx, eventId, Date.now())).get(id)?.reserved ?? 0;
       if (input.quantity < type.sold + type.held + kept) {
         throw new AppError('quantity_below_sold', `Quantity cannot drop below the ${type.sold} tickets sold, ${type.held} places held and ${kept} places vouchers keep.`, { sold: type.sold, held: type.held, reserved: kept });
       }
@@ -337,7 +343,8 @@ export async function updateTicketType(scope: TenantScope, eventId: string, id: 
     if (input.price !== undefined) changes.price = input.price;
     if (input.quantity !== undefined) changes.quantity = input.quantity;
     if (input.maxPerOrder !== undefined) changes.maxPerOrder = input.maxPerOrder;
+    if (input.hidden !== undefined) changes.hidden = input.hidden ? 1 : 0;
     if (input.quantity !== undefined && input.quantity > type.quantity) await queueWaitlistOffers(tx, eventId, changes.updatedAt!);
-    return presentTicketType(await repo.updateTicketType(tx, id, changes), event);
+    return presentTicketType(await repo.updateTicketType(tx, id, changes), event, await keptOfEvent(tx, eventId, changes.updatedAt!));
   });
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { TenantScope } from '../db/tenant.js';
+import { reservedOfType, waitingOfType } from './vouchers.repository.js';
 
 /** How many tickets an order change moves out of, or into, one ticket type. */
 export type TypeMove = { ticketTypeId: string; quantity: number };
@@ -12,15 +13,18 @@ export async function releaseTypePlaces(tx: TenantScope, moves: TypeMove[], now:
 }
 
 /**
- * Places taken from a ticket type for tickets that moved into it, with the conditional update an
- * order uses (`sold + held + n <= quantity`: held places count as taken): false, with nothing taken, if the type has fewer left.
+ * Places taken from a ticket type for tickets that moved into it, with the conditional update a
+ * public order uses (`sold + held + n + reserved + waiting <= quantity`: held places, places
+ * reserved by vouchers and people waiting count as taken): false, with nothing taken, if the type has fewer left.
  */
 export async function takeTypePlaces(tx: TenantScope, move: TypeMove, now: number): Promise<boolean> {
   const taken = await tx
     .updateTable('ticketTypes')
     .set((eb) => ({ sold: eb('sold', '+', move.quantity), updatedAt: now }))
     .where('id', '=', move.ticketTypeId)
-    .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', move.quantity), '<=', eb.ref('quantity')))
+    .where((eb) =>
+      eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${move.quantity} + ${reservedOfType(eb.ref('ticketTypes.id'), now, '')} + ${waitingOfType(eb.ref('ticketTypes.id'), '')}`, '<=', eb.ref('quantity')),
+    )
     .executeTakeFirst();
   return Number(taken.numUpdatedRows) === 1;
 }

@@ -8,6 +8,7 @@ import { type FanOutValues, fanOut, type OutboxMessage, type Subscriptions } fro
 import { listTicketTypes, type TicketTypeRow } from './events.repository.js';
 import { type OrderTable, type PaymentTable, TICKET_TYPE_COLUMNS } from './events.table.js';
 import type { TicketRow } from './tickets.repository.js';
+import { markOfferRedeemed, redeemVoucher, reservedOfEvent, reservedOfType, waitingOfEvent, waitingOfType } from './vouchers.repository.js';
 
 export type OrderRow = Selectable<OrderTable>;
 export type PaymentRow = Selectable<PaymentTable>;
@@ -53,8 +54,21 @@ export interface OrderWrite {
   messages: OutboxMessage[];
   /** As ticketTypesForOrder read them. */
   subscriptions: Subscriptions | null;
+  /** The voucher the order redeems, if any (its uses are taken with a conditional update). */
+  voucher: OrderVoucher | null;
   now: number;
 }
+
+/** The voucher an order redeems: `places` uses; `reserving` when its own reserved places are the ones taken. */
+export type OrderVoucher = { id: string; ticketTypeId: string | null; places: number; reserving: boolean; waitlistEntryId: string | null };
+
+/**
+ * The reserving voucher whose places an order takes ('' for a public order): the availability
+ * rule leaves its places out of the reserved ones and does not count the waiting list.
+ */
+const reservingId = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.id : '');
+/** The ticket type whose reserved places such an order takes ('' for a public order): its waiting list is not counted. */
+const reservingType = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.ticketTypeId! : '');
 
 const text = (eb: ExpressionBuilder<any, any>, value: string) => eb.cast<string>(eb.val(value), 'text');
 const bigint = (eb: ExpressionBuilder<any, any>, value: number) => eb.cast<number>(eb.val(value), 'bigint');
@@ -90,6 +104,13 @@ type OrderStatement = {
   attendeeEmails: string[];
   codes: string[];
   prices: number[];
+  voucherId: string | null;
+  voucherCode: string | null;
+  voucherPlaces: number;
+  voucherCount: number;
+  reservingVoucher: string;
+  reservingType: string;
+  waitlistEntryId: string | null;
 } & FanOutValues;
 
 const ORDER_STATEMENT = [
@@ -122,6 +143,13 @@ const ORDER_STATEMENT = [
   'attendeeEmails',
   'codes',
   'prices',
+  'voucherId',
+  'voucherCode',
+  'voucherPlaces',
+  'voucherCount',
+  'reservingVoucher',
+  'reservingType',
+  'waitlistEntryId',
   ...fanOut.names,
 ] as const satisfies ReadonlyArray<keyof OrderStatement>;
 
@@ -143,7 +171,16 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
             .set((eb) => ({ sold: eb('sold', '+', p.soldCount), held: eb('held', '+', p.heldCount), ticketsIssued: eb('ticketsIssued', '+', p.soldCount), updatedAt: p.now }))
             .where('accountId', '=', p.accountId)
             .where('id', '=', p.eventId)
-            .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', p.count), '<=', eb.ref('capacity'))]))
+            .where((eb) =>
+              eb.or([
+                eb('capacity', 'is', null),
+                eb(
+                  sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${p.count} + ${reservedOfEvent(eb.ref('events.id'), p.now, p.reservingVoucher)} + ${waitingOfEvent(eb.ref('events.id'), p.reservingVoucher)}`,
+                  '<=',
+                  eb.ref('capacity'),
+                ),
+              ]),
+            )
             .returning('id'),
         )
         .with('types', (qc) =>
@@ -155,15 +192,43 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
             .where('ticketTypes.accountId', '=', p.accountId)
             .where('ticketTypes.eventId', '=', p.eventId)
             .where((eb) =>
-              eb(eb(eb(eb('ticketTypes.sold', '+', eb.ref('ticketTypes.held')), '+', eb.ref('wanted.sold')), '+', eb.ref('wanted.held')), '<=', eb.ref('ticketTypes.quantity')),
+              eb(
+                sql<number>`${eb.ref('ticketTypes.sold')} + ${eb.ref('ticketTypes.held')} + ${eb.ref('wanted.sold')} + ${eb.ref('wanted.held')} + ${reservedOfType(eb.ref('ticketTypes.id'), p.now, p.reservingVoucher)} + ${waitingOfType(eb.ref('ticketTypes.id'), p.reservingType)}`,
+                '<=',
+                eb.ref('ticketTypes.quantity'),
+              ),
             )
             .returning('ticketTypes.id'),
         )
-        .with('taken', (qc) => qc.selectFrom('event').select(sql<number>`1`.as('ok')).where(sql<boolean>`(select count(*) from types) = ${p.typeCount}`))
+        // The voucher's uses, taken if it has them (no row without a voucher), and its waiting-list offer redeemed.
+        .with('redeemed', (qc) =>
+          qc
+            .updateTable('vouchers')
+            .set((eb) => ({ redeemed: eb('redeemed', '+', p.voucherPlaces), updatedAt: p.now }))
+            .where('accountId', '=', p.accountId)
+            .where('id', '=', p.voucherId as string)
+            .where((eb) => eb(eb('redeemed', '+', p.voucherPlaces), '<=', eb.ref('maxUses')))
+            .returning('id'),
+        )
+        .with('offer', (qc) =>
+          qc
+            .updateTable('waitlistEntries')
+            .set({ status: 'redeemed', updatedAt: p.now })
+            .where('accountId', '=', p.accountId)
+            .where('id', '=', p.waitlistEntryId as string)
+            .where('status', '=', 'offered')
+            .returning('id'),
+        )
+        .with('taken', (qc) =>
+          qc
+            .selectFrom('event')
+            .select(sql<number>`1`.as('ok'))
+            .where(sql<boolean>`(select count(*) from types) = ${p.typeCount} and (select count(*) from redeemed) = ${p.voucherCount}`),
+        )
         .with('ordered', (qc) =>
           qc
             .insertInto('orders')
-            .columns(['id', 'accountId', 'eventId', 'buyerName', 'buyerEmail', 'items', 'total', 'currency', 'status', 'createdAt', 'expiresAt', 'completedAt', 'provider', 'paymentStatus', 'plan', 'updatedAt'])
+            .columns(['id', 'accountId', 'eventId', 'buyerName', 'buyerEmail', 'items', 'total', 'currency', 'status', 'createdAt', 'expiresAt', 'completedAt', 'provider', 'paymentStatus', 'plan', 'updatedAt', 'voucherId', 'voucherCode', 'voucherPlaces'])
             .expression((eb) =>
               eb
                 .selectFrom('taken')
@@ -184,6 +249,9 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
                   text(eb, p.paymentStatus).as('paymentStatus'),
                   text(eb, p.plan as string).as('plan'),
                   bigint(eb, p.now).as('updatedAt'),
+                  text(eb, p.voucherId as string).as('voucherId'),
+                  text(eb, p.voucherCode as string).as('voucherCode'),
+                  eb.cast<number>(eb.val(p.voucherPlaces), 'integer').as('voucherPlaces'),
                 ]),
             ),
         )
@@ -295,13 +363,21 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
       attendeeEmails: tickets.map((t) => t.attendeeEmail),
       codes: tickets.map((t) => t.code),
       prices: tickets.map((t) => t.price),
+      voucherId: order.voucherId ?? null,
+      voucherCode: order.voucherCode ?? null,
+      voucherPlaces: order.voucherPlaces ?? 0,
+      voucherCount: w.voucher ? 1 : 0,
+      reservingVoucher: reservingId(w.voucher),
+      reservingType: reservingType(w.voucher),
+      waitlistEntryId: w.voucher?.waitlistEntryId ?? null,
       ...fanned,
     });
     if (written.length === 0) return false;
     fanOut.written(tx.db, fanned);
     return true;
   }
-  if (!(await takePlaces(tx, order.eventId, { count, taken }, holding ? 'held' : 'sold', now))) return false;
+  if (!(await takePlaces(tx, order.eventId, { count, taken }, holding ? 'held' : 'sold', now, w.voucher))) return false;
+  if (w.voucher && !(await takeVoucherUses(tx, w.voucher, now))) return false;
   await tx.db.insertInto('orders').values(order).execute();
   for (let i = 0; i < tickets.length; i += 100) await tx.db.insertInto('tickets').values(tickets.slice(i, i + 100)).execute();
   if (w.payment) await tx.db.insertInto('payments').values(w.payment).execute();
@@ -334,25 +410,42 @@ export async function sellHeldPlaces(tx: TenantScope, eventId: string, places: P
 
 /**
  * An expired or cancelled order's places sold after all (its money arrived late), if they are
- * still free: the same conditional updates as a new order's. False when they are not (the caller
- * rolls back).
+ * still free: the same conditional updates as a new order's, its voucher's uses taken again. False
+ * when they are not (the caller rolls back).
  */
-export function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number): Promise<boolean> {
-  return takePlaces(tx, eventId, places, 'sold', now);
+export async function sellFreePlaces(tx: TenantScope, eventId: string, places: Places, now: number, voucher: OrderVoucher | null): Promise<boolean> {
+  if (!(await takePlaces(tx, eventId, places, 'sold', now, voucher))) return false;
+  return voucher === null || takeVoucherUses(tx, voucher, now);
+}
+
+/** The voucher's uses taken (conditional update) and its waiting-list offer, if it is one, redeemed. False if it has too few left. */
+async function takeVoucherUses(tx: TenantScope, voucher: OrderVoucher, now: number): Promise<boolean> {
+  if (!(await redeemVoucher(tx, voucher.id, voucher.places, now))) return false;
+  if (voucher.waitlistEntryId !== null) await markOfferRedeemed(tx, voucher.waitlistEntryId, now);
+  return true;
 }
 
 /**
- * Takes places with the conditional updates every order uses (`sold + held + n <= capacity` of the
- * event, `<= quantity` of each type; one statement each), as `sold` (tickets issued) or `held` (a
- * pending order's hold). False as soon as one refuses (the caller rolls back).
+ * Takes places with the conditional updates every order uses, as `sold` (tickets issued) or
+ * `held` (a pending order's hold), one statement each: the event's `sold + held + n +
+ * reservedActive(E) + waiting(E) <= capacity` and each type's `sold + held + n + reservedActive(T)
+ * + waiting(T) <= quantity` (docs/events.md, "Vouchers"; an order with a reserving voucher leaves
+ * that voucher's places out and the waiting list with them). False as soon as one refuses (the
+ * caller rolls back).
  */
-async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 'sold' | 'held', now: number): Promise<boolean> {
+async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 'sold' | 'held', now: number, voucher: OrderVoucher | null): Promise<boolean> {
   const sold = as === 'sold' ? places.count : 0;
+  const except = reservingId(voucher);
   const fromEvent = await tx
     .updateTable('events')
     .set((eb) => ({ sold: eb('sold', '+', sold), held: eb('held', '+', places.count - sold), ticketsIssued: eb('ticketsIssued', '+', sold), updatedAt: now }))
     .where('id', '=', eventId)
-    .where((eb) => eb.or([eb('capacity', 'is', null), eb(eb(eb('sold', '+', eb.ref('held')), '+', places.count), '<=', eb.ref('capacity'))]))
+    .where((eb) =>
+      eb.or([
+        eb('capacity', 'is', null),
+        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${places.count} + ${reservedOfEvent(eb.ref('events.id'), now, except)} + ${waitingOfEvent(eb.ref('events.id'), except)}`, '<=', eb.ref('capacity')),
+      ]),
+    )
     .executeTakeFirst();
   if (Number(fromEvent.numUpdatedRows) !== 1) return false;
   for (const item of places.taken) {
@@ -360,7 +453,9 @@ async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 
       .updateTable('ticketTypes')
       .set((eb) => (as === 'held' ? { held: eb('held', '+', item.quantity), updatedAt: now } : { sold: eb('sold', '+', item.quantity), updatedAt: now }))
       .where('id', '=', item.ticketTypeId)
-      .where((eb) => eb(eb(eb('sold', '+', eb.ref('held')), '+', item.quantity), '<=', eb.ref('quantity')))
+      .where((eb) =>
+        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${item.quantity} + ${reservedOfType(eb.ref('ticketTypes.id'), now, except)} + ${waitingOfType(eb.ref('ticketTypes.id'), reservingType(voucher))}`, '<=', eb.ref('quantity')),
+      )
       .executeTakeFirst();
     if (Number(fromType.numUpdatedRows) !== 1) return false;
   }

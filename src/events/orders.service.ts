@@ -18,6 +18,8 @@ import { providerFor } from './payments/providers.js';
 import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
+import { checkVoucherFits, discountOf, freePlaces, giveBackUses, orderVoucherOf, voucherForOrder, voucherOfEndedOrder } from './vouchers.service.js';
+import { keptOfEvent, type Kept, type VoucherRow } from './vouchers.repository.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -30,7 +32,8 @@ type OrderRow = repo.OrderRow;
 type PaymentRow = repo.PaymentRow;
 type SoldItem = { quantity: number; type: TicketTypeRow };
 type Person = { name: string; email: string };
-type OrderItem = { ticketTypeId: string; quantity: number; unitPrice: number; amount: number };
+/** `unitPrice`: what each ticket costs the buyer, its type's price less `discount` (a voucher's, per ticket). */
+type OrderItem = { ticketTypeId: string; quantity: number; unitPrice: number; discount?: number; amount: number };
 
 /**
  * What an order issues when it completes, beside its items: each item's attendees (tickets past
@@ -46,16 +49,19 @@ export interface OrderPlan {
 /**
  * Why an order's inventory was refused: the first of the event's capacity, then its ticket types
  * by id, that cannot hold it. From the rows as read under the event's lock, which every change of
- * `sold` and `held` takes first (so they are current); the database's conditional updates did the
- * refusing. Held places count as taken.
+ * `sold` and `held`, of vouchers and of the waiting list takes first (so they are current); the
+ * database's conditional updates did the refusing. Held places, reserved places and people
+ * waiting count as taken (docs/events.md, "Vouchers"), except the places of the order's own
+ * reserving voucher.
  */
-function soldOut(event: EventRow, sorted: SoldItem[], count: number): AppError {
-  const available = Math.max(0, (event.capacity ?? 0) - event.sold - event.held);
-  if (event.capacity !== null && event.sold + event.held + count > event.capacity) {
+function soldOut(event: EventRow, types: TicketTypeRow[], sorted: SoldItem[], count: number, kept: Kept, voucher: VoucherRow | null): AppError {
+  const free = freePlaces(event, types, kept, voucher);
+  const available = Math.max(0, free.event ?? 0);
+  if (free.event !== null && count > free.event) {
     return new AppError('sold_out', `Event ${event.id} has ${available} of ${event.capacity} places left.`, { available });
   }
   for (const item of sorted) {
-    const left = Math.max(0, item.type.quantity - item.type.sold - item.type.held);
+    const left = Math.max(0, free.types.get(item.type.id) ?? 0);
     if (item.quantity > left) {
       return new AppError('sold_out', `Ticket type ${item.type.id} has ${left} of ${item.type.quantity} left.`, { ticketTypeId: item.type.id, available: left });
     }
@@ -113,7 +119,7 @@ export function presentOrder(row: OrderRow, tickets: TicketRow[], payments: Paym
     eventId: row.eventId,
     status: row.status as 'pending' | 'completed' | 'expired' | 'cancelled',
     buyer: { name: row.buyerName, email: row.buyerEmail },
-    items: JSON.parse(row.items) as OrderItem[],
+    items: (JSON.parse(row.items) as OrderItem[]).map((item) => ({ ...item, discount: item.discount ?? 0 })),
     total: row.total,
     currency: row.currency,
     refundedAmount: row.refundedAmount,
@@ -125,6 +131,7 @@ export function presentOrder(row: OrderRow, tickets: TicketRow[], payments: Paym
     },
     payments: payments.map(presentPayment),
     tickets: tickets.map(presentTicket),
+    voucher: row.voucherId === null ? null : { id: row.voucherId, code: row.voucherCode! },
     expiresAt: row.status === 'pending' ? iso(row.expiresAt) : null,
     completedAt: iso(row.completedAt),
     createdAt: iso(row.createdAt),
@@ -211,10 +218,12 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     // Read after the lock (a statement's snapshot is taken when it starts): current inventory, and
     // on PostgreSQL the subscriptions the order's one statement fans out to.
     const { types: typeRows, subscriptions } = await repo.ticketTypesForOrder(tx, eventId);
+    const voucher = input.voucher === undefined ? null : await voucherForOrder(tx, eventId, input.voucher, now);
     const types = new Map(typeRows.map((t) => [t.id, t]));
     const items = input.items.map((item, i) => {
       const type = types.get(item.ticketTypeId);
-      if (!type) throw invalid(`/items/${i}/ticketTypeId`, `is not a ticket type of event ${eventId}`);
+      // A hidden type is unknown to whoever lacks a voucher naming it.
+      if (!type || (type.hidden === 1 && voucher?.ticketTypeId !== type.id)) throw invalid(`/items/${i}/ticketTypeId`, `is not a ticket type of event ${eventId}`);
       if (type.maxPerOrder !== null && item.quantity > type.maxPerOrder) {
         throw invalid(`/items/${i}/quantity`, `must be at most ${type.maxPerOrder} for ${type.name}`);
       }
@@ -229,12 +238,13 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     });
     const answers = await prepareAnswers(tx, eventId, input, event.questions);
 
-    const orderItems: OrderItem[] = items.map((item) => ({
-      ticketTypeId: item.type.id,
-      quantity: item.quantity,
-      unitPrice: item.type.price,
-      amount: item.type.price * item.quantity,
-    }));
+    const applies = (type: TicketTypeRow) => voucher !== null && (voucher.ticketTypeId === null || voucher.ticketTypeId === type.id);
+    const voucherPlaces = items.reduce((sum, item) => sum + (applies(item.type) ? item.quantity : 0), 0);
+    if (voucher) checkVoucherFits(voucher, voucherPlaces);
+    const orderItems: OrderItem[] = items.map((item) => {
+      const discount = applies(item.type) ? discountOf(voucher!, item.type.price) : 0;
+      return { ticketTypeId: item.type.id, quantity: item.quantity, unitPrice: item.type.price - discount, discount, amount: (item.type.price - discount) * item.quantity };
+    });
     const total = orderItems.reduce((sum, item) => sum + item.amount, 0);
     const pending = total > 0 && input.payment !== undefined;
     if (pending && !provider) throw providerMissing;
@@ -264,9 +274,9 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       checkoutUrl: null,
       plan: pending ? JSON.stringify(plan) : null,
       updatedAt: now,
-      voucherId: null,
-      voucherCode: null,
-      voucherPlaces: 0,
+      voucherId: voucher?.id ?? null,
+      voucherCode: voucher?.code ?? null,
+      voucherPlaces,
     };
     const tickets = pending ? [] : await issueTickets(tx, orderRow, orderItems, plan, now);
     const payment = !pending && total > 0 ? chargeOf(orderRow, 'external', null, now) : null;
@@ -280,8 +290,10 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     // `sorted`: the order of soldOut's answer, and the order in which the types are taken.
     const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
-    const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, now });
-    if (!written) throw soldOut(event, sorted, count);
+    const orderVoucher = voucher ? orderVoucherOf(voucher, voucherPlaces, now) : null;
+    const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, voucher: orderVoucher, now });
+    // Only a refusal pays for reading what vouchers and the waiting list keep: it explains the refusal.
+    if (!written) throw soldOut(event, typeRows, sorted, count, await keptOfEvent(tx, eventId, now), orderVoucher?.reserving ? voucher : null);
     if (!pending) await writeAnswers(tx, { accountId: scope.accountId, orderId, tickets: ticketPlaces(orderItems, tickets.map((t) => t.id)), prepared: answers });
     return { order, row: orderRow, event, names: items.map((item) => item.type.name) };
   });
@@ -370,7 +382,7 @@ async function completeLocked(tx: TenantScope, order: OrderRow, event: EventRow,
   }
   if (order.status === 'pending') {
     await repo.sellHeldPlaces(tx, order.eventId, places, now);
-  } else if (!(await repo.sellFreePlaces(tx, order.eventId, places, now))) {
+  } else if (!(await repo.sellFreePlaces(tx, order.eventId, places, now, await voucherOfEndedOrder(tx, order, now)))) {
     throw new AppError('order_expired', `Order ${order.id} is ${order.status} and its places are gone; it cannot be completed.`, { orderStatus: order.status });
   }
   const plan = JSON.parse(order.plan ?? '{"attendees":[]}') as OrderPlan;
@@ -429,6 +441,7 @@ async function endPending(scope: TenantScope, orderId: string, status: 'expired'
     const ended = await repo.endPendingOrder(tx, order.id, status, now, status === 'expired' ? (expiredBy ?? now) : undefined);
     if (!ended) return undefined;
     await repo.releaseHeldPlaces(tx, ended.eventId, placesOf(JSON.parse(ended.items) as OrderItem[]), now);
+    await giveBackUses(tx, [ended], now);
     await queueWaitlistOffers(tx, ended.eventId, now);
     const presented = presentOrder(ended, [], await repo.paymentsOfOrder(tx, ended.id));
     await fanOut.inTransaction(tx.db, tx.accountId, [{ event: status === 'expired' ? 'order.expired' : 'order.cancelled', data: presented }], now);
@@ -465,6 +478,7 @@ export async function endCheckouts(scope: TenantScope, orders: Pick<OrderRow, 'p
 export async function cancelPendingOrdersOfEvent(tx: TenantScope, eventId: string, now: number): Promise<OrderRow[]> {
   const cancelled = await repo.endPendingOrdersOfEvent(tx, eventId, now);
   if (cancelled.length === 0) return cancelled;
+  await giveBackUses(tx, cancelled, now);
   const payments = await repo.paymentsOfOrders(tx, cancelled.map((o) => o.id));
   const messages = cancelled.map((order): OutboxMessage => ({ event: 'order.cancelled', data: presentOrder(order, [], payments.filter((p) => p.orderId === order.id)) }));
   await fanOut.inTransaction(tx.db, tx.accountId, messages, now);

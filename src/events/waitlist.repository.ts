@@ -32,35 +32,6 @@ export async function insertEntry(scope: TenantScope, row: WaitlistEntryRow): Pr
   await scope.db.insertInto('waitlistEntries').values(row).execute();
 }
 
-/** `waiting(T)` for each ticket type of the event that has anyone waiting. */
-export async function waitingByType(scope: TenantScope, eventId: string): Promise<Map<string, number>> {
-  const rows = await scope
-    .selectFrom('waitlistEntries')
-    .select(['ticketTypeId', sql<number | string>`count(*)`.as('waiting')])
-    .where('eventId', '=', eventId)
-    .where('status', '=', 'waiting')
-    .groupBy('ticketTypeId')
-    .execute();
-  return new Map(rows.map((r) => [r.ticketTypeId, Number(r.waiting)]));
-}
-
-/**
- * `reservedActive(T)` for each ticket type of the event at `now`: the places reserving vouchers
- * keep (`max_uses - redeemed` of those still valid; docs/events.md, "Vouchers").
- */
-export async function reservedByType(scope: TenantScope, eventId: string, now: number): Promise<Map<string, number>> {
-  const rows = await scope
-    .selectFrom('vouchers')
-    .select(['ticketTypeId', sql<number | string>`sum(max_uses - redeemed)`.as('reserved')])
-    .where('eventId', '=', eventId)
-    .where('reserve', '=', 1)
-    .where('ticketTypeId', 'is not', null)
-    .where((eb) => eb.or([eb('validUntil', 'is', null), eb('validUntil', '>', now)]))
-    .groupBy('ticketTypeId')
-    .execute();
-  return new Map(rows.map((r) => [r.ticketTypeId!, Number(r.reserved)]));
-}
-
 /** The first `limit` waiting entries of the type, in queue order (`created_at`, then `id`). */
 export function headOfQueue(scope: TenantScope, ticketTypeId: string, limit: number): Promise<WaitlistEntryRow[]> {
   return scope.selectFrom('waitlistEntries').selectAll().where('ticketTypeId', '=', ticketTypeId).where('status', '=', 'waiting').orderBy('createdAt').orderBy('id').limit(limit).execute();

@@ -10,6 +10,7 @@ import { iso } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { type EventRow, findTicketType, listTicketTypes, lockEvent, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import * as repo from './waitlist.repository.js';
+import { keptOfEvent } from './vouchers.repository.js';
 import type { JoinWaitlistBody, WaitlistListQuery } from './waitlist.schemas.js';
 
 /** The job that offers freed places to those waiting (waitlist.job.ts works it); queued by whatever frees places. */
@@ -69,7 +70,9 @@ interface Ledger {
 }
 
 async function readLedger(tx: TenantScope, event: EventRow, now: number): Promise<Ledger> {
-  return { event, waiting: await repo.waitingByType(tx, event.id), reserved: await repo.reservedByType(tx, event.id, now) };
+  const kept = await keptOfEvent(tx, event.id, now);
+  const part = (name: 'waiting' | 'reserved') => new Map([...kept].map(([typeId, k]) => [typeId, k[name]]));
+  return { event, waiting: part('waiting'), reserved: part('reserved') };
 }
 
 const sum = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
