@@ -64,6 +64,22 @@ interface Measured {
   correlations: Array<Promise<number>>;
 }
 
+/**
+ * How far a job's work has come, as the engine reports it: `done` of `total` within `stage`, in
+ * frames for fetching, aligning (decoded and, when the job aligns, brought onto frame 0) and
+ * blending (which works on every frame at once: 0, then all of them); 0 or 1 of 1 for encoding.
+ */
+export interface BlendProgress {
+  stage: 'fetching' | 'aligning' | 'blending' | 'encoding';
+  done: number;
+  total: number;
+}
+
+/** Called by the engine at each step of a job; it must return at once (the job's worker throttles what it writes, progress.ts). */
+export type OnProgress = (progress: BlendProgress) => void;
+
+const noProgress: OnProgress = () => {};
+
 /** A job's images as fetched, headers read, within the job pixel budget. */
 export interface FetchedImages {
   bytes: Buffer[];
@@ -103,13 +119,13 @@ export class BlendEngine {
    * memory (`admit`). Once `signal` aborts, the job's pixel work stops (threads/pool.ts, `forJob`)
    * and the run fails with the signal's reason; a job that fails stops the rest of its work the
    * same way. Either way the run settles only when none of its tasks runs any more, so the memory
-   * it held is free.
+   * it held is free. `onProgress` hears of each stage and frame done (BlendProgress).
    */
-  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal): Promise<BlendResult> {
+  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress = noProgress): Promise<BlendResult> {
     const failed = new AbortController();
     const pool = this.pool.forJob(AbortSignal.any([signal, failed.signal]));
     try {
-      const result = await this.blend(pool, spec, (fetched ?? (await this.fetch(spec))).bytes);
+      const result = await this.blend(pool, spec, (fetched ?? (await this.fetch(spec, onProgress))).bytes, onProgress);
       signal.throwIfAborted();
       return result;
     } catch (err) {
@@ -127,11 +143,20 @@ export class BlendEngine {
   /**
    * Every image of the job, fetched, with its header read (nothing decoded yet), within the job
    * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
-   * pixels) is refused then, without waiting for the others.
+   * pixels) is refused then, without waiting for the others. `onProgress` hears of each image fetched.
    */
-  async fetch(spec: BlendSpec): Promise<FetchedImages> {
+  async fetch(spec: BlendSpec, onProgress = noProgress): Promise<FetchedImages> {
+    const total = spec.images.length;
+    let done = 0;
+    onProgress({ stage: 'fetching', done, total });
     const fetching = spec.images.map((url, i) =>
-      handled(fetchImage(url, i, this.limits, this.policy, this.publicUrl).then(async (bytes) => ({ bytes, size: await readHeader(bytes, i, this.limits.maxPixels) }))),
+      handled(
+        fetchImage(url, i, this.limits, this.policy, this.publicUrl).then(async (bytes) => {
+          const size = await readHeader(bytes, i, this.limits.maxPixels);
+          onProgress({ stage: 'fetching', done: ++done, total });
+          return { bytes, size };
+        }),
+      ),
     );
     const tooLargeAlready = handled(
       fetching[0]!.then((first) => {
@@ -173,7 +198,12 @@ export class BlendEngine {
     await threads;
   }
 
-  private async blend(pool: WorkerPool, spec: BlendSpec, images: Buffer[]): Promise<BlendResult> {
+  private async blend(pool: WorkerPool, spec: BlendSpec, images: Buffer[], onProgress: OnProgress): Promise<BlendResult> {
+    const total = images.length;
+    // A frame is lined up once decoded and, when the job aligns, once alignment is done with it.
+    let lined = 0;
+    const frameLinedUp = () => onProgress({ stage: 'aligning', done: ++lined, total });
+    onProgress({ stage: 'aligning', done: 0, total });
     const stages: Record<string, number> = {};
     let mark = performance.now();
     const stage = (name: string) => {
@@ -190,6 +220,7 @@ export class BlendEngine {
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
     );
+    if (!spec.align) framing.forEach((frame) => void frame.then(frameLinedUp, () => {}));
     const thumbnailing = framing.map((frame) => handled(frame.then((f) => makeThumbnail(pool, f, spec.align))));
     const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(pool, t.rgb))));
     const lineUps = spec.align ? checkLineUps(pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
@@ -239,7 +270,7 @@ export class BlendEngine {
     let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
-      const alignment = await alignFrames(pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
+      const alignment = await alignFrames(pool, frames, greys, lineUps!, frameLinedUp).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -252,6 +283,7 @@ export class BlendEngine {
     // was keeps the one made on decoding; a warped frame gets a new one.
     const alignedThumbnails = handled(this.alignedThumbnails(pool, frames, aligned, thumbnails));
 
+    onProgress({ stage: 'blending', done: 0, total });
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
     if (firstMask) {
@@ -269,10 +301,13 @@ export class BlendEngine {
     // encoding add theirs, so the two never add up. Per-pixel blends make none beyond their result.
     if (BLEND_REGISTRY[blendTypeUsed].largeScratch || masks) await this.collectGarbage();
     stage('blend');
+    onProgress({ stage: 'blending', done: total, total });
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
+    onProgress({ stage: 'encoding', done: 0, total: 1 });
     const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, await alignedThumbnails, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
+    onProgress({ stage: 'encoding', done: 1, total: 1 });
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
   }

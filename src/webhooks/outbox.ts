@@ -25,7 +25,7 @@ export const EVENT_AREA_EVENTS = [
   'rsvp.submitted',
   'order.changed',
 ] as const;
-export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed'] as const;
+export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed', 'blend.cancelled'] as const;
 export const WEBHOOK_EVENTS = [...EVENT_AREA_EVENTS, ...BLEND_EVENTS] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -98,6 +98,7 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'blend.started': BlendJobSchema,
   'blend.completed': BlendCompletedSchema,
   'blend.failed': BlendJobSchema,
+  'blend.cancelled': BlendJobSchema,
 };
 
 /** `ticket.purchased` → `TicketPurchasedMessage`. */
