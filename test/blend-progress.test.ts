@@ -12,7 +12,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { before, describe, test, type TestContext } from 'node:test';
+import { chromium } from 'playwright-core';
 import sharp from 'sharp';
+import { createAccount } from '../src/accounts/accounts.service.js';
+import { DASHBOARD_DIR } from '../src/dashboard/dashboard.routes.js';
 import { PROGRESS_STAGES } from '../src/blend/progress.js';
 import { ENGINES, FAST_WEBHOOKS, freshStorage, hookReceiver, jsonClient, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -291,3 +294,35 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+test('the dashboard shows a running job with a live progress bar, and its Cancel button stops it', async (t) => {
+  assert.ok(fs.existsSync(path.join(DASHBOARD_DIR, 'index.html')), 'npm run build first');
+  const frames = await frameServer(t);
+  const api = await startApp(t, await freshStorage(t, 'sqlite'), ENV, { workers: true });
+  const email = `progress.${Date.now()}@example.com`;
+  const account = await createAccount(api.database.db, { email, plan: 'business', password: 'correct horse battery staple' });
+  const key = await api.key(account.id, 'business');
+  const job = await jsonClient(api, key).expect(202, 'POST', '/blend/start', { projectId: 'live', images: frames.urls('slow/large', 5), options: { blendType: 'exposure' } });
+
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  onCleanup(t, () => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${api.url}/dashboard/`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('correct horse battery staple');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Blend jobs' }).click();
+  await page.getByRole('link', { name: /live/ }).click();
+  // The bar follows the job's event stream: it moves without a reload.
+  const bar = page.getByRole('progressbar', { name: 'Blend progress' });
+  await bar.waitFor();
+  const value = () => bar.evaluate((el) => (el as unknown as { value: number }).value);
+  const first = await value();
+  await until(async () => (await value()) > first, 60_000, 'the bar to move');
+  await until(async () => /aligning|blending/.test(await page.locator('.progress-text').innerText()), 60_000, 'the job to work on its pixels');
+  await page.getByRole('button', { name: 'Cancel job' }).click();
+  await until(async () => /cancelled/.test(await page.locator('.facts').innerText()), 30_000, 'the page to show the job cancelled');
+  assert.equal(await page.getByRole('button', { name: /Cancel job|Stopping/ }).count(), 0);
+  assert.match(await page.locator('.result-pending').innerText(), /cancelled/);
+  assert.equal((await status(api, key, job.jobId)).status, 'cancelled');
+});
