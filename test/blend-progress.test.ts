@@ -302,7 +302,6 @@ test('the dashboard shows a running job with a live progress bar, and its Cancel
   const email = `progress.${Date.now()}@example.com`;
   const account = await createAccount(api.database.db, { email, plan: 'business', password: 'correct horse battery staple' });
   const key = await api.key(account.id, 'business');
-  const job = await jsonClient(api, key).expect(202, 'POST', '/blend/start', { projectId: 'live', images: frames.urls('slow/large', 5), options: { blendType: 'exposure' } });
 
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   onCleanup(t, () => browser.close());
@@ -311,8 +310,9 @@ test('the dashboard shows a running job with a live progress bar, and its Cancel
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill('correct horse battery staple');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('link', { name: 'Blend jobs' }).click();
-  await page.getByRole('link', { name: /live/ }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  const job = await jsonClient(api, key).expect(202, 'POST', '/blend/start', { projectId: 'live', images: frames.urls('slow/large', 5), options: { blendType: 'exposure' } });
+  await page.goto(`${api.url}/dashboard/blend/${job.jobId}`);
   // The bar follows the job's event stream: it moves without a reload.
   const bar = page.getByRole('progressbar', { name: 'Blend progress' });
   await bar.waitFor();
