@@ -13,6 +13,7 @@ const BENCHMARKS = {
   webhooks: () => import('./webhooks.mjs'),
   door: () => import('./door.mjs'),
   blend: () => import('./blend.mjs'),
+  'blend-cancel': () => import('./blend-cancel.mjs'),
   soak: () => import('./soak.mjs'),
 };
 

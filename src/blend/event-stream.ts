@@ -35,9 +35,9 @@ export class BlendEventStreams {
   constructor(private readonly watch: BlendJobWatch) {}
 
   /**
-   * Opens the stream of `job` (already read in the caller's tenant scope) and answers its body;
-   * `record` reads the job's whole status record again for the final event. `onClose` registers
-   * what ends the stream when the client disconnects.
+   * Opens the stream of `job` (already read in the caller's tenant scope) and answers its body and
+   * `close`, which ends it (the caller calls it when the client disconnects); `record` reads the
+   * job's whole status record again for the final event.
    */
   stream(accountId: string, job: PresentedJob, record: () => Promise<PresentedJob | null>): { body: PassThrough; close: () => void } {
     const count = this.perAccount.get(accountId) ?? 0;
