@@ -15,6 +15,7 @@ const BENCHMARKS = {
   blend: () => import('./blend.mjs'),
   upload: () => import('./blend-upload.mjs'),
   stack: () => import('./blend-stack.mjs'),
+  'blend-cancel': () => import('./blend-cancel.mjs'),
   soak: () => import('./soak.mjs'),
 };
 

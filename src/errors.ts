@@ -87,6 +87,18 @@ export const ERROR_CODES = {
     happened: "The blend result URL is past its validity (7 days by default); the image may still exist.",
     next: "Read the job's status (`GET /v1/blend/status/:jobId`): a completed job returns a freshly signed `resultUrl`.",
   },
+  job_not_cancellable: {
+    status: 409,
+    title: 'Job not cancellable',
+    happened: 'The blend job has already completed or failed, so there is nothing left to stop; `jobStatus` says which. (A cancel asked for before the outcome was recorded wins.)',
+    next: "Read the job's status (`GET /v1/blend/status/:jobId`) for its result or failure. Only a `queued` or `processing` job can be cancelled.",
+  },
+  too_many_streams: {
+    status: 429,
+    title: 'Too many event streams',
+    happened: 'The account already has as many open event streams of blend jobs on this server as it may (`limit` says how many); the new one was not opened.',
+    next: 'Close a stream you no longer read (each ends by itself after its job finishes), or poll `GET /v1/blend/status/:jobId` instead; then open it again.',
+  },
   already_checked_in: {
     status: 409,
     title: 'Already checked in',

@@ -80,6 +80,7 @@ async function everyOperation(api: TestApp, key: string) {
     { event: 'blend.started', jobId: 'job_01m80eg3tperaacsapew6ns732', data: { jobId: 'job_01m80eg3tperaacsapew6ns732', status: 'processing' } },
     { event: 'blend.completed', jobId: 'job_01m80eg3tperaacsapew6ns732', data: { resultUrl: 'http://127.0.0.1/r.jpg', processingTime: 812, qualityScore: 0.91 } },
     { event: 'blend.failed', jobId: 'job_01m80eg3tperaacsapew6ns733', data: { jobId: 'job_01m80eg3tperaacsapew6ns733', error: { code: 'alignment_failed', message: 'Image 2 could not be aligned.' } } },
+    { event: 'blend.cancelled', jobId: 'job_01m80eg3tperaacsapew6ns734', data: { jobId: 'job_01m80eg3tperaacsapew6ns734', status: 'cancelled' } },
   ]);
   return event.id as string;
 }
@@ -154,12 +155,12 @@ for (const engine of ENGINES) {
         'waitlist.offered', 'waitlist.offer_expired',
         // An event's cancellation: its tickets cancelled, then each paid one's refund once the money moved.
         'event.cancelled', 'ticket.cancelled', 'ticket.cancelled', 'payment.refunded',
-        'blend.started', 'blend.completed', 'blend.failed',
+        'blend.started', 'blend.completed', 'blend.failed', 'blend.cancelled',
       ];
       await until(() => all.got.length >= expected.length, 10_000, 'every message delivered');
       const outbox = await api.database.db.selectFrom('webhookMessages').select(['id', 'eventType']).where('accountId', '=', (await (await api.fetch('/v1/account', { key })).json()).id).orderBy('id').execute();
       assert.deepEqual(outbox.map((m) => m.eventType), expected);
-      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 20 event names occur');
+      assert.deepEqual(new Set(expected), new Set(WEBHOOK_EVENTS), 'all 21 event names occur');
       assert.deepEqual([...all.got.map((d) => d.json.id)].sort(), outbox.map((m) => m.id), 'each message once to the * subscriber');
 
       const verifier = new Webhook(allSub.secret);

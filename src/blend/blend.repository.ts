@@ -33,23 +33,86 @@ export function pageJobs(scope: TenantScope, filters: JobFilters, page: KeysetPa
   return keysetPage(qb, page, 'blendJobs.id', 'blendJobs.id', 'desc').execute();
 }
 
-/** Applies `changes` to the job and answers the row as it now is. */
-export function updateJob(db: Db | Tx, id: string, changes: Updateable<BlendJobTable>): Promise<BlendJobRow> {
-  return db.updateTable('blendJobs').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+/** Statuses a job can still leave: a worker may write to it, its owner may cancel it. */
+export const OPEN_STATUSES = ['queued', 'processing'] as const;
+
+/** Applies `changes` to the job while it is open (not finished or cancelled); its row as it now is, or undefined. */
+export function updateOpenJob(db: Db | Tx, id: string, changes: Updateable<BlendJobTable>): Promise<BlendJobRow | undefined> {
+  return db.updateTable('blendJobs').set(changes).where('id', '=', id).where('status', 'in', OPEN_STATUSES).returningAll().executeTakeFirst();
 }
 
-/** Puts the job back to queued (its next attempt waits in the job queue). */
+/**
+ * Records the job's outcome unless it is no longer open or its owner asked it to stop: the cancel
+ * wins whenever it was asked for before the outcome is recorded. Undefined when not recorded.
+ */
+export function settleJob(db: Db | Tx, id: string, changes: Updateable<BlendJobTable>): Promise<BlendJobRow | undefined> {
+  return db
+    .updateTable('blendJobs')
+    .set(changes)
+    .where('id', '=', id)
+    .where('status', 'in', OPEN_STATUSES)
+    .where('cancelRequestedAt', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** The account's queued job, now cancelled; undefined when it is not queued. */
+export function cancelQueuedJob(scope: TenantScope, id: string, now: number): Promise<BlendJobRow | undefined> {
+  return scope
+    .updateTable('blendJobs')
+    .set({ status: 'cancelled', cancelRequestedAt: now, completedAt: now, updatedAt: now })
+    .where('id', '=', id)
+    .where('status', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Any account's open job, now cancelled (its worker stopped it, or found the request when it took the job); undefined when it is not open. */
+export function cancelOpenJob(db: Db | Tx, id: string, now: number): Promise<BlendJobRow | undefined> {
+  return db
+    .updateTable('blendJobs')
+    .set((eb) => ({ status: 'cancelled', cancelRequestedAt: eb.fn.coalesce('cancelRequestedAt', eb.val(now)), completedAt: now, updatedAt: now }))
+    .where('id', '=', id)
+    .where('status', 'in', OPEN_STATUSES)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Asks the account's processing job to stop (the first request's time is kept); undefined when it is not processing. */
+export function requestCancel(scope: TenantScope, id: string, now: number): Promise<BlendJobRow | undefined> {
+  return scope
+    .updateTable('blendJobs')
+    .set((eb) => ({ cancelRequestedAt: eb.fn.coalesce('cancelRequestedAt', eb.val(now)), updatedAt: now }))
+    .where('id', '=', id)
+    .where('status', '=', 'processing')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** What a follower of a job reads (watch.ts). */
+export type WatchedJob = Pick<BlendJobRow, 'id' | 'status' | 'progress' | 'cancelRequestedAt'>;
+
+export function watchedJobs(db: Db, ids: string[]): Promise<WatchedJob[]> {
+  return db.selectFrom('blendJobs').select(['id', 'status', 'progress', 'cancelRequestedAt']).where('id', 'in', ids).execute();
+}
+
+/** The job's latest progress (JSON), while it is open. */
+export async function recordProgress(db: Db, id: string, progress: string): Promise<void> {
+  await db.updateTable('blendJobs').set({ progress }).where('id', '=', id).where('status', 'in', OPEN_STATUSES).execute();
+}
+
+/** Puts the job back to queued (its next attempt waits in the job queue), unless it was cancelled meanwhile. */
 export async function requeueJob(db: Db, id: string, now: number): Promise<void> {
-  await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: now }).where('id', '=', id).execute();
+  await db.updateTable('blendJobs').set({ status: 'queued', updatedAt: now }).where('id', '=', id).where('status', 'in', OPEN_STATUSES).execute();
 }
 
-/** Up to `limit` finished jobs (completed or failed) that finished before `before`, oldest first. */
+/** Up to `limit` finished jobs (completed, failed or cancelled) that finished before `before`, oldest first. */
 export function finishedBefore(db: Db, before: number, limit: number): Promise<Array<Pick<BlendJobRow, 'id' | 'resultKey'>>> {
   return db
     .selectFrom('blendJobs')
     .select(['id', 'resultKey'])
     .where('completedAt', '<', before)
-    .where('status', 'in', ['completed', 'failed'])
+    .where('status', 'in', ['completed', 'failed', 'cancelled'])
     .orderBy('completedAt')
     .limit(limit)
     .execute();

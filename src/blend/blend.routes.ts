@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
@@ -10,11 +10,41 @@ import { PathId, ref } from '../schemas.js';
 import { problems } from '../http/openapi.js';
 import { BlendJobPage, BlendJobSchema, ListJobsQuery, ResultParams, ResultQuery, startBody } from './blend.schemas.js';
 import * as blend from './blend.service.js';
+import { cancelJob } from './cancel.js';
+import { BlendEventStreams } from './event-stream.js';
 import { CONTENT_TYPES, type OutputFormat } from './media.js';
 import type { ResultStore } from './storage.js';
 import { uploadRoutes } from './uploads.routes.js';
+import { BlendJobWatch } from './watch.js';
 
 const JobParams = Type.Object({ jobId: PathId('Blend job id (`job_...`)') }, { additionalProperties: false });
+
+/** The event streams of the server (one for its /v1 and /api/v1 routes), made with its first context and ended when it closes. */
+const streamsOf = new WeakMap<object, BlendEventStreams>();
+
+function eventStreams(app: FastifyInstance): BlendEventStreams {
+  let streams = streamsOf.get(app.server);
+  if (!streams) {
+    const watch = new BlendJobWatch(app.db, app.log);
+    const made = (streams = new BlendEventStreams(watch));
+    streamsOf.set(app.server, made);
+    // Open streams would hold close() until they end by themselves.
+    app.addHook('preClose', (done) => {
+      made.closeAll();
+      watch.stop();
+      done();
+    });
+  }
+  return streams;
+}
+
+const EVENTS_DESCRIPTION = [
+  'Server-sent events (`text/event-stream`) of the job: first `progress` with its current state, then a `progress` event each time its status or progress changes',
+  '(`data`: `{"jobId", "status", "progress"}`, progress as in the status record, at most every 250 ms within a stage), and finally one event named after how it ended,',
+  '`completed`, `failed` or `cancelled`, whose `data` is the whole status record; then the stream ends (an EventSource should close itself on that event, or it reconnects).',
+  'A comment line (`: heartbeat`) comes every 15 s. The job may run in any process: its row is read every 200 ms. At most 10 open streams per account and server process',
+  '(429 `too_many_streams`); a stream ends after an hour (reconnect to go on). Works with the API key and with the dashboard session.',
+].join(' ');
 
 export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(uploadRoutes);
@@ -23,6 +53,7 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // The dashboard's page shows results from its own origin (its CSP, and a bucket its browser may not reach): Montage's own URLs; API clients get the store's.
   const links = (request: FastifyRequest) => blend.resultLinks(app.config, app.resultStore, request.principal!.key.prefix === SESSION_KEY_PREFIX);
   const tags = ['blend'];
+  const streams = eventStreams(app);
 
   app.post(
     '/blend/start',
@@ -48,6 +79,64 @@ export const blendRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/blend/status/:jobId',
     { config, schema: { operationId: 'getBlendStatus', tags, summary: "A blend job's status, and its result once completed", params: JobParams, response: { 200: ref(BlendJobSchema) } } },
     (request) => blend.getJob(scope(request), request.params.jobId, app.config, links(request)),
+  );
+
+  app.get(
+    '/blend/status/:jobId/events',
+    {
+      config,
+      schema: {
+        operationId: 'streamBlendStatus',
+        tags,
+        summary: "A blend job's progress as server-sent events, until it completes, fails or is cancelled",
+        description: EVENTS_DESCRIPTION,
+        params: JobParams,
+        response: {
+          200: {
+            description: 'The event stream; it ends after the final event.',
+            content: {
+              'text/event-stream': {
+                schema: Type.Unsafe<Readable>({
+                  type: 'string',
+                  maxLength: 10_000_000,
+                  examples: ['event: progress\ndata: {"jobId":"job_01m80eg3tperaacsapew6ns732","status":"processing","progress":{"stage":"aligning","fraction":0.571,"framesDone":4,"framesTotal":7}}\n\n'],
+                }),
+              },
+            },
+          },
+          ...problems('not_found', 'too_many_streams'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const tenant = scope(request);
+      const linked = links(request);
+      const job = await blend.getJob(tenant, request.params.jobId, app.config, linked);
+      const stream = streams.stream(tenant.accountId, job, () => blend.getJob(tenant, job.jobId, app.config, linked).catch(() => null));
+      // The client went away: its stream ends and its place is free.
+      reply.raw.once('close', stream.close);
+      return reply.type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').header('X-Accel-Buffering', 'no').send(stream.body);
+    },
+  );
+
+  app.post(
+    '/blend/jobs/:jobId/cancel',
+    {
+      config,
+      schema: {
+        operationId: 'cancelBlendJob',
+        tags,
+        summary: 'Cancel a blend job: a queued job at once, a processing one once its worker has stopped it (within a second)',
+        description:
+          'A queued job is `cancelled` at once: 200 with the record, and blend.cancelled. A processing job is asked to stop: 202 with the record (still `processing`, with `cancelRequestedAt`); its worker, in whichever process, stops the engine within about a second, frees its memory and records `cancelled` with blend.cancelled. Cancelling a cancelled job answers 200 with it; one that completed or failed first is 409 `job_not_cancellable`.',
+        params: JobParams,
+        response: { 200: ref(BlendJobSchema), 202: ref(BlendJobSchema), ...problems('not_found', 'job_not_cancellable') },
+      },
+    },
+    async (request, reply) => {
+      const { accepted, job } = await cancelJob(scope(request), request.params.jobId, app.config);
+      return reply.code(accepted ? 202 : 200).send(job);
+    },
   );
 
   app.get(

@@ -4,10 +4,11 @@ import { Nullable, NullableTimestamp, StringEnum, Timestamp } from '../schemas.j
 import { BLEND_FAILURE_CODES } from './failures.js';
 import { OUTPUT_FORMATS } from './media.js';
 import { uploadComponents } from './uploads.schemas.js';
+import { PROGRESS_STAGES } from './progress.js';
 import { BLEND_REGISTRY, BLEND_TYPES, ENGINE_BLEND_TYPES } from './engine/registry.js';
 import { type ImageLimits, largestImageLimit } from './memory.js';
 
-export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed'] as const);
+export const BlendStatus = StringEnum(['queued', 'processing', 'completed', 'failed', 'cancelled'] as const);
 const ImageUrl = Type.String({
   minLength: 1,
   maxLength: 2048,
@@ -112,6 +113,20 @@ export const FrameAlignmentSchema = Type.Object(
   { additionalProperties: false },
 );
 
+export const BlendProgressSchema = Type.Object(
+  {
+    stage: {
+      ...StringEnum(PROGRESS_STAGES),
+      description:
+        '`fetching`: the images are being fetched (the job is still `queued`). `aligning`: decoded and, when the job aligns, brought onto frame 0. `blending`: the frames are blended (all at once). `encoding`: the result is scored and encoded.',
+    },
+    fraction: Type.Number({ minimum: 0, maximum: 1, description: 'Share of the stage done.' }),
+    framesDone: Type.Integer({ minimum: 0, maximum: 100, description: 'Frames done in the stage (every frame while encoding).' }),
+    framesTotal: Type.Integer({ minimum: 0, maximum: 100, description: 'Frames of the job.' }),
+  },
+  { additionalProperties: false, examples: [{ stage: 'aligning', fraction: 0.571, framesDone: 4, framesTotal: 7 }] },
+);
+
 export const BlendJobSchema = Type.Object(
   {
     jobId: Type.String({ examples: ['job_01m80eg3tperaacsapew6ns732'] }),
@@ -125,6 +140,10 @@ export const BlendJobSchema = Type.Object(
     createdAt: Timestamp,
     startedAt: NullableTimestamp,
     completedAt: NullableTimestamp,
+    progress: Nullable(BlendProgressSchema, {
+      description: "How far the job's worker has come: null until a worker takes the job, its final values once completed, where it stopped once failed or cancelled. Updated at most every 250 ms within a stage.",
+    }),
+    cancelRequestedAt: Type.Optional({ ...Timestamp, description: 'When a cancel was asked for; the job is `cancelled` once its worker has stopped it.' }),
     resultUrl: Type.Optional(Type.String({ description: 'Signed, expiring URL of the result; works without the API key. A presigned URL of the object store when the server keeps results in one.' })),
     resultUrlExpiresAt: Type.Optional(Timestamp),
     width: Type.Optional(Type.Integer()),

@@ -11,8 +11,9 @@ import { addressPolicy, checkOutboundUrl, SafeFetchError } from '../net/safe-htt
 import { iso } from '../time.js';
 import * as repo from './blend.repository.js';
 import type { BlendJobRow } from './blend.repository.js';
-import type { ListJobsQuery, startBody } from './blend.schemas.js';
+import type { BlendStatus, ListJobsQuery, startBody } from './blend.schemas.js';
 import { PRIVATE_NETWORK_HINT } from './fetcher.js';
+import type { JobProgress } from './progress.js';
 import type { Quality } from './quality.js';
 import { sampleOf } from './samples.js';
 import { EXTENSIONS, type OutputFormat } from './media.js';
@@ -25,6 +26,7 @@ import { MAX_PRESIGN_SECONDS } from './storage-s3.js';
 
 export type { BlendJobRow } from './blend.repository.js';
 export type StartBody = Static<ReturnType<typeof startBody>>;
+type BlendStatusName = Static<typeof BlendStatus>;
 export const BLEND_KIND = 'blend.run';
 
 /** The options a job runs with, every default resolved when the job is accepted. */
@@ -117,6 +119,8 @@ export async function startJob(scope: TenantScope, body: StartBody, config: Conf
     quality: null,
     alignment: null,
     processingTimeMs: null,
+    progress: null,
+    cancelRequestedAt: null,
     errorCode: null,
     errorMessage: null,
     errorImageIndex: null,
@@ -167,7 +171,7 @@ export function presentJob(row: BlendJobRow, config: Config, link: ResultLink | 
   return {
     jobId: row.id,
     projectId: row.projectId,
-    status: row.status as 'queued' | 'processing' | 'completed' | 'failed',
+    status: row.status as BlendStatusName,
     blendType: row.blendTypeUsed ?? row.blendType,
     requestedBlendType: row.blendType,
     options,
@@ -176,6 +180,8 @@ export function presentJob(row: BlendJobRow, config: Config, link: ResultLink | 
     createdAt: iso(row.createdAt),
     startedAt: row.startedAt === null ? null : iso(row.startedAt),
     completedAt: row.completedAt === null ? null : iso(row.completedAt),
+    progress: row.progress === null ? null : (JSON.parse(row.progress) as JobProgress),
+    ...(row.cancelRequestedAt !== null ? { cancelRequestedAt: iso(row.cancelRequestedAt) } : {}),
     ...(signed ? { resultUrl: signed.url, resultUrlExpiresAt: iso(signed.expires * 1000) } : {}),
     ...(row.resultWidth !== null && row.resultHeight !== null ? { width: row.resultWidth, height: row.resultHeight } : {}),
     ...(row.processingTimeMs !== null ? { processingTime: row.processingTimeMs } : {}),
@@ -249,7 +255,7 @@ export async function resolveResultUrl(db: Db, file: string, expires: number, gi
 const PURGE_BATCH = 500;
 
 /**
- * Removes finished jobs (completed or failed) that finished more than `retentionMs` ago, with
+ * Removes finished jobs (completed, failed or cancelled) that finished more than `retentionMs` ago, with
  * their result images: afterwards the job is a 404, and its result URL, whose per-job signing secret
  * went with it, is refused (403) like any URL that cannot be verified. Each file goes before
  * its row, so a crash in between leaves a row that the next sweep removes, never an orphan file.

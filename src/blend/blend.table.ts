@@ -3,7 +3,7 @@ export interface BlendJobTable {
   accountId: string;
   /** The client's own grouping label. */
   projectId: string;
-  /** `queued` → `processing` → `completed` | `failed`. */
+  /** `queued` → `processing` → `completed` | `failed` | `cancelled` (and `queued` → `cancelled`). */
   status: string;
   /** As requested (`auto` included). */
   blendType: string;
@@ -28,6 +28,10 @@ export interface BlendJobTable {
   /** JSON array of each frame's alignment (pipeline.ts FrameAlignment); null without alignment or before it ran. */
   alignment: string | null;
   processingTimeMs: number | null;
+  /** JSON of the worker's last progress report (progress.ts, JobProgress); null until a worker takes the job. */
+  progress: string | null;
+  /** When the owner asked the running job to stop; its worker records `cancelled` once its work has stopped. */
+  cancelRequestedAt: number | null;
   errorCode: string | null;
   errorMessage: string | null;
   errorImageIndex: number | null;

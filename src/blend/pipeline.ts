@@ -68,6 +68,8 @@ interface Measured {
   correlations: Array<Promise<number>>;
 }
 
+const noProgress: OnProgress = () => {};
+
 /** A job's images as fetched, headers read, within the job pixel budget. */
 export interface FetchedImages {
   /**
@@ -138,20 +140,20 @@ export class BlendEngine {
    * memory (`admit`). Once `signal` aborts, the job's pixel work stops (threads/pool.ts, `forJob`)
    * and the run fails with the signal's reason; a job that fails stops the rest of its work the
    * same way. Either way the run settles only when none of its tasks runs any more, so the memory
-   * it held is free. A streaming job (stream.ts) tells `onProgress` of each frame it uses and of
-   * its encoding.
+   * it held is free. `onProgress` hears of each stage and frame done (BlendProgress); a streaming
+   * job (stream.ts) of each frame it uses and of its encoding.
    */
-  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress?: OnProgress): Promise<BlendResult> {
+  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress = noProgress): Promise<BlendResult> {
     const failed = new AbortController();
     const stopped = AbortSignal.any([signal, failed.signal]);
     const pool = this.pool.forJob(stopped);
     // Images this run fetched itself are its own to discard; a caller's are the caller's.
     let own: FetchedImages | null = null;
     try {
-      const images = fetched ?? (own = await this.fetch(spec));
+      const images = fetched ?? (own = await this.fetch(spec, onProgress));
       const result = images.spool
         ? await this.stream(pool, spec, images.sources, images.spool, stopped, onProgress)
-        : await this.blend(pool, spec, images.sources as Buffer[]);
+        : await this.blend(pool, spec, images.sources as Buffer[], onProgress);
       signal.throwIfAborted();
       return result;
     } catch (err) {
@@ -194,9 +196,12 @@ export class BlendEngine {
    * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
    * pixels) is refused then, without waiting for the others. A streaming job's images are fetched
    * STREAM_FETCHES at a time and each written to the job's spool as it arrives; once one fails,
-   * those not started yet are not fetched.
+   * those not started yet are not fetched. `onProgress` hears of each image fetched.
    */
-  async fetch(spec: BlendSpec): Promise<FetchedImages> {
+  async fetch(spec: BlendSpec, onProgress = noProgress): Promise<FetchedImages> {
+    const total = spec.images.length;
+    let done = 0;
+    onProgress({ stage: 'fetching', done, total });
     // A streaming job fetches a few images at a time and writes each to its spool; the others fetch every image at once.
     const streaming = streamOf(spec.blendType, spec.preserveBackground) !== null;
     const spool = streaming ? await Spool.create() : null;
@@ -209,6 +214,7 @@ export class BlendEngine {
         try {
           const bytes = await fetchImage(url, i, this.limits, this.policy, this.publicUrl, this.store);
           const size = await readHeader(bytes, i, this.limits.maxPixels);
+          onProgress({ stage: 'fetching', done: ++done, total });
           return { source: spool ? await spool.write(`image-${i}`, bytes) : bytes, size };
         } catch (err) {
           failed = true;
@@ -264,7 +270,12 @@ export class BlendEngine {
     await threads;
   }
 
-  private async blend(pool: WorkerPool, spec: BlendSpec, images: Buffer[]): Promise<BlendResult> {
+  private async blend(pool: WorkerPool, spec: BlendSpec, images: Buffer[], onProgress: OnProgress): Promise<BlendResult> {
+    const total = images.length;
+    // A frame is lined up once decoded and, when the job aligns, once alignment is done with it.
+    let lined = 0;
+    const frameLinedUp = () => onProgress({ stage: 'aligning', done: ++lined, total });
+    onProgress({ stage: 'aligning', done: 0, total });
     const stages: Record<string, number> = {};
     let mark = performance.now();
     const stage = (name: string) => {
@@ -281,6 +292,7 @@ export class BlendEngine {
     const framing = decoding.map((frame, i) =>
       i === 0 ? frame : handled(Promise.all([decoding[0]!, frame]).then(([first, f]) => resizeTo(f, first.width, first.height))),
     );
+    if (!spec.align) framing.forEach((frame) => void frame.then(frameLinedUp, () => {}));
     const thumbnailing = framing.map((frame) => handled(frame.then((f) => makeThumbnail(pool, f, spec.align))));
     const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(pool, t.rgb))));
     const lineUps = spec.align ? checkLineUps(pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
@@ -330,7 +342,7 @@ export class BlendEngine {
     let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
-      const alignment = await alignFrames(pool, frames, greys, lineUps!).catch((err: Error & { code?: string; index?: number }) => {
+      const alignment = await alignFrames(pool, frames, greys, lineUps!, frameLinedUp).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -343,6 +355,7 @@ export class BlendEngine {
     // was keeps the one made on decoding; a warped frame gets a new one.
     const alignedThumbnails = handled(this.alignedThumbnails(pool, frames, aligned, thumbnails));
 
+    onProgress({ stage: 'blending', done: 0, total });
     let result: RgbImage;
     let masks: Uint8Array[] | null = null;
     if (firstMask) {
@@ -360,10 +373,13 @@ export class BlendEngine {
     // encoding add theirs, so the two never add up. Per-pixel blends make none beyond their result.
     if (BLEND_REGISTRY[blendTypeUsed].largeScratch || masks) await this.collectGarbage();
     stage('blend');
+    onProgress({ stage: 'blending', done: total, total });
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
+    onProgress({ stage: 'encoding', done: 0, total: 1 });
     const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, await alignedThumbnails, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
+    onProgress({ stage: 'encoding', done: 1, total: 1 });
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
   }

@@ -32,11 +32,19 @@ import type { Spool } from './spool.js';
  */
 
 /** What a job's progress callback is told (the contract of `BlendEngine.run`). */
+/**
+ * How far a job's work has come, as the engine reports it: `done` of `total` within `stage`, in
+ * frames for fetching, aligning (decoded and, when the job aligns, brought onto frame 0) and
+ * blending (a streaming job: each frame folded; an in-memory one works on every frame at once:
+ * 0, then all of them); 0 or 1 of 1 for encoding.
+ */
 export interface BlendProgress {
   stage: 'fetching' | 'aligning' | 'blending' | 'encoding';
   done: number;
   total: number;
 }
+
+/** Called by the engine at each step of a job; it must return at once (the job's worker throttles what it writes, progress.ts). */
 export type OnProgress = (progress: BlendProgress) => void;
 
 /** Frames decoded and aligned ahead of the one being used: enough to keep libvips and the pool busy at once (memory.ts counts them). */

@@ -19,6 +19,7 @@ import * as m0016 from './migrations/2026_11_27_0016_checkin_list_counts.js';
 import * as m0017 from './migrations/2026_11_27_0017_stripe.js';
 import * as m0018 from './migrations/2026_11_27_0018_vouchers_waitlist.js';
 import * as m0021 from './migrations/2026_11_27_0021_blend_uploads.js';
+import * as m0022 from './migrations/2026_11_27_0022_blend_progress_cancel.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0017_stripe': m0017,
   '2026_11_27_0018_vouchers_waitlist': m0018,
   '2026_11_27_0021_blend_uploads': m0021,
+  '2026_11_27_0022_blend_progress_cancel': m0022,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -27,7 +27,7 @@ export const EVENT_AREA_EVENTS = [
   'waitlist.offered',
   'waitlist.offer_expired',
 ] as const;
-export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed'] as const;
+export const BLEND_EVENTS = ['blend.started', 'blend.completed', 'blend.failed', 'blend.cancelled'] as const;
 export const WEBHOOK_EVENTS = [...EVENT_AREA_EVENTS, ...BLEND_EVENTS] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -101,6 +101,7 @@ const WEBHOOK_DATA: Record<WebhookEvent, TSchema> = {
   'blend.started': BlendJobSchema,
   'blend.completed': BlendCompletedSchema,
   'blend.failed': BlendJobSchema,
+  'blend.cancelled': BlendJobSchema,
 };
 
 /** `ticket.purchased` → `TicketPurchasedMessage`. */

@@ -1,5 +1,5 @@
-import { useState } from 'preact/hooks';
-import { type Page, sameOrigin, when } from '../api.js';
+import { useEffect, useState } from 'preact/hooks';
+import { api, type Page, Problem, sameOrigin, when } from '../api.js';
 import { link } from '../router.js';
 import { ErrorNote, useApi } from '../use-api.js';
 
@@ -7,7 +7,7 @@ import { ErrorNote, useApi } from '../use-api.js';
 interface BlendJob {
   jobId: string;
   projectId: string;
-  status: 'queued' | 'processing' | 'completed' | 'failed';
+  status: 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
   blendType: string;
   requestedBlendType: string;
   options: { preserveBackground: boolean; qualityThreshold: number; align: boolean; outputFormat: string };
@@ -17,6 +17,8 @@ interface BlendJob {
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;
+  progress: Progress | null;
+  cancelRequestedAt?: string;
   resultUrl?: string;
   resultUrlExpiresAt?: string;
   width?: number;
@@ -26,6 +28,19 @@ interface BlendJob {
   quality?: { alignment: number; sharpness: number; exposure: number; ghosting: number | null };
   error?: { code: string; message: string; imageIndex: number | null };
 }
+
+/** The job's progress (docs/blend.md, "Progress"): the share done of the current stage. */
+interface Progress {
+  stage: 'fetching' | 'aligning' | 'blending' | 'encoding';
+  fraction: number;
+  framesDone: number;
+  framesTotal: number;
+}
+
+const STAGES = ['fetching', 'aligning', 'blending', 'encoding'] as const;
+const OPEN = new Set(['queued', 'processing']);
+/** The share of the whole job done: the stages count alike. */
+const overall = (p: Progress) => (STAGES.indexOf(p.stage) + p.fraction) / STAGES.length;
 
 const score = (job: BlendJob) => (job.qualityScore === undefined ? '—' : job.qualityScore.toFixed(2));
 const seconds = (job: BlendJob) => (job.processingTime === undefined ? '—' : `${(job.processingTime / 1000).toFixed(1)} s`);
@@ -76,8 +91,80 @@ export function BlendPage() {
   );
 }
 
-export function BlendJobPage({ jobId }: { jobId: string }) {
+/**
+ * The job as it is now: loaded once, then followed through its event stream (the session cookie
+ * authenticates it) while it is queued or processing; the final event brings the whole record.
+ */
+function useLiveJob(jobId: string) {
   const job = useApi<BlendJob>(`/blend/status/${encodeURIComponent(jobId)}`);
+  const [live, setLive] = useState<BlendJob | null>(null);
+  useEffect(() => setLive(null), [jobId]);
+  const data = live ?? job.data;
+  const open = data !== null && OPEN.has(data.status);
+  useEffect(() => {
+    if (!open) return;
+    const source = new EventSource(`/v1/blend/status/${encodeURIComponent(jobId)}/events`);
+    source.addEventListener('progress', (event) => {
+      const { status, progress } = JSON.parse((event as MessageEvent<string>).data) as Pick<BlendJob, 'status' | 'progress'>;
+      setLive((current) => {
+        const base = current ?? job.data;
+        return base ? { ...base, status, progress } : base;
+      });
+    });
+    for (const name of ['completed', 'failed', 'cancelled']) {
+      source.addEventListener(name, (event) => {
+        setLive(JSON.parse((event as MessageEvent<string>).data) as BlendJob);
+        source.close();
+      });
+    }
+    return () => source.close();
+  }, [jobId, open]);
+  return { ...job, data, setLive };
+}
+
+/** A live bar over the whole job, with its stage and frames in words. */
+function ProgressBar({ progress }: { progress: Progress }) {
+  const share = Math.round(overall(progress) * 100);
+  const frames = progress.stage === 'encoding' ? '' : ` · ${progress.framesDone} of ${progress.framesTotal} frames`;
+  return (
+    <div class="progress">
+      <progress max={100} value={share} aria-label="Blend progress" aria-valuetext={`${share}%, ${progress.stage}`} />
+      <span class="progress-text">
+        {progress.stage}
+        {frames} · {share}%
+      </span>
+    </div>
+  );
+}
+
+/** Cancels the job (POST /v1/blend/jobs/:jobId/cancel); the record it answers replaces the shown one. */
+function CancelButton({ job, onCancelled }: { job: BlendJob; onCancelled: (job: BlendJob) => void }) {
+  const [error, setError] = useState<Problem | null>(null);
+  const [busy, setBusy] = useState(false);
+  const asked = busy || job.cancelRequestedAt !== undefined;
+  const cancel = async () => {
+    setBusy(true);
+    try {
+      onCancelled(await api<BlendJob>(`/blend/jobs/${encodeURIComponent(job.jobId)}/cancel`, { method: 'POST' }));
+      setError(null);
+    } catch (err) {
+      setError(err instanceof Problem ? err : new Problem(0, 'network', 'The server could not be reached.', {}));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" class="danger" disabled={asked} onClick={cancel}>
+        {asked ? 'Stopping…' : 'Cancel job'}
+      </button>
+      {error && <ErrorNote error={error} />}
+    </>
+  );
+}
+
+export function BlendJobPage({ jobId }: { jobId: string }) {
+  const job = useLiveJob(jobId);
   const data = job.data;
   return (
     <section aria-labelledby="job-title">
@@ -92,6 +179,22 @@ export function BlendJobPage({ jobId }: { jobId: string }) {
             <dl class="facts">
               <dt>Status</dt>
               <dd class={`status status-${data.status}`}>{data.status}</dd>
+              {data.progress && (
+                <>
+                  <dt>Progress</dt>
+                  <dd>
+                    <ProgressBar progress={data.progress} />
+                  </dd>
+                </>
+              )}
+              {OPEN.has(data.status) && (
+                <>
+                  <dt>Cancel</dt>
+                  <dd>
+                    <CancelButton job={data} onCancelled={(cancelled) => job.setLive(cancelled)} />
+                  </dd>
+                </>
+              )}
               <dt>Blend type</dt>
               <dd>
                 {data.blendType}
@@ -153,7 +256,7 @@ export function BlendJobPage({ jobId }: { jobId: string }) {
                   </figcaption>
                 </figure>
               ) : (
-                <p class={`placeholder result-pending status-${data.status}`}>{data.status === 'failed' ? 'No result: the job failed.' : `No result yet (${data.status}).`}</p>
+                <p class={`placeholder result-pending status-${data.status}`}>{data.status === 'failed' ? 'No result: the job failed.' : data.status === 'cancelled' ? 'No result: the job was cancelled.' : `No result yet (${data.status}).`}</p>
               )}
             </div>
           </div>
