@@ -130,6 +130,22 @@ for (const engine of ENGINES) {
       assert.equal((await fetch(job.resultUrl)).status, 404);
       assert.equal((await api.fetch(`/v1/blend/status/${job.jobId}`, { key })).status, 404);
     });
+
+    test('montage blend downloads a presigned result from the store itself, not from the server it was given', async (t) => {
+      const s3 = await s3Server(t);
+      const api = await startApp(t, await freshStorage(t, engine), { ...s3.env }, { workers: true });
+      const { key } = await api.account();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-cli-s3-'));
+      onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+      const out = path.join(dir, 'result.png');
+      const files = ['1.png', '2.png'].map((name) => path.join(FIXTURES, name));
+      const cli = montage(t, 'blend', { MONTAGE_API_KEY: key }, ...files, '--type', 'mean', '--no-align', '--server', api.url, '--out', out, '--json');
+      const code = await new Promise((r) => (cli.exited() ? r(cli.child.exitCode) : cli.child.once('exit', r)));
+      assert.equal(code, 0, cli.output());
+      const job = JSON.parse(cli.output().split('\n').find((line) => line.startsWith('{'))!);
+      assert.ok(job.resultUrl.startsWith(`${s3.endpoint}/${BUCKET}/`), 'the job names a presigned URL of the store');
+      assert.ok(fs.readFileSync(out).subarray(0, 4).equals(PNG), 'the result written is the PNG from the bucket');
+    });
   });
 }
 
