@@ -50,6 +50,12 @@ async function settled(api: TestApp, key: string, jobId: string, timeoutMs = 60_
   );
 }
 
+/** A logger that keeps what is logged as an error (the sweep's and the deletes' failures). */
+function capturingLog() {
+  const errors: { obj: object; msg: string }[] = [];
+  return { errors, error: (obj: object, msg: string) => errors.push({ obj, msg }) };
+}
+
 const start = (api: TestApp, key: string, images: string[], options: object = { blendType: 'median', outputFormat: 'png' }) =>
   api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'uploads', images, options } });
 
@@ -154,17 +160,45 @@ for (const engine of ENGINES) {
       await problem(await api.fetch(`/v1/blend/uploads/${used.id}`, { method: 'DELETE', key }), 409, 'upload_in_use');
 
       const store = createResultStore(api.config);
-      assert.equal(await purgeExpiredUploads(api.database.db, store), 0, 'nothing has expired yet');
+      const log = capturingLog();
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log), 0, 'nothing has expired yet');
       const later = Date.now() + 3_600_000 + 1000;
-      assert.equal(await purgeExpiredUploads(api.database.db, store, later), 1);
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 1);
       assert.equal(storedUploads(api).length, 2, 'the queued job keeps its two');
       const rows = await api.database.db.selectFrom('blendUploads').select('id').orderBy('id').execute();
       assert.deepEqual(rows.map((r) => r.id), [used.id, alsoUsed.id]);
       assert.ok(!rows.some((r) => r.id === unused.id));
 
       await api.database.db.updateTable('blendJobs').set({ status: 'failed', completedAt: Date.now() }).where('id', '=', job.jobId).execute();
-      assert.equal(await purgeExpiredUploads(api.database.db, store, later), 2);
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 2);
       assert.deepEqual(storedUploads(api), []);
+      assert.deepEqual(log.errors, []);
+    });
+
+    test('a sweep whose store fails to delete one upload removes the others and keeps that record for the next sweep', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_UPLOAD_TTL: '1h' });
+      const { key, accountId } = await api.account();
+      const frames = crowd('jpg').slice(0, 3).map((f) => fs.readFileSync(f));
+      const ids: string[] = [];
+      for (const frame of frames) ids.push((await uploaded(api, key, frame)).id);
+      // The directory store cannot delete a directory where the object's file was: a real failure of its delete.
+      const stuck = path.join(api.config.dataDir, 'results', 'uploads', accountId.toLowerCase(), ids[1]!);
+      fs.rmSync(stuck);
+      fs.mkdirSync(stuck);
+      fs.writeFileSync(path.join(stuck, 'keep'), 'x');
+
+      const store = createResultStore(api.config);
+      const log = capturingLog();
+      const later = Date.now() + 3_600_000 + 1000;
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 2, 'the failure does not stop the others');
+      const rows = await api.database.db.selectFrom('blendUploads').select('id').execute();
+      assert.deepEqual(rows.map((r) => r.id), [ids[1]], 'the record of the bytes still stored stays');
+      assert.equal(log.errors.length, 1);
+      assert.equal((log.errors[0]!.obj as { key: string }).key, `uploads/${accountId.toLowerCase()}/${ids[1]}`);
+
+      fs.rmSync(stuck, { recursive: true });
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 1, 'the next sweep removes it');
+      assert.deepEqual(await api.database.db.selectFrom('blendUploads').select('id').execute(), []);
     });
 
     test('an expired upload is gone for the client: not read, not listed, refused by a new job', async (t) => {

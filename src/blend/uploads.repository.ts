@@ -83,9 +83,12 @@ export async function deleteUnusedUpload(scope: TenantScope, id: string, now: nu
   return Number(result.numDeletedRows) === 1;
 }
 
-/** Deletes up to `limit` uploads expired by `now` that no unfinished job uses; answers their keys. */
-export async function deleteExpiredUploads(db: Db, now: number, limit: number): Promise<string[]> {
-  const due = await db
+/**
+ * Up to `limit` uploads expired by `now` that no unfinished job uses, oldest first. An expired
+ * upload cannot be named by a new job, so none of these is taken by one once selected.
+ */
+export function expiredUnusedUploads(db: Db, now: number, limit: number): Promise<{ id: string; accountId: string }[]> {
+  return db
     .selectFrom('blendUploads')
     .select(['id', 'accountId'])
     .where('expiresAt', '<=', now)
@@ -93,13 +96,11 @@ export async function deleteExpiredUploads(db: Db, now: number, limit: number): 
     .orderBy('expiresAt')
     .limit(limit)
     .execute();
-  if (due.length === 0) return [];
-  // Still unused at the delete itself: a job stored since the select keeps its upload.
-  const deleted = await db
-    .deleteFrom('blendUploads')
-    .where('id', 'in', due.map((r) => r.id))
-    .where((eb) => eb.not(usedByUnfinishedJob(eb)))
-    .returning(['id', 'accountId'])
-    .execute();
-  return deleted.map((r) => uploadKey(r.accountId, r.id));
+}
+
+/** Deletes the records of uploads whose bytes are gone; answers how many. */
+export async function deleteUploads(db: Db, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await db.deleteFrom('blendUploads').where('id', 'in', ids).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
