@@ -9,7 +9,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { createResultStore } from '../src/blend/storage.js';
-import { purgeExpiredUploads } from '../src/blend/uploads.service.js';
+import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
+import { TenantScope } from '../src/db/tenant.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -173,6 +174,26 @@ for (const engine of ENGINES) {
       assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 2);
       assert.deepEqual(storedUploads(api), []);
       assert.deepEqual(log.errors, []);
+    });
+
+    test('a DELETE that waits for a job start holding the upload sees that job and refuses', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_UPLOAD_TTL: '1h' });
+      const { key, accountId } = await api.account();
+      const [one, two] = crowd('jpg').map((f) => fs.readFileSync(f));
+      const first = await uploaded(api, key, one!);
+      const second = await uploaded(api, key, two!);
+      const queued = await (await start(api, key, [first.id, first.id])).json();
+      const job = await api.database.db.selectFrom('blendJobs').selectAll().where('id', '=', queued.jobId).executeTakeFirstOrThrow();
+      let deleting: Promise<Response> | null = null;
+      // A job start as blend.service does it: the uploads checked (held, on PostgreSQL), then the job stored; the DELETE comes in between.
+      await api.database.db.transaction().execute(async (trx) => {
+        await checkUploadImages(new TenantScope(trx, accountId), [second.id], Date.now());
+        deleting = api.fetch(`/v1/blend/uploads/${second.id}`, { method: 'DELETE', key });
+        await new Promise((r) => setTimeout(r, 300));
+        await trx.insertInto('blendJobs').values({ ...job, id: `${job.id.slice(0, -1)}z`, images: JSON.stringify([second.id, second.id]) }).execute();
+      });
+      await problem(await deleting!, 409, 'upload_in_use');
+      assert.ok(await api.database.db.selectFrom('blendUploads').select('id').where('id', '=', second.id).executeTakeFirst(), 'the upload stays');
     });
 
     test('a sweep whose store fails to delete one upload removes the others and keeps that record for the next sweep', async (t) => {

@@ -72,15 +72,23 @@ export function pageUploads(scope: TenantScope, now: number, page: KeysetPage): 
   return keysetPage(qb, page, 'blendUploads.id', 'blendUploads.id', 'desc').execute();
 }
 
-/** Deletes the account's live upload unless an unfinished job uses it; true when it was deleted. */
-export async function deleteUnusedUpload(scope: TenantScope, id: string, now: number): Promise<boolean> {
-  const result = await scope
-    .deleteFrom('blendUploads')
-    .where('id', '=', id)
-    .where('expiresAt', '>', now)
-    .where((eb) => eb.not(usedByUnfinishedJob(eb)))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows) === 1;
+/**
+ * Deletes the account's live upload unless an unfinished job uses it; true when it was deleted. On
+ * PostgreSQL the row is locked first: that waits for a job start holding it (`liveUploadIds`), and
+ * the delete, a statement of its own, then sees that job (a single DELETE would judge its NOT EXISTS
+ * on the snapshot taken before the wait, and delete an upload the job now uses).
+ */
+export function deleteUnusedUpload(scope: TenantScope, id: string, now: number): Promise<boolean> {
+  return scope.transaction(async (tx) => {
+    if (onPostgres(tx.db)) await tx.selectFrom('blendUploads').select('id').where('id', '=', id).forUpdate().execute();
+    const result = await tx
+      .deleteFrom('blendUploads')
+      .where('id', '=', id)
+      .where('expiresAt', '>', now)
+      .where((eb) => eb.not(usedByUnfinishedJob(eb)))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) === 1;
+  });
 }
 
 /**
