@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { createResultStore } from '../src/blend/storage.js';
 import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
+import { lockAccountUploads } from '../src/blend/uploads.repository.js';
 import { TenantScope } from '../src/db/tenant.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
@@ -194,6 +195,19 @@ for (const engine of ENGINES) {
       });
       await problem(await deleting!, 409, 'upload_in_use');
       assert.ok(await api.database.db.selectFrom('blendUploads').select('id').where('id', '=', second.id).executeTakeFirst(), 'the upload stays');
+    });
+
+    test('an upload holding its account lock does not hold up other writes of the account', async (t) => {
+      if (engine !== 'postgres') return t.skip('SQLite runs one write transaction at a time: there is no row lock to test');
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      await api.database.db.transaction().execute(async (trx) => {
+        await lockAccountUploads(new TenantScope(trx, accountId));
+        // A job insert takes a key-share lock on the account row: with FOR UPDATE it would wait for this transaction, which waits for it.
+        const started = start(api, key, ['https://example.com/1.png', 'https://example.com/2.png'], { blendType: 'mean' }).then((res) => res.status);
+        const blocked = new Promise((r) => setTimeout(() => r('still waiting after 10 s'), 10_000).unref());
+        assert.equal(await Promise.race([started, blocked]), 202);
+      });
     });
 
     test('a sweep whose store fails to delete one upload removes the others and keeps that record for the next sweep', async (t) => {

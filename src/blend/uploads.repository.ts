@@ -32,11 +32,12 @@ export async function insertUpload(scope: TenantScope, row: BlendUploadRow): Pro
 /**
  * Holds off the account's other uploads until this transaction ends, so that a quota is checked
  * and spent by one upload at a time (PostgreSQL: the account row's lock; SQLite runs one write
- * transaction at a time already).
+ * transaction at a time already). FOR NO KEY UPDATE, not FOR UPDATE: it still excludes another
+ * upload's lock, but not the key-share locks of every insert that references the account.
  */
 export async function lockAccountUploads(tx: TenantScope): Promise<void> {
   if (!tx.db.isTransaction) throw new Error('lockAccountUploads needs a transaction');
-  if (onPostgres(tx.db)) await tx.db.selectFrom('accounts').select('id').where('id', '=', tx.accountId).forUpdate().execute();
+  if (onPostgres(tx.db)) await tx.db.selectFrom('accounts').select('id').where('id', '=', tx.accountId).forNoKeyUpdate().execute();
 }
 
 /** How many live (unexpired) uploads the account holds, and their bytes. */
