@@ -13,9 +13,12 @@ import { lightenRows } from '../src/blend/engine/point/stack.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
 import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
+import type { BlendFailure } from '../src/blend/failures.js';
+import { BlendEngine, type BlendSpec } from '../src/blend/pipeline.js';
 import { Spool } from '../src/blend/spool.js';
 import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
 import { loadConfig } from '../src/config.js';
+import { addressPolicy } from '../src/net/safe-http.js';
 import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -131,6 +134,40 @@ describe('streaming stacks: limits and memory', () => {
     assert.deepEqual(imageLimit(limits, 'auto', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '1' }), /MONTAGE_BLEND_MAX_MEDIAN_IMAGES/);
+  });
+});
+
+describe('the spool of a streaming job', () => {
+  test('a job refused after its first image waits for the fetches still writing, then leaves no spool behind', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const files = await smallFrames(dir, 6);
+    // The first frame comes at once; the others only after a while, so they are still arriving when the job is refused.
+    let started = 0;
+    let answered = 0;
+    const server = http.createServer((req, res) => {
+      started++;
+      const bytes = fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')));
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'image/png' }).end(bytes, () => answered++);
+      }, req.url === '/0.png' ? 0 : 400);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
+    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'lighten', align: false, deghost: false, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
+    await assert.rejects(engine.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
+    assert.ok(started > 1, 'other images were being fetched when the first refused the job');
+    assert.equal(answered, started, 'the refusal came once every fetch begun had ended');
+    assert.deepEqual(fs.readdirSync(temp), [], 'the spool is removed');
   });
 });
 

@@ -234,7 +234,13 @@ export class BlendEngine {
       return { sources: fetched.map((f) => f.source), pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
     } catch (err) {
       failed = true;
-      await spool?.discard();
+      if (spool) {
+        // The fetches still running write into the spool: it is removed once they have ended (each is
+        // bounded by the fetch time-out, and none starts any more), and its removal never replaces
+        // the refusal the client must hear.
+        await Promise.allSettled(fetching);
+        await spool.discard().catch(() => {});
+      }
       throw err;
     }
   }

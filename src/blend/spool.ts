@@ -35,6 +35,7 @@ export class Spool {
   async discard(): Promise<void> {
     if (this.discarded) return;
     this.discarded = true;
-    await fs.rm(this.dir, { recursive: true, force: true });
+    // A file closed by another thread just now can make one attempt fail (ENOTEMPTY, EBUSY).
+    await fs.rm(this.dir, { recursive: true, force: true, maxRetries: 3 });
   }
 }
