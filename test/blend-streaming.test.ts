@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -158,16 +159,47 @@ describe('the spool of a streaming job', () => {
     onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-    const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
-    onCleanup(t, () => engine.close());
     const previous = process.env.TMPDIR;
     process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
     onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    await engine.orphansRemoved;
     const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'lighten', align: false, deghost: false, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
     await assert.rejects(engine.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
     assert.ok(started > 1, 'other images were being fetched when the first refused the job');
     assert.equal(answered, started, 'the refusal came once every fetch begun had ended');
     assert.deepEqual(fs.readdirSync(temp), [], 'the spool is removed');
+  });
+});
+
+describe('spool directories left by processes that died', () => {
+  test('an engine removes those whose process is gone or started before this one, and keeps those of running processes', async (t) => {
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await new Promise((r) => gone.once('exit', r));
+    const dir = (pid: number, suffix: string) => {
+      const name = `montage-blend-${pid}-${suffix}`;
+      fs.mkdirSync(path.join(temp, name));
+      fs.writeFileSync(path.join(temp, name, 'image-0'), 'x');
+      return name;
+    };
+    const dead = dir(gone.pid!, 'aB3dE9');
+    const earlier = dir(process.pid, 'q1W2e3');
+    const then = new Date(Date.now() - process.uptime() * 1000 - 60_000);
+    fs.utimesSync(path.join(temp, earlier), then, then);
+    const ours = dir(process.pid, 'Zx8yW7');
+    const parents = dir(process.ppid, 'Kk4Ll5');
+    fs.mkdirSync(path.join(temp, 'montage-blend-Ab12Cd'), { recursive: true }); // not one of this naming: left alone
+
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const engine = new BlendEngine(LIMITS, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    assert.deepEqual((await engine.orphansRemoved).sort(), [dead, earlier].sort());
+    assert.deepEqual(fs.readdirSync(temp).sort(), ['montage-blend-Ab12Cd', ours, parents].sort());
   });
 });
 

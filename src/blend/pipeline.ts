@@ -16,7 +16,7 @@ import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
 import { jobMemory, jobPixels, MemoryBudget, type FrameSize, streamOf } from './memory.js';
-import { Spool } from './spool.js';
+import { removeOrphanSpools, Spool } from './spool.js';
 import { type OnProgress, streamStack } from './stream.js';
 import { type Quality, scoreQuality } from './quality.js';
 import type { ObjectStore } from './storage.js';
@@ -120,6 +120,8 @@ export class BlendEngine {
   private readonly pool: WorkerPool;
   /** This process's blend memory (memory.ts): jobs wait for their estimate to fit. */
   readonly memory: MemoryBudget;
+  /** The spool directories of processes that died, removed as the engine starts (spool.ts): their names. */
+  readonly orphansRemoved: Promise<string[]>;
 
   constructor(
     private readonly limits: BlendLimits,
@@ -132,6 +134,7 @@ export class BlendEngine {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
     this.memory = new MemoryBudget(limits.memoryBytes);
+    this.orphansRemoved = removeOrphanSpools();
   }
 
   /**
