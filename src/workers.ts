@@ -39,7 +39,7 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       jobs: (db) => purgeFinishedJobs(db),
       webhookMessages: (db) => purgeOldWebhookMessages(db),
       blendJobs: (db) => purgeExpiredBlendJobs(db, store, config.blend.retentionMs),
-      blendUploads: (db) => purgeExpiredUploads(db, store),
+      blendUploads: (db) => purgeExpiredUploads(db, store, log),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
       overdueOrders: (db) => sweepPendingOrders(db),

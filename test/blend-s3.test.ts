@@ -11,8 +11,12 @@ import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import AWSAccount from 's3rver/lib/models/account.js';
 import { purgeExpiredBlendJobs } from '../src/blend/blend.service.js';
+import type { BlendFailure } from '../src/blend/failures.js';
+import { fetchImage } from '../src/blend/fetcher.js';
 import { S3Store } from '../src/blend/storage-s3.js';
 import { ConfigError, loadConfig } from '../src/config.js';
+import type { AppError } from '../src/errors.js';
+import { addressPolicy } from '../src/net/safe-http.js';
 import { setPassword } from '../src/dashboard/password.service.js';
 import { databaseWithAccount, ENGINES, freePort, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
@@ -130,10 +134,57 @@ for (const engine of ENGINES) {
       assert.equal((await fetch(job.resultUrl)).status, 404);
       assert.equal((await api.fetch(`/v1/blend/status/${job.jobId}`, { key })).status, 404);
     });
+
+    test('montage blend downloads a presigned result from the store itself, not from the server it was given', async (t) => {
+      const s3 = await s3Server(t);
+      const api = await startApp(t, await freshStorage(t, engine), { ...s3.env }, { workers: true });
+      const { key } = await api.account();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-cli-s3-'));
+      onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+      const out = path.join(dir, 'result.png');
+      const files = ['1.png', '2.png'].map((name) => path.join(FIXTURES, name));
+      const cli = montage(t, 'blend', { MONTAGE_API_KEY: key }, ...files, '--type', 'mean', '--no-align', '--server', api.url, '--out', out, '--json');
+      const code = await new Promise((r) => (cli.exited() ? r(cli.child.exitCode) : cli.child.once('exit', r)));
+      assert.equal(code, 0, cli.output());
+      const job = JSON.parse(cli.output().split('\n').find((line) => line.startsWith('{'))!);
+      assert.ok(job.resultUrl.startsWith(`${s3.endpoint}/${BUCKET}/`), 'the job names a presigned URL of the store');
+      assert.ok(fs.readFileSync(out).subarray(0, 4).equals(PNG), 'the result written is the PNG from the bucket');
+    });
   });
 }
 
 describe('the S3 store', () => {
+  test('a store that stops answering fails the call, and an upload read stalled mid-body fails within the fetch time-out', async (t) => {
+    // A "store" that answers GETs with a head and a first byte of a long body, then nothing; other calls not at all.
+    const sockets = new Set<import('node:net').Socket>();
+    let closed = 0;
+    const server = http.createServer((req, res) => {
+      req.socket.once('close', () => closed++);
+      if (req.method === 'GET' && req.url?.includes('stalled')) res.writeHead(200, { 'content-length': '1000', 'content-type': 'image/png' }).write('x');
+    });
+    server.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(t, () => new Promise<void>((r) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => r());
+    }));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const config = loadConfig({ MONTAGE_STORAGE_URL: `s3://${BUCKET}?endpoint=${endpoint}&region=us-east-1&pathStyle=true`, ...CREDENTIALS });
+    const quick = new S3Store(config.storage!, { connectMs: 1_000, requestMs: 300, idleMs: 300 });
+    onCleanup(t, () => quick.close());
+    await assert.rejects(quick.delete('results/silent.png'), (err: Error) => err.name === 'TimeoutError');
+    await assert.rejects(quick.open('results/silent.png'), (err: AppError) => err.code === 'unavailable');
+
+    // The upload's bytes stall past the fetch time-out (the store's own idle time-out is longer): the image fails, retryably, and the read is let go.
+    const patient = new S3Store(config.storage!, { connectMs: 1_000, requestMs: 30_000, idleMs: 30_000 });
+    onCleanup(t, () => patient.close());
+    const before = closed;
+    const key = `uploads/acc_stalled/upl_${'0'.repeat(26)}`;
+    const limits = { ...config.blend, fetchTimeoutMs: 300 };
+    await assert.rejects(fetchImage(key, 0, limits, addressPolicy(true), config.publicUrl, patient), (err: BlendFailure) => err.code === 'image_fetch_failed' && err.retryable && /within 0.3 s/.test(err.message));
+    await until(() => closed > before, 5_000, 'the stalled read to be closed');
+  });
+
   test('a stream is stored whole or not at all; a missing key opens as null; deletes are idempotent', async (t) => {
     const s3 = await s3Server(t);
     const store = new S3Store(loadConfig(s3.env).storage!);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,9 +14,12 @@ import { lightenRows } from '../src/blend/engine/point/stack.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
 import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
+import type { BlendFailure } from '../src/blend/failures.js';
+import { BlendEngine, type BlendSpec } from '../src/blend/pipeline.js';
 import { Spool } from '../src/blend/spool.js';
 import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
 import { loadConfig } from '../src/config.js';
+import { addressPolicy } from '../src/net/safe-http.js';
 import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -131,6 +135,74 @@ describe('streaming stacks: limits and memory', () => {
     assert.deepEqual(imageLimit(limits, 'auto', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '1' }), /MONTAGE_BLEND_MAX_MEDIAN_IMAGES/);
+  });
+});
+
+/** The spool directories in `dir` (the worker threads' TypeScript loader keeps its cache there too). */
+const spools = (dir: string) => fs.readdirSync(dir).filter((name) => name.startsWith('montage-blend-')).sort();
+
+describe('the spool of a streaming job', () => {
+  test('a job refused after its first image waits for the fetches still writing, then leaves no spool behind', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const files = await smallFrames(dir, 6);
+    // The first frame comes at once; the others only after a while, so they are still arriving when the job is refused.
+    let started = 0;
+    let answered = 0;
+    const server = http.createServer((req, res) => {
+      started++;
+      const bytes = fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')));
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'image/png' }).end(bytes, () => answered++);
+      }, req.url === '/0.png' ? 0 : 400);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
+    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    await engine.orphansRemoved;
+    const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'lighten', align: false, deghost: false, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
+    await assert.rejects(engine.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
+    assert.ok(started > 1, 'other images were being fetched when the first refused the job');
+    assert.equal(answered, started, 'the refusal came once every fetch begun had ended');
+    assert.deepEqual(spools(temp), [], 'the spool is removed');
+  });
+});
+
+describe('spool directories left by processes that died', () => {
+  test('an engine removes those whose process is gone or started before this one, and keeps those of running processes', async (t) => {
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await new Promise((r) => gone.once('exit', r));
+    const dir = (pid: number, suffix: string) => {
+      const name = `montage-blend-${pid}-${suffix}`;
+      fs.mkdirSync(path.join(temp, name));
+      fs.writeFileSync(path.join(temp, name, 'image-0'), 'x');
+      return name;
+    };
+    const dead = dir(gone.pid!, 'aB3dE9');
+    const earlier = dir(process.pid, 'q1W2e3');
+    const then = new Date(Date.now() - process.uptime() * 1000 - 60_000);
+    fs.utimesSync(path.join(temp, earlier), then, then);
+    const ours = dir(process.pid, 'Zx8yW7');
+    const parents = dir(process.ppid, 'Kk4Ll5');
+    fs.mkdirSync(path.join(temp, 'montage-blend-Ab12Cd'), { recursive: true }); // not one of this naming: left alone
+
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const engine = new BlendEngine(LIMITS, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    assert.deepEqual((await engine.orphansRemoved).sort(), [dead, earlier].sort());
+    assert.deepEqual(spools(temp), ['montage-blend-Ab12Cd', ours, parents].sort());
   });
 });
 

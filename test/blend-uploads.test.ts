@@ -9,7 +9,9 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { createResultStore } from '../src/blend/storage.js';
-import { purgeExpiredUploads } from '../src/blend/uploads.service.js';
+import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
+import { lockAccountUploads } from '../src/blend/uploads.repository.js';
+import { TenantScope } from '../src/db/tenant.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -48,6 +50,12 @@ async function settled(api: TestApp, key: string, jobId: string, timeoutMs = 60_
     timeoutMs,
     `blend job ${jobId}`,
   );
+}
+
+/** A logger that keeps what is logged as an error (the sweep's and the deletes' failures). */
+function capturingLog() {
+  const errors: { obj: object; msg: string }[] = [];
+  return { errors, error: (obj: object, msg: string) => errors.push({ obj, msg }) };
 }
 
 const start = (api: TestApp, key: string, images: string[], options: object = { blendType: 'median', outputFormat: 'png' }) =>
@@ -154,17 +162,78 @@ for (const engine of ENGINES) {
       await problem(await api.fetch(`/v1/blend/uploads/${used.id}`, { method: 'DELETE', key }), 409, 'upload_in_use');
 
       const store = createResultStore(api.config);
-      assert.equal(await purgeExpiredUploads(api.database.db, store), 0, 'nothing has expired yet');
+      const log = capturingLog();
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log), 0, 'nothing has expired yet');
       const later = Date.now() + 3_600_000 + 1000;
-      assert.equal(await purgeExpiredUploads(api.database.db, store, later), 1);
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 1);
       assert.equal(storedUploads(api).length, 2, 'the queued job keeps its two');
       const rows = await api.database.db.selectFrom('blendUploads').select('id').orderBy('id').execute();
       assert.deepEqual(rows.map((r) => r.id), [used.id, alsoUsed.id]);
       assert.ok(!rows.some((r) => r.id === unused.id));
 
       await api.database.db.updateTable('blendJobs').set({ status: 'failed', completedAt: Date.now() }).where('id', '=', job.jobId).execute();
-      assert.equal(await purgeExpiredUploads(api.database.db, store, later), 2);
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 2);
       assert.deepEqual(storedUploads(api), []);
+      assert.deepEqual(log.errors, []);
+    });
+
+    test('a DELETE that waits for a job start holding the upload sees that job and refuses', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_UPLOAD_TTL: '1h' });
+      const { key, accountId } = await api.account();
+      const [one, two] = crowd('jpg').map((f) => fs.readFileSync(f));
+      const first = await uploaded(api, key, one!);
+      const second = await uploaded(api, key, two!);
+      const queued = await (await start(api, key, [first.id, first.id])).json();
+      const job = await api.database.db.selectFrom('blendJobs').selectAll().where('id', '=', queued.jobId).executeTakeFirstOrThrow();
+      let deleting: Promise<Response> | null = null;
+      // A job start as blend.service does it: the uploads checked (held, on PostgreSQL), then the job stored; the DELETE comes in between.
+      await api.database.db.transaction().execute(async (trx) => {
+        await checkUploadImages(new TenantScope(trx, accountId), [second.id], Date.now());
+        deleting = api.fetch(`/v1/blend/uploads/${second.id}`, { method: 'DELETE', key });
+        await new Promise((r) => setTimeout(r, 300));
+        await trx.insertInto('blendJobs').values({ ...job, id: `${job.id.slice(0, -1)}z`, images: JSON.stringify([second.id, second.id]) }).execute();
+      });
+      await problem(await deleting!, 409, 'upload_in_use');
+      assert.ok(await api.database.db.selectFrom('blendUploads').select('id').where('id', '=', second.id).executeTakeFirst(), 'the upload stays');
+    });
+
+    test('an upload holding its account lock does not hold up other writes of the account', async (t) => {
+      if (engine !== 'postgres') return t.skip('SQLite runs one write transaction at a time: there is no row lock to test');
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      await api.database.db.transaction().execute(async (trx) => {
+        await lockAccountUploads(new TenantScope(trx, accountId));
+        // A job insert takes a key-share lock on the account row: with FOR UPDATE it would wait for this transaction, which waits for it.
+        const started = start(api, key, ['https://example.com/1.png', 'https://example.com/2.png'], { blendType: 'mean' }).then((res) => res.status);
+        const blocked = new Promise((r) => setTimeout(() => r('still waiting after 10 s'), 10_000).unref());
+        assert.equal(await Promise.race([started, blocked]), 202);
+      });
+    });
+
+    test('a sweep whose store fails to delete one upload removes the others and keeps that record for the next sweep', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_UPLOAD_TTL: '1h' });
+      const { key, accountId } = await api.account();
+      const frames = crowd('jpg').slice(0, 3).map((f) => fs.readFileSync(f));
+      const ids: string[] = [];
+      for (const frame of frames) ids.push((await uploaded(api, key, frame)).id);
+      // The directory store cannot delete a directory where the object's file was: a real failure of its delete.
+      const stuck = path.join(api.config.dataDir, 'results', 'uploads', accountId.toLowerCase(), ids[1]!);
+      fs.rmSync(stuck);
+      fs.mkdirSync(stuck);
+      fs.writeFileSync(path.join(stuck, 'keep'), 'x');
+
+      const store = createResultStore(api.config);
+      const log = capturingLog();
+      const later = Date.now() + 3_600_000 + 1000;
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 2, 'the failure does not stop the others');
+      const rows = await api.database.db.selectFrom('blendUploads').select('id').execute();
+      assert.deepEqual(rows.map((r) => r.id), [ids[1]], 'the record of the bytes still stored stays');
+      assert.equal(log.errors.length, 1);
+      assert.equal((log.errors[0]!.obj as { key: string }).key, `uploads/${accountId.toLowerCase()}/${ids[1]}`);
+
+      fs.rmSync(stuck, { recursive: true });
+      assert.equal(await purgeExpiredUploads(api.database.db, store, log, later), 1, 'the next sweep removes it');
+      assert.deepEqual(await api.database.db.selectFrom('blendUploads').select('id').execute(), []);
     });
 
     test('an expired upload is gone for the client: not read, not listed, refused by a new job', async (t) => {

@@ -166,6 +166,17 @@ async function waitFor(server: string, key: string, jobId: string): Promise<any>
   }
 }
 
+/**
+ * Where the result is downloaded from. Montage's own result URL is read from the server named here:
+ * its signed path and query work on any address of it, while the origin the server put in it may not
+ * be reachable from this machine. Any other URL (a presigned URL of an object store) is signed for its
+ * own host and is fetched as it is; neither carries the API key.
+ */
+export function resultLocation(server: string, resultUrl: string): string {
+  const result = new URL(resultUrl);
+  return result.pathname.startsWith('/v1/blend/results/') ? `${server}${result.pathname}${result.search}` : resultUrl;
+}
+
 /** Runs the command; resolves once the result is written, or throws a CommandFailure. */
 export async function blendCommand(files: string[], options: BlendCommandOptions): Promise<void> {
   const server = options.server.replace(/\/+$/, '');
@@ -189,9 +200,7 @@ export async function blendCommand(files: string[], options: BlendCommandOptions
     if (options.json) process.stdout.write(`${JSON.stringify(job)}\n`);
     throw new CommandFailure(JOB_FAILED, `${job.error?.code ?? 'failed'}: ${job.error?.message ?? 'the job failed'}`);
   }
-  // The result is read from the server named here: its signed path and query work on any address of it.
-  const result = new URL(job.resultUrl);
-  const image = await send('download', () => fetch(`${server}${result.pathname}${result.search}`));
+  const image = await send('download', () => fetch(resultLocation(server, job.resultUrl)));
   const out = options.out ?? `${job.jobId}.${EXTENSIONS[outputFormat]}`;
   if (image.status !== 200) throw refusal(image);
   await fs.writeFile(out, image.bytes);

@@ -8,11 +8,27 @@ import type { ObjectStore } from './storage.js';
 const UPLOAD_KEY = /^uploads\/[a-z0-9_]+\/upl_[0-9a-z]{26}$/;
 
 /**
- * Reads an uploaded image from the object store, within the same byte limit as a fetched one (its
- * pixels are checked from its header like every image's). An upload deleted before the job read it
- * is a failure of that image; a store that cannot be reached is worth another attempt.
+ * Reads an uploaded image from the object store, within the same byte and time limits as a fetched
+ * one (its pixels are checked from its header like every image's): a store that stops answering
+ * must not hold the job before its time limit starts. An upload deleted before the job read it is a
+ * failure of that image; a store that cannot be reached, or not within the time, is worth another
+ * attempt.
  */
 async function readUpload(key: string, index: number, limits: BlendLimits, store: ObjectStore | null): Promise<Buffer> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), limits.fetchTimeoutMs);
+  const timedOut = new Promise<never>((_, reject) =>
+    deadline.signal.addEventListener('abort', () => reject(new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage within ${limits.fetchTimeoutMs / 1000} s`, index, true)), { once: true }),
+  );
+  try {
+    return await Promise.race([readObject(key, index, limits, store, deadline.signal), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads the object of an upload whole; its stream is destroyed when `deadline` fires, whenever that is. */
+async function readObject(key: string, index: number, limits: BlendLimits, store: ObjectStore | null, deadline: AbortSignal): Promise<Buffer> {
   let object;
   try {
     object = store ? await store.open(key) : null;
@@ -20,23 +36,29 @@ async function readUpload(key: string, index: number, limits: BlendLimits, store
     throw new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage`, index, true, String(err));
   }
   if (!object) throw new BlendFailure('image_fetch_failed', `image ${index}: the upload no longer exists (it was deleted)`, index);
+  const stream = object.stream;
   const tooLarge = () => new BlendFailure('image_too_large', `image ${index} is larger than ${limits.maxImageBytes} bytes`, index);
-  if (object.size > limits.maxImageBytes) {
-    object.stream.destroy();
-    throw tooLarge();
+  if (object.size > limits.maxImageBytes || deadline.aborted) {
+    // Past the deadline the job has already failed this image; the stream is only let go.
+    stream.destroy();
+    throw deadline.aborted ? new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage in time`, index, true) : tooLarge();
   }
+  const stop = () => stream.destroy(new Error('the time to read the upload ran out'));
+  deadline.addEventListener('abort', stop, { once: true });
   const chunks: Buffer[] = [];
   let bytes = 0;
   try {
-    for await (const chunk of object.stream) {
+    for await (const chunk of stream) {
       bytes += (chunk as Buffer).length;
       if (bytes > limits.maxImageBytes) throw tooLarge();
       chunks.push(chunk as Buffer);
     }
   } catch (err) {
-    object.stream.destroy();
+    stream.destroy();
     if (err instanceof BlendFailure) throw err;
     throw new BlendFailure('image_fetch_failed', `image ${index}: the upload could not be read from storage`, index, true, String(err));
+  } finally {
+    deadline.removeEventListener('abort', stop);
   }
   return Buffer.concat(chunks, bytes);
 }

@@ -16,7 +16,7 @@ import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
 import { jobMemory, jobPixels, MemoryBudget, type FrameSize, streamOf } from './memory.js';
-import { Spool } from './spool.js';
+import { removeOrphanSpools, Spool } from './spool.js';
 import { type OnProgress, streamStack } from './stream.js';
 import { type Quality, scoreQuality } from './quality.js';
 import type { ObjectStore } from './storage.js';
@@ -120,6 +120,8 @@ export class BlendEngine {
   private readonly pool: WorkerPool;
   /** This process's blend memory (memory.ts): jobs wait for their estimate to fit. */
   readonly memory: MemoryBudget;
+  /** The spool directories of processes that died, removed as the engine starts (spool.ts): their names. */
+  readonly orphansRemoved: Promise<string[]>;
 
   constructor(
     private readonly limits: BlendLimits,
@@ -132,6 +134,7 @@ export class BlendEngine {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
     this.memory = new MemoryBudget(limits.memoryBytes);
+    this.orphansRemoved = removeOrphanSpools();
   }
 
   /**
@@ -234,7 +237,13 @@ export class BlendEngine {
       return { sources: fetched.map((f) => f.source), pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
     } catch (err) {
       failed = true;
-      await spool?.discard();
+      if (spool) {
+        // The fetches still running write into the spool: it is removed once they have ended (each is
+        // bounded by the fetch time-out, and none starts any more), and its removal never replaces
+        // the refusal the client must hear.
+        await Promise.allSettled(fetching);
+        await spool.discard().catch(() => {});
+      }
       throw err;
     }
   }

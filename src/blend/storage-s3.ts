@@ -23,6 +23,18 @@ export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 
 const CHECK_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a call to the store may wait: for a connection, for the answer to a request (its body
+ * sent, the answer's head received), and with no byte moving on the socket (a response body read).
+ */
+export interface StoreTimeouts {
+  connectMs: number;
+  requestMs: number;
+  idleMs: number;
+}
+
+export const STORE_TIMEOUTS: StoreTimeouts = { connectMs: 5_000, requestMs: 30_000, idleMs: 30_000 };
+
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', avif: 'image/avif' };
 
 const contentTypeOf = (name: string) => CONTENT_TYPES[name.slice(name.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
@@ -36,7 +48,10 @@ export class S3Store implements ObjectStore {
   private connected: Promise<{ sdk: Sdk; client: S3Client }> | null = null;
   private client: S3Client | null = null;
 
-  constructor(private readonly config: ObjectStorageConfig) {}
+  constructor(
+    private readonly config: ObjectStorageConfig,
+    private readonly timeouts: StoreTimeouts = STORE_TIMEOUTS,
+  ) {}
 
   /** The SDK and this store's client, made on first use. */
   private connect(): Promise<{ sdk: Sdk; client: S3Client }> {
@@ -51,6 +66,14 @@ export class S3Store implements ObjectStore {
         // releases of others) do not all accept the SDK's newer default ones.
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
+        // Without these the SDK waits forever on a store that accepts a connection and stops
+        // answering; the request time-out only warns unless told to throw.
+        requestHandler: {
+          connectionTimeout: this.timeouts.connectMs,
+          requestTimeout: this.timeouts.requestMs,
+          throwOnRequestTimeout: true,
+          socketTimeout: this.timeouts.idleMs,
+        },
       });
       return { sdk, client: this.client };
     }));

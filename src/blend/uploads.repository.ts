@@ -32,11 +32,12 @@ export async function insertUpload(scope: TenantScope, row: BlendUploadRow): Pro
 /**
  * Holds off the account's other uploads until this transaction ends, so that a quota is checked
  * and spent by one upload at a time (PostgreSQL: the account row's lock; SQLite runs one write
- * transaction at a time already).
+ * transaction at a time already). FOR NO KEY UPDATE, not FOR UPDATE: it still excludes another
+ * upload's lock, but not the key-share locks of every insert that references the account.
  */
 export async function lockAccountUploads(tx: TenantScope): Promise<void> {
   if (!tx.db.isTransaction) throw new Error('lockAccountUploads needs a transaction');
-  if (onPostgres(tx.db)) await tx.db.selectFrom('accounts').select('id').where('id', '=', tx.accountId).forUpdate().execute();
+  if (onPostgres(tx.db)) await tx.db.selectFrom('accounts').select('id').where('id', '=', tx.accountId).forNoKeyUpdate().execute();
 }
 
 /** How many live (unexpired) uploads the account holds, and their bytes. */
@@ -72,20 +73,31 @@ export function pageUploads(scope: TenantScope, now: number, page: KeysetPage): 
   return keysetPage(qb, page, 'blendUploads.id', 'blendUploads.id', 'desc').execute();
 }
 
-/** Deletes the account's live upload unless an unfinished job uses it; true when it was deleted. */
-export async function deleteUnusedUpload(scope: TenantScope, id: string, now: number): Promise<boolean> {
-  const result = await scope
-    .deleteFrom('blendUploads')
-    .where('id', '=', id)
-    .where('expiresAt', '>', now)
-    .where((eb) => eb.not(usedByUnfinishedJob(eb)))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows) === 1;
+/**
+ * Deletes the account's live upload unless an unfinished job uses it; true when it was deleted. On
+ * PostgreSQL the row is locked first: that waits for a job start holding it (`liveUploadIds`), and
+ * the delete, a statement of its own, then sees that job (a single DELETE would judge its NOT EXISTS
+ * on the snapshot taken before the wait, and delete an upload the job now uses).
+ */
+export function deleteUnusedUpload(scope: TenantScope, id: string, now: number): Promise<boolean> {
+  return scope.transaction(async (tx) => {
+    if (onPostgres(tx.db)) await tx.selectFrom('blendUploads').select('id').where('id', '=', id).forUpdate().execute();
+    const result = await tx
+      .deleteFrom('blendUploads')
+      .where('id', '=', id)
+      .where('expiresAt', '>', now)
+      .where((eb) => eb.not(usedByUnfinishedJob(eb)))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) === 1;
+  });
 }
 
-/** Deletes up to `limit` uploads expired by `now` that no unfinished job uses; answers their keys. */
-export async function deleteExpiredUploads(db: Db, now: number, limit: number): Promise<string[]> {
-  const due = await db
+/**
+ * Up to `limit` uploads expired by `now` that no unfinished job uses, oldest first. An expired
+ * upload cannot be named by a new job, so none of these is taken by one once selected.
+ */
+export function expiredUnusedUploads(db: Db, now: number, limit: number): Promise<{ id: string; accountId: string }[]> {
+  return db
     .selectFrom('blendUploads')
     .select(['id', 'accountId'])
     .where('expiresAt', '<=', now)
@@ -93,13 +105,11 @@ export async function deleteExpiredUploads(db: Db, now: number, limit: number): 
     .orderBy('expiresAt')
     .limit(limit)
     .execute();
-  if (due.length === 0) return [];
-  // Still unused at the delete itself: a job stored since the select keeps its upload.
-  const deleted = await db
-    .deleteFrom('blendUploads')
-    .where('id', 'in', due.map((r) => r.id))
-    .where((eb) => eb.not(usedByUnfinishedJob(eb)))
-    .returning(['id', 'accountId'])
-    .execute();
-  return deleted.map((r) => uploadKey(r.accountId, r.id));
+}
+
+/** Deletes the records of uploads whose bytes are gone; answers how many. */
+export async function deleteUploads(db: Db, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await db.deleteFrom('blendUploads').where('id', 'in', ids).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -66,7 +66,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!part || part.fieldname !== 'file') {
           throw new AppError('invalid_request', 'Send the image in the field `file` of a multipart/form-data body.', {}, [{ path: '/file', message: 'is required' }]);
         }
-        upload = await uploads.receiveUpload(scope(request), part.file, app.resultStore, limits);
+        upload = await uploads.receiveUpload(scope(request), part.file, app.resultStore, limits, request.log);
       } catch (err) {
         // The rest of a refused body is not read: the connection closes after the answer.
         reply.header('Connection', 'close');
@@ -101,7 +101,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await uploads.deleteUpload(scope(request), request.params.uploadId, app.resultStore);
+      await uploads.deleteUpload(scope(request), request.params.uploadId, app.resultStore, request.log);
       return reply.code(204).send(null);
     },
   );

@@ -5,6 +5,7 @@ import type { TenantScope } from '../db/tenant.js';
 import { AppError, invalid, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { listTag, type Page, type PageParams, pageRequest, toPage } from '../http/paging.js';
+import type { Logger } from '../logger.js';
 import { iso } from '../time.js';
 import type { ObjectStore } from './storage.js';
 import { ImageIntake } from './upload-intake.js';
@@ -50,7 +51,7 @@ function quotaRefusal(usage: { count: number; bytes: number }, bytes: number, li
  * again, exactly, when the row is inserted). Whatever fails, nothing is left: the store keeps no
  * part of a failed put, and an object stored for a row that could not be inserted is deleted.
  */
-export async function receiveUpload(scope: TenantScope, file: Readable, store: ObjectStore, limits: BlendLimits, now = Date.now()): Promise<PresentedUpload> {
+export async function receiveUpload(scope: TenantScope, file: Readable, store: ObjectStore, limits: BlendLimits, log: Pick<Logger, 'error'>, now = Date.now()): Promise<PresentedUpload> {
   const early = quotaRefusal(await repo.liveUsage(scope, now), 1, limits);
   if (early) throw early;
   const id = newId('blendUpload');
@@ -79,7 +80,8 @@ export async function receiveUpload(scope: TenantScope, file: Readable, store: O
     });
     return presentUpload(row);
   } catch (err) {
-    await store.delete(key);
+    // The refusal is what the client must hear; a store that cannot delete too is the operator's.
+    await store.delete(key).catch((failure) => log.error({ err: failure, key }, 'the object of a refused upload could not be deleted'));
     throw err;
   }
 }
@@ -96,14 +98,19 @@ export async function listUploads(scope: TenantScope, query: PageParams, now = D
   return toPage(rows, page, (r) => ({ key: r.id, id: r.id }), presentUpload);
 }
 
-/** Deletes a live upload and its bytes; refused while a queued or processing job uses it. */
-export async function deleteUpload(scope: TenantScope, id: string, store: ObjectStore, now = Date.now()): Promise<void> {
+/**
+ * Deletes a live upload and its bytes; refused while a queued or processing job uses it. The record
+ * goes first (only it knows whether a job uses the upload); bytes a failing store kept are logged
+ * with their key, for the operator: the upload is gone for the client either way.
+ */
+export async function deleteUpload(scope: TenantScope, id: string, store: ObjectStore, log: Pick<Logger, 'error'>, now = Date.now()): Promise<void> {
   if (!isId('blendUpload', id)) throw notFound('upload', id);
   if (!(await repo.deleteUnusedUpload(scope, id, now))) {
     if (await repo.findLiveUpload(scope, id, now)) throw new AppError('upload_in_use', `Upload ${id} is used by a blend job that is still queued or processing.`);
     throw notFound('upload', id);
   }
-  await store.delete(repo.uploadKey(scope.accountId, id));
+  const key = repo.uploadKey(scope.accountId, id);
+  await store.delete(key).catch((err) => log.error({ err, key }, 'the object of a deleted upload could not be deleted'));
 }
 
 /**
@@ -124,14 +131,26 @@ const SWEEP_BATCH = 500;
 
 /**
  * Removes uploads past their expiry that no queued or processing job uses (such a one stays until
- * its job has finished), rows first and then their bytes. Answers how many were removed.
+ * its job has finished): bytes first, then the records of those whose bytes are gone, so that a
+ * store failure leaves the record for the next sweep instead of bytes nothing points to. A failed
+ * delete is logged and the others go on; a batch with failures ends this sweep (the next retries).
+ * Answers how many were removed.
  */
-export async function purgeExpiredUploads(db: Db, store: ObjectStore, now = Date.now()): Promise<number> {
+export async function purgeExpiredUploads(db: Db, store: ObjectStore, log: Pick<Logger, 'error'>, now = Date.now()): Promise<number> {
   let purged = 0;
   for (;;) {
-    const keys = await repo.deleteExpiredUploads(db, now, SWEEP_BATCH);
-    for (const key of keys) await store.delete(key);
-    purged += keys.length;
-    if (keys.length < SWEEP_BATCH) return purged;
+    const due = await repo.expiredUnusedUploads(db, now, SWEEP_BATCH);
+    const gone: string[] = [];
+    for (const upload of due) {
+      const key = repo.uploadKey(upload.accountId, upload.id);
+      try {
+        await store.delete(key);
+        gone.push(upload.id);
+      } catch (err) {
+        log.error({ err, key }, 'the object of an expired upload could not be deleted; the sweep tries again');
+      }
+    }
+    purged += await repo.deleteUploads(db, gone);
+    if (due.length < SWEEP_BATCH || gone.length < due.length) return purged;
   }
 }
