@@ -2,6 +2,7 @@ import { type Expression, type Insertable, type RawBuilder, type Selectable, sql
 import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import type { TenantScope } from '../db/tenant.js';
 import type { VoucherTable } from './vouchers.table.js';
+import type { WaitlistEntryTable } from './waitlist.table.js';
 import './vouchers.table.js';
 import './waitlist.table.js';
 
@@ -147,7 +148,7 @@ export async function markOfferRedeemed(tx: TenantScope, entryId: string, now: n
   await tx.updateTable('waitlistEntries').set({ status: 'redeemed', updatedAt: now }).where('id', '=', entryId).where('status', '=', 'offered').execute();
 }
 
-/** The entry whose offer's order ended unpaid: `redeemed` → `offered` again while its voucher is valid, else `expired`. */
-export async function reopenOffer(tx: TenantScope, entryId: string, status: 'offered' | 'expired', now: number): Promise<void> {
-  await tx.updateTable('waitlistEntries').set({ status, updatedAt: now }).where('id', '=', entryId).where('status', '=', 'redeemed').execute();
+/** The entry whose offer's order ended unpaid: `redeemed` → `offered` again or `expired`. The entry as it is now, if it was redeemed. */
+export function reopenOffer(tx: TenantScope, entryId: string, status: 'offered' | 'expired', now: number): Promise<Selectable<WaitlistEntryTable> | undefined> {
+  return tx.updateTable('waitlistEntries').set({ status, updatedAt: now }).where('id', '=', entryId).where('status', '=', 'redeemed').returningAll().executeTakeFirst();
 }

@@ -8,7 +8,9 @@ import { iso, parseTime } from '../time.js';
 import { type EventRow, listTicketTypes, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { OrderRow, OrderVoucher } from './orders.repository.js';
 import * as repo from './vouchers.repository.js';
-import { queueWaitlistOffers } from './waitlist.service.js';
+import { fanOut } from '../webhooks/outbox.js';
+import { activeEntryOf, endVouchers, findEntry } from './waitlist.repository.js';
+import { presentEntry, queueWaitlistOffers } from './waitlist.service.js';
 import type { BulkVouchersBody, CreateVoucherBody, UpdateVoucherBody, VoucherListQuery, VoucherSettings } from './vouchers.schemas.js';
 
 type VoucherRow = repo.VoucherRow;
@@ -141,8 +143,28 @@ export async function giveBackUses(tx: TenantScope, orders: Pick<OrderRow, 'vouc
   for (const order of orders) {
     if (order.voucherId === null || order.voucherPlaces === 0) continue;
     const voucher = await repo.giveBackVoucher(tx, order.voucherId, order.voucherPlaces, now);
-    if (voucher?.waitlistEntryId) await repo.reopenOffer(tx, voucher.waitlistEntryId, notEnded(voucher, now) ? 'offered' : 'expired', now);
+    if (voucher?.waitlistEntryId) await reopenOffer(tx, voucher, now);
   }
+}
+
+/**
+ * The offer a pending order redeemed, once that order ended unpaid: it stands again while its
+ * voucher is valid and the person holds no other place in the queue; else it expires (its voucher
+ * ends, `waitlist.offer_expired` is sent). A person who joined again meanwhile keeps the new entry:
+ * the address may wait or hold an offer once per type (a unique index), and reopening the old
+ * entry beside it would fail the whole transaction that ends the order.
+ */
+async function reopenOffer(tx: TenantScope, voucher: VoucherRow, now: number): Promise<void> {
+  const entry = await findEntry(tx, voucher.eventId, voucher.waitlistEntryId!);
+  if (entry?.status !== 'redeemed') return;
+  if (notEnded(voucher, now) && !(await activeEntryOf(tx, entry.ticketTypeId, entry.email))) {
+    await repo.reopenOffer(tx, entry.id, 'offered', now);
+    return;
+  }
+  const expired = await repo.reopenOffer(tx, entry.id, 'expired', now);
+  if (!expired) return;
+  await endVouchers(tx, [voucher.id], now);
+  await fanOut.inTransaction(tx.db, tx.accountId, [{ event: 'waitlist.offer_expired', data: presentEntry({ ...expired, voucherCode: entry.voucherCode }, null) }], now);
 }
 
 /** A generated code: `prefix` then random characters, or random characters alone. */
