@@ -206,6 +206,43 @@ for (const engine of ENGINES) {
       assert.equal(new Set(offeredIds()).size, offeredIds().length, 'no entry offered twice');
     });
 
+    test("an offer's voucher only ends earlier by PATCH, and its entry keeps step: later or no end refused, an earlier end moves offerExpiresAt, ending it now expires the offer", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = jsonClient(api, key);
+      const { eventId, typeId, tickets } = await soldOut(c, 1, { waitlistOfferMinutes: 60 });
+      const ada = await c.expect(201, 'POST', `/events/${eventId}/waitlist`, { ticketTypeId: typeId, ...person(1) });
+      const bob = await c.expect(201, 'POST', `/events/${eventId}/waitlist`, { ticketTypeId: typeId, ...person(2) });
+      await c.expect(200, 'POST', `/tickets/${tickets[0].id}/cancel`);
+      assert.equal(await offerPlaces(api.database.db, { accountId, eventId }), 1);
+      const offered = (await allEntries(c, eventId, '&status=offered'))[0];
+      const path = `/events/${eventId}/vouchers/${offered.voucher.id}`;
+      const end = Date.parse(offered.offerExpiresAt);
+
+      // Later, or no end at all: it would keep a place past what the person was told.
+      const later = await problem(await c.send('PATCH', path, { validUntil: new Date(end + 60_000).toISOString() }), 409, 'voucher_in_use');
+      assert.match(later.detail, /earlier/);
+      await problem(await c.send('PATCH', path, { validUntil: null }), 409, 'voucher_in_use');
+      await problem(await c.send('PATCH', path, { validFrom: new Date().toISOString() }), 409, 'voucher_in_use');
+
+      // Earlier but still open: the entry's offerExpiresAt follows, and its expiry job is due then.
+      const sooner = end - 30 * 60_000;
+      await c.expect(200, 'PATCH', path, { validUntil: new Date(sooner).toISOString() });
+      assert.equal(Date.parse((await allEntries(c, eventId, '&status=offered'))[0].offerExpiresAt), sooner);
+      assert.equal(await expireOffer(api.database.db, { accountId, eventId, entryId: ada.id }, sooner + 1), 0);
+      assert.deepEqual((await allEntries(c, eventId)).map((e) => [e.id, e.status]), [[ada.id, 'expired'], [bob.id, 'offered']]);
+
+      // Ended now: the offer expires at once (waitlist.offer_expired), and the place is offered on; it cannot be revived.
+      const bobs = (await allEntries(c, eventId, '&status=offered'))[0];
+      await c.expect(200, 'PATCH', `/events/${eventId}/vouchers/${bobs.voucher.id}`, { validUntil: new Date().toISOString() });
+      assert.deepEqual((await allEntries(c, eventId)).map((e) => e.status), ['expired', 'expired']);
+      const messages = await api.database.db.selectFrom('webhookMessages').select('payload').where('eventType', '=', 'waitlist.offer_expired').execute();
+      assert.deepEqual(messages.map((m) => JSON.parse(m.payload).data.id).sort(), [ada.id, bob.id].sort());
+      await problem(await c.send('PATCH', `/events/${eventId}/vouchers/${bobs.voucher.id}`, { validUntil: new Date(Date.now() + 3_600_000).toISOString() }), 409, 'voucher_in_use');
+      // Nobody waits: the place is public again.
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, { buyer: { name: 'Late', email: 'late@example.com' }, items: [{ ticketTypeId: typeId, quantity: 1 }] });
+    });
+
     test('an offer nobody takes expires at its time and passes to the next; removal ends an offer or leaves the queue', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST_WEBHOOKS, { workers: true });
       const { key, accountId } = await api.account();

@@ -10,7 +10,7 @@ import type { OrderRow, OrderVoucher } from './orders.repository.js';
 import * as repo from './vouchers.repository.js';
 import { fanOut } from '../webhooks/outbox.js';
 import { activeEntryOf, endVouchers, findEntry } from './waitlist.repository.js';
-import { presentEntry, queueWaitlistOffers } from './waitlist.service.js';
+import { endOfferBy, presentEntry, queueWaitlistOffers } from './waitlist.service.js';
 import type { BulkVouchersBody, CreateVoucherBody, UpdateVoucherBody, VoucherListQuery, VoucherSettings } from './vouchers.schemas.js';
 
 type VoucherRow = repo.VoucherRow;
@@ -294,7 +294,8 @@ export async function listVouchers(scope: TenantScope, eventId: string, query: S
 
 /**
  * Changes a voucher under the event's lock. `maxUses` not below `redeemed`; the discount only while
- * unused; a waiting-list offer only in its validity and comment (409 voucher_in_use otherwise);
+ * unused; a waiting-list offer only in its comment and an earlier `validUntil`, which ends its
+ * entry's offer with it (409 voucher_in_use otherwise);
  * reserving (on, more uses, a later end of an ended one) only with public free places (409 sold_out).
  */
 export async function updateVoucher(scope: TenantScope, eventId: string, voucherId: string, input: Static<typeof UpdateVoucherBody>): Promise<Voucher> {
@@ -302,9 +303,9 @@ export async function updateVoucher(scope: TenantScope, eventId: string, voucher
     const event = await requireLockedEvent(tx, eventId);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled; its vouchers cannot change.`);
     const voucher = await requireVoucher(tx, eventId, voucherId);
-    const offerFields = ['maxUses', 'discountType', 'discountValue', 'reserve'] as const;
+    const offerFields = ['maxUses', 'discountType', 'discountValue', 'reserve', 'validFrom'] as const;
     if (voucher.waitlistEntryId !== null && offerFields.some((field) => input[field] !== undefined)) {
-      throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: only its validity and comment change.`, { redeemed: voucher.redeemed });
+      throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: only its comment changes, and its validUntil moves earlier to end it.`, { redeemed: voucher.redeemed });
     }
     const changes: Partial<VoucherRow> = { updatedAt: Date.now() };
     if (input.maxUses !== undefined) {
@@ -327,15 +328,27 @@ export async function updateVoucher(scope: TenantScope, eventId: string, voucher
     const validFrom = input.validFrom === undefined ? voucher.validFrom : input.validFrom === null ? null : parseTime(input.validFrom, '/validFrom');
     const validUntil = input.validUntil === undefined ? voucher.validUntil : input.validUntil === null ? null : parseTime(input.validUntil, '/validUntil');
     checkWindow(validFrom, validUntil);
+    if (voucher.waitlistEntryId !== null) checkOfferEnd(voucher, validUntil);
     Object.assign(changes, { validFrom, validUntil });
     if (input.comment !== undefined) changes.comment = input.comment;
     const now = changes.updatedAt!;
+    if (voucher.waitlistEntryId !== null && validUntil !== voucher.validUntil) await endOfferBy(tx, voucher, validUntil!, now);
     const more = keeps({ ...voucher, ...changes }, now) - keeps(voucher, now);
     if (voucher.ticketTypeId !== null) await checkReservable(tx, event, voucher.ticketTypeId, more, now);
     // Places the voucher no longer keeps go to those waiting first (docs/events.md, "Waiting list").
     if (more < 0) await queueWaitlistOffers(tx, eventId, now);
     return presentVoucher(await repo.updateVoucher(tx, voucherId, changes));
   });
+}
+
+/**
+ * A waiting-list offer's voucher may only end earlier: its entry's `offerExpiresAt`, the expiry
+ * job and the place it keeps follow its end, and a later (or no) end would keep a place for an
+ * entry that expired or outlast what the person was told (409 voucher_in_use).
+ */
+function checkOfferEnd(voucher: VoucherRow, validUntil: number | null): void {
+  if (validUntil !== null && voucher.validUntil !== null && validUntil <= voucher.validUntil) return;
+  throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: its validUntil can only move earlier (to end it), not later nor away.`, { redeemed: voucher.redeemed });
 }
 
 /** Deletes a voucher nothing used: 409 voucher_in_use once redeemed or when it is a waiting-list offer (end it with `validUntil`). */

@@ -81,6 +81,11 @@ export async function endVouchers(scope: TenantScope, voucherIds: string[], now:
     .execute();
 }
 
+/** An offer whose voucher ends earlier: the entry's `offerExpiresAt` follows it (offered, or redeemed by a pending order that may end). */
+export async function moveOfferEnd(scope: TenantScope, entryId: string, until: number, now: number): Promise<void> {
+  await scope.updateTable('waitlistEntries').set({ offerExpiresAt: until, updatedAt: now }).where('id', '=', entryId).where('status', 'in', ['offered', 'redeemed']).execute();
+}
+
 /** A waiting entry → `removed`: the entry as it is now, or undefined if it was not waiting. */
 export function removeWaiting(scope: TenantScope, id: string, now: number): Promise<WaitlistEntryRow | undefined> {
   return scope.updateTable('waitlistEntries').set({ status: 'removed', updatedAt: now }).where('id', '=', id).where('status', '=', 'waiting').returningAll().executeTakeFirst();

@@ -186,6 +186,26 @@ export async function removeEntry(scope: TenantScope, eventId: string, entryId: 
 }
 
 /**
+ * An offer's voucher ended early by its PATCH (`until`, not after its current end), under the
+ * event's lock: the entry keeps step with it. Ended now or before, the offer expires as one that
+ * ran out (entry `expired`, `waitlist.offer_expired`; the caller, whose voucher keeps its place no
+ * more, queues the offers); else its `offerExpiresAt` moves to `until` and an expiry job is queued
+ * for then (the one queued for the old end finds nothing to do).
+ */
+export async function endOfferBy(tx: TenantScope, voucher: Pick<repo.VoucherRow, 'id' | 'eventId' | 'code' | 'waitlistEntryId'>, until: number, now: number): Promise<void> {
+  const entryId = voucher.waitlistEntryId!;
+  await repo.moveOfferEnd(tx, entryId, until, now);
+  if (until > now) {
+    const payload: ExpireOfferPayload = { accountId: tx.accountId, eventId: voucher.eventId, entryId };
+    await enqueueJobs(tx.db, [{ kind: EXPIRE_OFFER_KIND, payload, maxAttempts: WAITLIST_JOB_MAX_ATTEMPTS, runAt: until }], now);
+    return;
+  }
+  const closed = await repo.closeOffers(tx, [entryId], 'expired', now);
+  const messages = closed.map((e): OutboxMessage => ({ event: 'waitlist.offer_expired', data: presentEntry({ ...e, voucherCode: voucher.code }, null) }));
+  await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+}
+
+/**
  * Queues the offer job of the event, in the transaction of a change that frees places (an order's
  * expiry or cancel, a ticket cancel, an order change, more quantity or capacity, an offer ended):
  * once it commits, a worker offers the places to those waiting. Nothing when nobody waits.
