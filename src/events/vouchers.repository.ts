@@ -40,9 +40,13 @@ export function reservedOfEvent(eventId: Expression<string>, now: number | Expre
   return sql<number>`(select coalesce(sum(${reservedOfType(sql.ref('tt.id'), now, exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
 }
 
-/** The people waiting for any ticket type of the event (`waiting(E)`), per type as reservedOfEvent; not counted for an order with a reserving voucher (`exceptVoucher` not ''). */
-export function waitingOfEvent(eventId: Expression<string>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), '')}), 0) from ticket_types tt where tt.event_id = ${eventId} and ${exceptVoucher} = '')`;
+/**
+ * The people waiting for any ticket type of the event (`waiting(E)`), per type as reservedOfEvent;
+ * not counted when `allReservedBy` names a reserving voucher (not '') whose places are all the
+ * order takes: an order with places outside its voucher's type must leave those waiting theirs.
+ */
+export function waitingOfEvent(eventId: Expression<string>, allReservedBy: string | Expression<string>): RawBuilder<number> {
+  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), '')}), 0) from ticket_types tt where tt.event_id = ${eventId} and ${allReservedBy} = '')`;
 }
 
 /** What the reserving vouchers and the waiting list keep from the public, per ticket type of the event. */

@@ -63,18 +63,20 @@ export function discountOf(voucher: Pick<VoucherRow, 'discountType' | 'discountV
 /**
  * Free places of each ticket type and of the event's capacity (null: no capacity) under the
  * availability rule (docs/events.md, "Vouchers"): less sold, held, reserved and waiting. With
- * `voucher` (a reserving voucher an order uses), its own places are not reserved from it and
- * the people waiting for its type (and, for the capacity, for any type) are not counted, as the
- * order's conditional updates do.
+ * `voucher` (a reserving voucher an order uses), its own places are not reserved from it and the
+ * people waiting for its type are not counted; for the capacity, those waiting for any type are
+ * not counted only when `placesOutside` (the order's places of other types) is 0, as the order's
+ * conditional updates do.
  */
-export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: TicketTypeRow[], kept: repo.Kept, voucher: VoucherRow | null): { event: number | null; types: Map<string, number> } {
+export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: TicketTypeRow[], kept: repo.Kept, voucher: VoucherRow | null, placesOutside = 0): { event: number | null; types: Map<string, number> } {
   const free = new Map<string, number>();
+  const waitingCounted = voucher === null || placesOutside > 0;
   let keptInAll = 0;
   for (const type of types) {
     const k = kept.get(type.id) ?? { reserved: 0, waiting: 0 };
     const own = voucher?.ticketTypeId === type.id;
     const reserved = k.reserved - (own ? voucher!.maxUses - voucher!.redeemed : 0);
-    keptInAll += reserved + (voucher ? 0 : k.waiting);
+    keptInAll += reserved + (waitingCounted ? k.waiting : 0);
     free.set(type.id, type.quantity - type.sold - type.held - reserved - (own ? 0 : k.waiting));
   }
   return { event: event.capacity === null ? null : event.capacity - event.sold - event.held - keptInAll, types: free };
