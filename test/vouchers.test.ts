@@ -325,6 +325,14 @@ for (const engine of ENGINES) {
       await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }, { voucher: 'press-1' }));
     });
 
+    test("createOrder's OpenAPI lists the voucher problems it answers", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const doc = (await (await api.fetch('/openapi.json')).json()) as Json;
+      const op = Object.values(doc.paths as Record<string, Record<string, Json>>).flatMap((item) => Object.values(item)).find((o) => o?.operationId === 'createOrder');
+      const described = Object.values(op.responses as Record<string, Json>).map((r) => r.description ?? '').join(' ');
+      for (const code of ['voucher_not_found', 'voucher_not_valid', 'voucher_not_applicable', 'voucher_used_up']) assert.ok(described.includes(`\`${code}\``), `${code} in ${described}`);
+    });
+
     test('people waiting come first: a public order does not take the places they wait for; an offer is redeemed and given back', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key, accountId } = await api.account();
