@@ -175,8 +175,8 @@ function drawCode(prefix: string): string {
   return prefix + Array.from({ length }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join('');
 }
 
-/** `count` generated codes that no voucher of the event has, nor each other. */
-async function freshCodes(tx: TenantScope, eventId: string, count: number, prefix: string): Promise<string[]> {
+/** `count` generated codes that no voucher of the event has, nor each other (the codes of vouchers and of waiting-list offers). */
+export async function freshCodes(tx: TenantScope, eventId: string, count: number, prefix: string): Promise<string[]> {
   const codes = new Set<string>();
   for (let draw = 0; draw < CODE_DRAWS && codes.size < count; draw++) {
     const drawn: string[] = [];

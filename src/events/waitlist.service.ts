@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
 import { TenantScope } from '../db/tenant.js';
@@ -11,6 +10,7 @@ import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { type EventRow, findTicketType, listTicketTypes, lockEvent, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import * as repo from './waitlist.repository.js';
 import { keptOfEvent } from './vouchers.repository.js';
+import { freshCodes } from './vouchers.service.js';
 import type { JoinWaitlistBody, WaitlistListQuery } from './waitlist.schemas.js';
 
 /** The job that offers freed places to those waiting (waitlist.job.ts works it); queued by whatever frees places. */
@@ -45,14 +45,6 @@ export function presentEntry(row: EntryWithCode, position: number | null) {
 }
 
 export type PresentedEntry = ReturnType<typeof presentEntry>;
-
-// 32 letters and digits without I, O, 0 and 1, which read alike: 60 random bits in 12 characters.
-const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
-
-/** A random 12-character voucher code (`[A-Z0-9]`, as every voucher code). */
-function offerCode(): string {
-  return [...randomBytes(12)].map((b) => CODE_ALPHABET[b & 31]).join('');
-}
 
 /** What the event's reading under its lock says about one ticket type's places (docs/events.md, "Waiting list"). */
 interface Places {
@@ -216,12 +208,12 @@ export async function queueWaitlistOffers(tx: TenantScope, eventId: string, now:
 }
 
 /** An offer's voucher (contract of vouchers: single use, reserving one place of the type, no discount) for `entry`, valid until `until`. */
-function offerVoucher(entry: repo.WaitlistEntryRow, until: number, now: number): repo.VoucherRow {
+function offerVoucher(entry: repo.WaitlistEntryRow, code: string, until: number, now: number): repo.VoucherRow {
   return {
     id: newId('voucher'),
     accountId: entry.accountId,
     eventId: entry.eventId,
-    code: offerCode(),
+    code,
     ticketTypeId: entry.ticketTypeId,
     discountType: 'none',
     discountValue: 0,
@@ -283,7 +275,9 @@ async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise
   if (chosen.length === 0) return { count: 0, more: false };
 
   const until = now + event.waitlistOfferMinutes * 60_000;
-  const offers = chosen.map((entry) => ({ entry, voucher: offerVoucher(entry, until, now) }));
+  // Generated as every voucher's code is, none the event already has.
+  const codes = await freshCodes(tx, event.id, chosen.length, '');
+  const offers = chosen.map((entry, i) => ({ entry, voucher: offerVoucher(entry, codes[i]!, until, now) }));
   await repo.writeOffers(tx, offers, now);
   const messages = offers.map(({ entry, voucher }): OutboxMessage => ({
     event: 'waitlist.offered',
