@@ -243,6 +243,27 @@ for (const engine of ENGINES) {
       await c.expect(201, 'POST', `/events/${eventId}/orders`, { buyer: { name: 'Late', email: 'late@example.com' }, items: [{ ticketTypeId: typeId, quantity: 1 }] });
     });
 
+    test("waiting entries of a type whose sales ended expire in the sweep and stop keeping the event's capacity", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const c = jsonClient(api, key);
+      const created = await c.expect(201, 'POST', '/events', { name: 'Ends', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR', capacity: 2 });
+      const salesEndAt = Date.now() + 3_600_000;
+      const early = await c.expect(201, 'POST', `/events/${created.id}/tickets`, { name: 'Early bird', price: 0, quantity: 1, salesEndAt: new Date(salesEndAt).toISOString() });
+      const regular = await c.expect(201, 'POST', `/events/${created.id}/tickets`, { name: 'Regular', price: 0, quantity: 5 });
+      await c.expect(200, 'POST', `/events/${created.id}/publish`);
+      const buy = (typeId: string) => ({ buyer: { name: 'Buyer', email: 'buyer@example.com' }, items: [{ ticketTypeId: typeId, quantity: 1 }] });
+      await c.expect(201, 'POST', `/events/${created.id}/orders`, buy(early.id));
+      const waiting = await c.expect(201, 'POST', `/events/${created.id}/waitlist`, { ticketTypeId: early.id, ...person(1) });
+      // The event's last place is kept for the person waiting.
+      await problem(await c.send('POST', `/events/${created.id}/orders`, buy(regular.id)), 409, 'sold_out');
+      assert.equal(await sweepWaitlists(api.database.db, Date.now(), quiet), 0, 'sales still open: nothing changes');
+
+      assert.equal(await sweepWaitlists(api.database.db, salesEndAt + 1000, quiet), 1);
+      assert.deepEqual((await allEntries(c, created.id)).map((e) => [e.id, e.status]), [[waiting.id, 'expired']]);
+      await c.expect(201, 'POST', `/events/${created.id}/orders`, buy(regular.id));
+    });
+
     test('an offer nobody takes expires at its time and passes to the next; removal ends an offer or leaves the queue', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), FAST_WEBHOOKS, { workers: true });
       const { key, accountId } = await api.account();

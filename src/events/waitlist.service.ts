@@ -296,8 +296,10 @@ async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise
 
 /**
  * Serves the event's waiting list in one transaction under its lock: offers that ran out by
- * `asOf` expire, then the places free for offers are offered in queue order. If a batch limit cut
- * it short, another offer job continues. Gone with its account or event: nothing.
+ * `asOf` expire, and so do the waiting entries of types whose sales ended by then (no webhook:
+ * they were never offered anything), then the places free for offers are offered in queue
+ * order. If a batch limit cut it short, another offer job continues. Gone with its account or
+ * event: nothing.
  */
 async function serveWaitlist(db: Db, accountId: string, eventId: string, asOf: number): Promise<Served> {
   return new TenantScope(db, accountId).transaction(async (tx) => {
@@ -305,10 +307,12 @@ async function serveWaitlist(db: Db, accountId: string, eventId: string, asOf: n
     if (!event) return { expired: 0, offered: 0, more: false };
     const now = Date.now();
     const expired = await expireLapsed(tx, eventId, asOf, now);
+    // Those waiting for a type whose sales ended could never be offered a place; they stop keeping the capacity's.
+    const endedSales = await repo.expireWaitingOfEndedSales(tx, eventId, asOf);
     const offered = await makeOffers(tx, await readLedger(tx, event, now), now);
     const more = expired.more || offered.more;
     if (more) await enqueueJobs(tx.db, [{ kind: OFFER_KIND, payload: { accountId, eventId } satisfies OfferPayload, maxAttempts: WAITLIST_JOB_MAX_ATTEMPTS, runAt: now }], now);
-    return { expired: expired.count, offered: offered.count, more };
+    return { expired: expired.count + endedSales, offered: offered.count, more };
   });
 }
 
