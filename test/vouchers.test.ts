@@ -325,6 +325,17 @@ for (const engine of ENGINES) {
       await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }, { voucher: 'press-1' }));
     });
 
+    test("an order change refused for a type whose free places a reserving voucher keeps says how many are free by the availability rule", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { eventId, ids } = await onSale(c, { GA: { quantity: 5 }, VIP: { quantity: 2 } });
+      await c.expect(201, 'POST', `/events/${eventId}/vouchers`, { ticketTypeId: ids.VIP, reserve: true, maxUses: 1 });
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.VIP]: 1 }));
+      const placed = await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }));
+      const refused = await problem(await c.send('POST', `/orders/${placed.id}/changes`, { changeTypes: [{ ticketId: placed.tickets[0].id, ticketTypeId: ids.VIP }] }), 409, 'sold_out');
+      assert.deepEqual([refused.ticketTypeId, refused.available], [ids.VIP, 0], 'the reserved place is not free');
+    });
+
     test("createOrder's OpenAPI lists the voucher problems it answers", async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const doc = (await (await api.fetch('/openapi.json')).json()) as Json;

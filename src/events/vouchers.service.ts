@@ -68,18 +68,33 @@ export function discountOf(voucher: Pick<VoucherRow, 'discountType' | 'discountV
  * not counted only when `placesOutside` (the order's places of other types) is 0, as the order's
  * conditional updates do.
  */
-export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: TicketTypeRow[], kept: repo.Kept, voucher: VoucherRow | null, placesOutside = 0): { event: number | null; types: Map<string, number> } {
+export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>[], kept: repo.Kept, voucher: VoucherRow | null, placesOutside = 0): { event: number | null; types: Map<string, number> } {
+  const ownRemaining = voucher === null ? 0 : voucher.maxUses - voucher.redeemed;
   const free = new Map<string, number>();
-  const waitingCounted = voucher === null || placesOutside > 0;
-  let keptInAll = 0;
   for (const type of types) {
     const k = kept.get(type.id) ?? { reserved: 0, waiting: 0 };
     const own = voucher?.ticketTypeId === type.id;
-    const reserved = k.reserved - (own ? voucher!.maxUses - voucher!.redeemed : 0);
-    keptInAll += reserved + (waitingCounted ? k.waiting : 0);
-    free.set(type.id, type.quantity - type.sold - type.held - reserved - (own ? 0 : k.waiting));
+    free.set(type.id, type.quantity - type.sold - type.held - k.reserved + (own ? ownRemaining : 0) - (own ? 0 : k.waiting));
   }
+  // The capacity counts what every type of the event keeps (`kept` has them all), whichever types are asked about.
+  const waitingCounted = voucher === null || placesOutside > 0;
+  let keptInAll = -ownRemaining;
+  for (const k of kept.values()) keptInAll += k.reserved + (waitingCounted ? k.waiting : 0);
   return { event: event.capacity === null ? null : event.capacity - event.sold - event.held - keptInAll, types: free };
+}
+
+/**
+ * The places an offer can be made for (docs/events.md, "Waiting list"): freePlaces before its
+ * waiting term, for the waiting list, whose offers go to those waiting.
+ */
+export function offerablePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>[], kept: repo.Kept): { event: number | null; types: Map<string, number> } {
+  return freePlaces(event, types, new Map([...kept].map(([typeId, k]) => [typeId, { reserved: k.reserved, waiting: 0 }])), null);
+}
+
+/** What one type's order without a reserving voucher may take now: the smaller of its free places and the event's. */
+export function publicFreeOfType(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, type: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>, kept: repo.Kept): number {
+  const free = freePlaces(event, [type], kept, null);
+  return Math.min(free.types.get(type.id)!, free.event ?? Number.POSITIVE_INFINITY);
 }
 
 /** Public free places of one type, within the event's: what a new or larger reservation may take. */

@@ -9,8 +9,8 @@ import { iso } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { type EventRow, findTicketType, listTicketTypes, lockEvent, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import * as repo from './waitlist.repository.js';
-import { keptOfEvent } from './vouchers.repository.js';
-import { freshCodes } from './vouchers.service.js';
+import { type Kept, keptOfEvent } from './vouchers.repository.js';
+import { freshCodes, offerablePlaces, publicFreeOfType } from './vouchers.service.js';
 import type { JoinWaitlistBody, WaitlistListQuery } from './waitlist.schemas.js';
 
 /** The job that offers freed places to those waiting (waitlist.job.ts works it); queued by whatever frees places. */
@@ -54,29 +54,23 @@ interface Places {
   publicFree: number;
 }
 
-/** The event's own counts beside those of its vouchers and waiting list, read under its lock at `now`. */
+/** The event's own counts beside what its vouchers and waiting list keep, read under its lock at `now`. */
 interface Ledger {
   event: EventRow;
+  kept: Kept;
+  /** The people waiting, per ticket type. */
   waiting: Map<string, number>;
-  reserved: Map<string, number>;
 }
 
 async function readLedger(tx: TenantScope, event: EventRow, now: number): Promise<Ledger> {
   const kept = await keptOfEvent(tx, event.id, now);
-  const part = (name: 'waiting' | 'reserved') => new Map([...kept].map(([typeId, k]) => [typeId, k[name]]));
-  return { event, waiting: part('waiting'), reserved: part('reserved') };
+  return { event, kept, waiting: new Map([...kept].filter(([, k]) => k.waiting > 0).map(([typeId, k]) => [typeId, k.waiting])) };
 }
 
-const sum = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
-
-/** The places of type `type` and, if the event has a capacity, of the event, the smaller of each. */
+/** The places of type `type` and, if the event has a capacity, of the event, the smaller of each: the vouchers' availability rule (freePlaces) with and without its waiting term. */
 function placesOf(ledger: Ledger, type: TicketTypeRow): Places {
-  const { event, waiting, reserved } = ledger;
-  const typeOfferable = type.quantity - type.sold - type.held - (reserved.get(type.id) ?? 0);
-  const typePublic = typeOfferable - (waiting.get(type.id) ?? 0);
-  if (event.capacity === null) return { offerable: typeOfferable, publicFree: typePublic };
-  const eventOfferable = event.capacity - event.sold - event.held - sum(reserved);
-  return { offerable: Math.min(typeOfferable, eventOfferable), publicFree: Math.min(typePublic, eventOfferable - sum(waiting)) };
+  const offerable = offerablePlaces(ledger.event, [type], ledger.kept);
+  return { offerable: Math.min(offerable.types.get(type.id)!, offerable.event ?? Number.POSITIVE_INFINITY), publicFree: publicFreeOfType(ledger.event, type, ledger.kept) };
 }
 
 /** The reasons an order of the event would be refused before its inventory is looked at: the waiting list says the same. */
@@ -261,7 +255,7 @@ async function expireLapsed(tx: TenantScope, eventId: string, asOf: number, now:
 async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise<{ count: number; more: boolean }> {
   const { event } = ledger;
   if (event.status !== 'published' || now >= event.endsAt || ledger.waiting.size === 0) return { count: 0, more: false };
-  const eventLeft = event.capacity === null ? Number.POSITIVE_INFINITY : event.capacity - event.sold - event.held - sum(ledger.reserved);
+  const eventLeft = offerablePlaces(event, [], ledger.kept).event ?? Number.POSITIVE_INFINITY;
   const heads: repo.WaitlistEntryRow[] = [];
   for (const type of await listTicketTypes(tx, event.id)) {
     const waiting = ledger.waiting.get(type.id) ?? 0;
