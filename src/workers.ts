@@ -42,8 +42,8 @@ export function startWorkers(handle: DatabaseHandle, config: Config, log: Logger
       blendUploads: (db) => purgeExpiredUploads(db, store, log),
       retiredSecrets: (db) => eraseRetiredWebhookSecrets(db),
       stripeEvents: (db) => purgeOldStripeEvents(db),
-      overdueOrders: (db) => sweepPendingOrders(db),
-      waitlists: (db) => sweepWaitlists(db),
+      overdueOrders: (db) => sweepPendingOrders(db, Date.now(), log),
+      waitlists: (db) => sweepWaitlists(db, Date.now(), log),
     },
     close: async () => {
       await blend.close();

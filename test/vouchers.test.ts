@@ -308,6 +308,42 @@ for (const engine of ENGINES) {
       await until(async () => (await c.send('POST', `/events/${second}/orders`, orderOf({ [secondIds.GA]: 5 }))).status === 201, 10_000, 'the reservation to end');
     });
 
+    test("the event's capacity keeps those waiting from a reserving voucher's order with places of other types; its own places alone need no waiting term", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { eventId, ids } = await onSale(c, { GA: { quantity: 2 }, Other: { quantity: 5 } }, { capacity: 3 });
+      await c.expect(201, 'POST', `/events/${eventId}/vouchers`, { code: 'PRESS-1', ticketTypeId: ids.GA, reserve: true, maxUses: 1 });
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }));
+      // GA is sold out to the public (1 sold, 1 reserved): Grace waits, and takes the event's last public place.
+      await c.expect(201, 'POST', `/events/${eventId}/waitlist`, { ticketTypeId: ids.GA, name: 'Grace', email: 'grace@example.com' });
+      await problem(await c.send('POST', `/events/${eventId}/orders`, orderOf({ [ids.Other]: 1 })), 409, 'sold_out');
+
+      // The voucher's GA place and an Other place: the Other place is the one Grace waits for.
+      const mixed = await problem(await c.send('POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1, [ids.Other]: 1 }, { voucher: 'press-1' })), 409, 'sold_out');
+      assert.equal(mixed.available, 1, 'the voucher\'s own place, and no other');
+      // The voucher's place alone: it was kept for it.
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }, { voucher: 'press-1' }));
+    });
+
+    test("an order change refused for a type whose free places a reserving voucher keeps says how many are free by the availability rule", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const { eventId, ids } = await onSale(c, { GA: { quantity: 5 }, VIP: { quantity: 2 } });
+      await c.expect(201, 'POST', `/events/${eventId}/vouchers`, { ticketTypeId: ids.VIP, reserve: true, maxUses: 1 });
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.VIP]: 1 }));
+      const placed = await c.expect(201, 'POST', `/events/${eventId}/orders`, orderOf({ [ids.GA]: 1 }));
+      const refused = await problem(await c.send('POST', `/orders/${placed.id}/changes`, { changeTypes: [{ ticketId: placed.tickets[0].id, ticketTypeId: ids.VIP }] }), 409, 'sold_out');
+      assert.deepEqual([refused.ticketTypeId, refused.available], [ids.VIP, 0], 'the reserved place is not free');
+    });
+
+    test("createOrder's OpenAPI lists the voucher problems it answers", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const doc = (await (await api.fetch('/openapi.json')).json()) as Json;
+      const op = Object.values(doc.paths as Record<string, Record<string, Json>>).flatMap((item) => Object.values(item)).find((o) => o?.operationId === 'createOrder');
+      const described = Object.values(op.responses as Record<string, Json>).map((r) => r.description ?? '').join(' ');
+      for (const code of ['voucher_not_found', 'voucher_not_valid', 'voucher_not_applicable', 'voucher_used_up']) assert.ok(described.includes(`\`${code}\``), `${code} in ${described}`);
+    });
+
     test('people waiting come first: a public order does not take the places they wait for; an offer is redeemed and given back', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const { key, accountId } = await api.account();

@@ -58,5 +58,36 @@ for (const engine of ENGINES) {
       const sold = await c.expect(201, 'POST', `/events/${event.id}/orders`, buy('Carol'));
       assert.equal(sold.status, 'completed');
     });
+
+    test('a pending order of an offer ends after its person joined again: the order ends, the old offer expires with its webhook, the new entry waits', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = jsonClient(api, key);
+      const event = await c.expect(201, 'POST', '/events', { name: 'Again', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR' });
+      const type = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Floor', price: 1000, quantity: 1 });
+      await c.expect(200, 'POST', `/events/${event.id}/publish`);
+      const buy = (who: string, extra: Record<string, unknown> = {}) => ({ buyer: { name: who, email: `${who.toLowerCase()}@example.com` }, items: [{ ticketTypeId: type.id, quantity: 1 }], ...extra });
+      const first = await c.expect(201, 'POST', `/events/${event.id}/orders`, buy('Early'));
+      const bob = await c.expect(201, 'POST', `/events/${event.id}/waitlist`, { ticketTypeId: type.id, name: 'Bob', email: 'bob@example.com' });
+      await c.expect(200, 'POST', `/tickets/${first.tickets[0].id}/cancel`);
+      assert.equal(await offerPlaces(api.database.db, { accountId, eventId: event.id }), 1);
+      const code = ((await c.expect(200, 'GET', `/events/${event.id}/waitlist?status=offered`)).data as Json[])[0].voucher.code;
+      const pending = await c.expect(201, 'POST', `/events/${event.id}/orders`, buy('Bob', { voucher: code, payment: { provider: 'manual' } }));
+      const again = await c.expect(201, 'POST', `/events/${event.id}/waitlist`, { ticketTypeId: type.id, name: 'Bob', email: 'bob@example.com' });
+
+      const cancelled = await c.expect(200, 'POST', `/orders/${pending.id}/cancel`);
+      assert.equal(cancelled.status, 'cancelled');
+      const entries = (await c.expect(200, 'GET', `/events/${event.id}/waitlist`)).data as Json[];
+      assert.deepEqual(entries.map((e) => [e.id, e.status]), [[bob.id, 'expired'], [again.id, 'waiting']]);
+      const voucher = await c.expect(200, 'GET', `/events/${event.id}/vouchers/${entries[0].voucher.id}`);
+      assert.ok(Date.parse(voucher.validUntil) <= Date.now(), 'the old offer no longer keeps its place');
+      const expired = await api.database.db.selectFrom('webhookMessages').select('payload').where('eventType', '=', 'waitlist.offer_expired').execute();
+      assert.deepEqual(expired.map((m) => JSON.parse(m.payload).data.id), [bob.id]);
+
+      // The place freed goes to the new entry.
+      assert.equal(await offerPlaces(api.database.db, { accountId, eventId: event.id }), 1);
+      const offered = (await c.expect(200, 'GET', `/events/${event.id}/waitlist?status=offered`)).data as Json[];
+      assert.deepEqual(offered.map((e) => e.id), [again.id]);
+    });
   });
 }

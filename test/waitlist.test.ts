@@ -14,6 +14,9 @@ import { expireOffer, MAX_WAITING_PER_TYPE, offerPlaces } from '../src/events/wa
 import { startWorkers } from '../src/workers.js';
 import { ENGINES, FAST_WEBHOOKS, freshStorage, hookReceiver, jsonClient, type JsonClient, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
 
+/** The sweeps' log: a failing row is written there; these tests have none. */
+const quiet = { warn() {} };
+
 type Json = any;
 
 /** A published event with one ticket type of `quantity` free places (an RSVP), every one taken: each ticket in `tickets`. */
@@ -199,8 +202,66 @@ for (const engine of ENGINES) {
 
       // Nothing more is free: another run offers nothing.
       assert.equal(await offerPlaces(api.database.db, { accountId, eventId }), 0);
-      assert.equal(await sweepWaitlists(api.database.db), 0);
+      assert.equal(await sweepWaitlists(api.database.db, Date.now(), quiet), 0);
       assert.equal(new Set(offeredIds()).size, offeredIds().length, 'no entry offered twice');
+    });
+
+    test("an offer's voucher only ends earlier by PATCH, and its entry keeps step: later or no end refused, an earlier end moves offerExpiresAt, ending it now expires the offer", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = jsonClient(api, key);
+      const { eventId, typeId, tickets } = await soldOut(c, 1, { waitlistOfferMinutes: 60 });
+      const ada = await c.expect(201, 'POST', `/events/${eventId}/waitlist`, { ticketTypeId: typeId, ...person(1) });
+      const bob = await c.expect(201, 'POST', `/events/${eventId}/waitlist`, { ticketTypeId: typeId, ...person(2) });
+      await c.expect(200, 'POST', `/tickets/${tickets[0].id}/cancel`);
+      assert.equal(await offerPlaces(api.database.db, { accountId, eventId }), 1);
+      const offered = (await allEntries(c, eventId, '&status=offered'))[0];
+      const path = `/events/${eventId}/vouchers/${offered.voucher.id}`;
+      const end = Date.parse(offered.offerExpiresAt);
+
+      // Later, or no end at all: it would keep a place past what the person was told.
+      const later = await problem(await c.send('PATCH', path, { validUntil: new Date(end + 60_000).toISOString() }), 409, 'voucher_in_use');
+      assert.match(later.detail, /earlier/);
+      await problem(await c.send('PATCH', path, { validUntil: null }), 409, 'voucher_in_use');
+      await problem(await c.send('PATCH', path, { validFrom: new Date().toISOString() }), 409, 'voucher_in_use');
+
+      // Earlier but still open: the entry's offerExpiresAt follows, and its expiry job is due then.
+      const sooner = end - 30 * 60_000;
+      await c.expect(200, 'PATCH', path, { validUntil: new Date(sooner).toISOString() });
+      assert.equal(Date.parse((await allEntries(c, eventId, '&status=offered'))[0].offerExpiresAt), sooner);
+      assert.equal(await expireOffer(api.database.db, { accountId, eventId, entryId: ada.id }, sooner + 1), 0);
+      assert.deepEqual((await allEntries(c, eventId)).map((e) => [e.id, e.status]), [[ada.id, 'expired'], [bob.id, 'offered']]);
+
+      // Ended now: the offer expires at once (waitlist.offer_expired), and the place is offered on; it cannot be revived.
+      const bobs = (await allEntries(c, eventId, '&status=offered'))[0];
+      await c.expect(200, 'PATCH', `/events/${eventId}/vouchers/${bobs.voucher.id}`, { validUntil: new Date().toISOString() });
+      assert.deepEqual((await allEntries(c, eventId)).map((e) => e.status), ['expired', 'expired']);
+      const messages = await api.database.db.selectFrom('webhookMessages').select('payload').where('eventType', '=', 'waitlist.offer_expired').execute();
+      assert.deepEqual(messages.map((m) => JSON.parse(m.payload).data.id).sort(), [ada.id, bob.id].sort());
+      await problem(await c.send('PATCH', `/events/${eventId}/vouchers/${bobs.voucher.id}`, { validUntil: new Date(Date.now() + 3_600_000).toISOString() }), 409, 'voucher_in_use');
+      // Nobody waits: the place is public again.
+      await c.expect(201, 'POST', `/events/${eventId}/orders`, { buyer: { name: 'Late', email: 'late@example.com' }, items: [{ ticketTypeId: typeId, quantity: 1 }] });
+    });
+
+    test("waiting entries of a type whose sales ended expire in the sweep and stop keeping the event's capacity", async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const c = jsonClient(api, key);
+      const created = await c.expect(201, 'POST', '/events', { name: 'Ends', startsAt: '2030-05-01T18:00:00Z', endsAt: '2030-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR', capacity: 2 });
+      const salesEndAt = Date.now() + 3_600_000;
+      const early = await c.expect(201, 'POST', `/events/${created.id}/tickets`, { name: 'Early bird', price: 0, quantity: 1, salesEndAt: new Date(salesEndAt).toISOString() });
+      const regular = await c.expect(201, 'POST', `/events/${created.id}/tickets`, { name: 'Regular', price: 0, quantity: 5 });
+      await c.expect(200, 'POST', `/events/${created.id}/publish`);
+      const buy = (typeId: string) => ({ buyer: { name: 'Buyer', email: 'buyer@example.com' }, items: [{ ticketTypeId: typeId, quantity: 1 }] });
+      await c.expect(201, 'POST', `/events/${created.id}/orders`, buy(early.id));
+      const waiting = await c.expect(201, 'POST', `/events/${created.id}/waitlist`, { ticketTypeId: early.id, ...person(1) });
+      // The event's last place is kept for the person waiting.
+      await problem(await c.send('POST', `/events/${created.id}/orders`, buy(regular.id)), 409, 'sold_out');
+      assert.equal(await sweepWaitlists(api.database.db, Date.now(), quiet), 0, 'sales still open: nothing changes');
+
+      assert.equal(await sweepWaitlists(api.database.db, salesEndAt + 1000, quiet), 1);
+      assert.deepEqual((await allEntries(c, created.id)).map((e) => [e.id, e.status]), [[waiting.id, 'expired']]);
+      await c.expect(201, 'POST', `/events/${created.id}/orders`, buy(regular.id));
     });
 
     test('an offer nobody takes expires at its time and passes to the next; removal ends an offer or leaves the queue', async (t) => {
@@ -220,7 +281,7 @@ for (const engine of ENGINES) {
       // Not yet due: the job waits for the rest of the offer, and nothing changes.
       const wait = await expireOffer(api.database.db, expiry);
       assert.ok(wait > 4 * 60_000 && wait <= 5 * 60_000, `waits ${wait} ms`);
-      assert.equal(await sweepWaitlists(api.database.db), 0);
+      assert.equal(await sweepWaitlists(api.database.db, Date.now(), quiet), 0);
 
       // Six minutes later: expired, its voucher ended, the next person offered, both webhooks received.
       assert.equal(await expireOffer(api.database.db, expiry, Date.now() + 6 * 60_000), 0);
@@ -236,7 +297,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(seen('waitlist.offered'), [entries[0].id, entries[1].id]);
 
       // The sweep catches an offer whose job is late: the second offer runs out, the third person gets it.
-      assert.equal(await sweepWaitlists(api.database.db, Date.now() + 6 * 60_000), 2);
+      assert.equal(await sweepWaitlists(api.database.db, Date.now() + 6 * 60_000, quiet), 2);
       await until(() => seen('waitlist.offered').length === 3, 10_000, 'the third offer');
       assert.deepEqual(seen('waitlist.offer_expired'), [entries[0].id, entries[1].id]);
 
@@ -303,7 +364,7 @@ for (const engine of ENGINES) {
           for (let i = 1; i <= RAISES; i++) await c.expect(200, 'PATCH', `/events/${eventId}/tickets/${typeId}`, { quantity: QUANTITY + i * RAISE_BY });
           return null;
         }),
-        ...Array.from({ length: 6 }, () => sweepWaitlists(api.database.db).then(() => null)),
+        ...Array.from({ length: 6 }, () => sweepWaitlists(api.database.db, Date.now(), quiet).then(() => null)),
         ...Array.from({ length: 6 }, () => enough.then(() => offerPlaces(api.database.db, { accountId, eventId })).then(() => null)),
       ]);
       const statuses = await Promise.all(answers.map(async (res) => (res === null ? null : `${res.status}${res.ok ? '' : ` ${await res.text()}`}`)));
@@ -316,7 +377,7 @@ for (const engine of ENGINES) {
 
       await until(async () => (await openWaitlistJobs(api)) === 0 && (await allEntries(c, eventId, '&status=offered')).length === FREED, 30_000, 'the offers');
       // One more sweep and offer run change nothing.
-      assert.equal(await sweepWaitlists(api.database.db), 0);
+      assert.equal(await sweepWaitlists(api.database.db, Date.now(), quiet), 0);
       assert.equal(await offerPlaces(api.database.db, { accountId, eventId }), 0);
 
       const entries = await allEntries(c, eventId);

@@ -174,7 +174,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: schemas.CreateOrderBody,
         response: {
           201: ref(schemas.OrderSchema),
-          ...problems('sold_out', 'sales_closed', 'event_not_published', 'event_cancelled', 'payment_provider_not_configured', 'payment_provider_error'),
+          ...problems('sold_out', 'sales_closed', 'event_not_published', 'event_cancelled', 'voucher_not_found', 'voucher_not_valid', 'voucher_not_applicable', 'voucher_used_up', 'payment_provider_not_configured', 'payment_provider_error'),
         },
       },
     },

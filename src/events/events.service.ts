@@ -14,6 +14,7 @@ import { type ReservedRefunds, reserveTicketRefunds, settleRefunds } from './ref
 import { presentTicket } from './tickets.service.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
 import { keptOfEvent, type Kept } from './vouchers.repository.js';
+import { publicFreeOfType } from './vouchers.service.js';
 
 type EventRow = repo.EventRow;
 type TicketTypeRow = repo.TicketTypeRow;
@@ -56,11 +57,6 @@ export function presentEvent(row: EventRow) {
  * wanted by the waiting list (`kept`, docs/events.md "Vouchers") count as taken.
  */
 export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, kept: Kept) {
-  const own = kept.get(row.id);
-  const left = row.quantity - row.sold - row.held - (own ? own.reserved + own.waiting : 0);
-  let keptInAll = 0;
-  for (const k of kept.values()) keptInAll += k.reserved + k.waiting;
-  const capacityLeft = event.capacity === null ? left : event.capacity - event.sold - event.held - keptInAll;
   return {
     id: row.id,
     eventId: row.eventId,
@@ -71,7 +67,7 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
     quantity: row.quantity,
     sold: row.sold,
     held: row.held,
-    available: Math.max(0, Math.min(left, capacityLeft)),
+    available: Math.max(0, publicFreeOfType(event, row, kept)),
     salesStartAt: iso(row.salesStartAt),
     salesEndAt: iso(row.salesEndAt),
     maxPerOrder: row.maxPerOrder,

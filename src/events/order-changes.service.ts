@@ -13,6 +13,8 @@ import { lockOrderRow } from './refunds.repository.js';
 import { type RefundWish, requireCompleted, reserveRefunds, type ReservedRefunds, settleRefunds } from './refunds.service.js';
 import { cancelOpenTicket, findTicket, releasePlace, retypeOpenTicket, type TicketRow, ticketsOfOrder } from './tickets.repository.js';
 import { changeTicket, presentTicket } from './tickets.service.js';
+import { keptOfEvent } from './vouchers.repository.js';
+import { freePlaces } from './vouchers.service.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
 
 type ChangeInput = Static<typeof ChangeOrderBody>;
@@ -121,7 +123,8 @@ async function applyChange(tx: TenantScope, order: OrderRow, event: EventRow, na
   for (const move of countByType(changed.map((c) => c.toTicketTypeId))) {
     if (!(await repo.takeTypePlaces(tx, move, now))) {
       const type = (await listTicketTypes(tx, event.id)).find((t) => t.id === move.ticketTypeId)!;
-      const left = Math.max(0, type.quantity - type.sold - type.held);
+      // The type's public free places (a change takes no event capacity: it moves places within it).
+      const left = Math.max(0, freePlaces(event, [type], await keptOfEvent(tx, event.id, now), null).types.get(type.id)!);
       throw new AppError('sold_out', `Ticket type ${type.id} has ${left} of ${type.quantity} left; the change needs ${move.quantity}.`, { ticketTypeId: type.id, available: left });
     }
   }

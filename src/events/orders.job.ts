@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import type { Logger } from '../logger.js';
 import { forgetEndedPlans, overduePendingOrders } from './orders.repository.js';
 import { EXPIRE_ORDER_KIND, type ExpireOrderPayload, expireOrder } from './orders.service.js';
 
@@ -37,10 +38,15 @@ const SWEEP_BATCH = 500;
  * that ended unpaid more than `PLAN_KEPT_MS` ago (attendees' personal data and answers) is
  * forgotten. How many rows changed.
  */
-export async function sweepPendingOrders(db: Db, now = Date.now()): Promise<number> {
+export async function sweepPendingOrders(db: Db, now: number, log: Pick<Logger, 'warn'>): Promise<number> {
   let changed = 0;
   for (const order of await overduePendingOrders(db, now - OVERDUE_MARGIN_MS, SWEEP_BATCH)) {
-    if ((await expireOrder(db, { accountId: order.accountId, eventId: order.eventId, orderId: order.id }, now)) === 0) changed++;
+    // One order that cannot be expired (its transaction fails) must not keep the others pending.
+    try {
+      if ((await expireOrder(db, { accountId: order.accountId, eventId: order.eventId, orderId: order.id }, now)) === 0) changed++;
+    } catch (err) {
+      log.warn({ err, orderId: order.id, eventId: order.eventId }, 'could not expire an overdue pending order');
+    }
   }
   return changed + (await forgetEndedPlans(db, now - PLAN_KEPT_MS));
 }

@@ -69,6 +69,12 @@ export type OrderVoucher = { id: string; ticketTypeId: string | null; places: nu
 const reservingId = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.id : '');
 /** The ticket type whose reserved places such an order takes ('' for a public order): its waiting list is not counted. */
 const reservingType = (voucher: OrderVoucher | null) => (voucher?.reserving ? voucher.ticketTypeId! : '');
+/**
+ * The reserving voucher whose places are all `count` places of the order ('' otherwise): only then
+ * is the event's waiting list not counted against its capacity; places outside the voucher's type
+ * follow the public rule, people waiting first.
+ */
+const reservingAll = (voucher: OrderVoucher | null, count: number) => (voucher?.reserving && voucher.places === count ? voucher.id : '');
 
 const text = (eb: ExpressionBuilder<any, any>, value: string) => eb.cast<string>(eb.val(value), 'text');
 const bigint = (eb: ExpressionBuilder<any, any>, value: number) => eb.cast<number>(eb.val(value), 'bigint');
@@ -110,6 +116,7 @@ type OrderStatement = {
   voucherCount: number;
   reservingVoucher: string;
   reservingType: string;
+  reservingAll: string;
   waitlistEntryId: string | null;
 } & FanOutValues;
 
@@ -149,6 +156,7 @@ const ORDER_STATEMENT = [
   'voucherCount',
   'reservingVoucher',
   'reservingType',
+  'reservingAll',
   'waitlistEntryId',
   ...fanOut.names,
 ] as const satisfies ReadonlyArray<keyof OrderStatement>;
@@ -175,7 +183,7 @@ const writeOrderStatement = preparedNamed(ORDER_STATEMENT, (db: Db, p: OrderStat
               eb.or([
                 eb('capacity', 'is', null),
                 eb(
-                  sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${p.count} + ${reservedOfEvent(eb.ref('events.id'), p.now, p.reservingVoucher)} + ${waitingOfEvent(eb.ref('events.id'), p.reservingVoucher)}`,
+                  sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${p.count} + ${reservedOfEvent(eb.ref('events.id'), p.now, p.reservingVoucher)} + ${waitingOfEvent(eb.ref('events.id'), p.reservingAll)}`,
                   '<=',
                   eb.ref('capacity'),
                 ),
@@ -369,6 +377,7 @@ export async function writeOrder(tx: TenantScope, w: OrderWrite): Promise<boolea
       voucherCount: w.voucher ? 1 : 0,
       reservingVoucher: reservingId(w.voucher),
       reservingType: reservingType(w.voucher),
+      reservingAll: reservingAll(w.voucher, count),
       waitlistEntryId: w.voucher?.waitlistEntryId ?? null,
       ...fanned,
     });
@@ -430,7 +439,8 @@ async function takeVoucherUses(tx: TenantScope, voucher: OrderVoucher, now: numb
  * `held` (a pending order's hold), one statement each: the event's `sold + held + n +
  * reservedActive(E) + waiting(E) <= capacity` and each type's `sold + held + n + reservedActive(T)
  * + waiting(T) <= quantity` (docs/events.md, "Vouchers"; an order with a reserving voucher leaves
- * that voucher's places out and the waiting list with them). False as soon as one refuses (the
+ * that voucher's places out and its type's waiting list, and the event's waiting list when all its
+ * places are the voucher's). False as soon as one refuses (the
  * caller rolls back).
  */
 async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 'sold' | 'held', now: number, voucher: OrderVoucher | null): Promise<boolean> {
@@ -443,7 +453,7 @@ async function takePlaces(tx: TenantScope, eventId: string, places: Places, as: 
     .where((eb) =>
       eb.or([
         eb('capacity', 'is', null),
-        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${places.count} + ${reservedOfEvent(eb.ref('events.id'), now, except)} + ${waitingOfEvent(eb.ref('events.id'), except)}`, '<=', eb.ref('capacity')),
+        eb(sql<number>`${eb.ref('sold')} + ${eb.ref('held')} + ${places.count} + ${reservedOfEvent(eb.ref('events.id'), now, except)} + ${waitingOfEvent(eb.ref('events.id'), reservingAll(voucher, places.count))}`, '<=', eb.ref('capacity')),
       ]),
     )
     .executeTakeFirst();

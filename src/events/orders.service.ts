@@ -19,7 +19,7 @@ import { ticketsOfOrder, type TicketRow } from './tickets.repository.js';
 import { presentTicket } from './tickets.service.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
 import { checkVoucherFits, discountOf, freePlaces, giveBackUses, orderVoucherOf, voucherForOrder, voucherOfEndedOrder } from './vouchers.service.js';
-import { keptOfEvent, type Kept, type VoucherRow } from './vouchers.repository.js';
+import { keptOfEvent, type Kept, voucherById, type VoucherRow } from './vouchers.repository.js';
 
 const MAX_TICKETS_PER_ORDER = 100;
 
@@ -55,7 +55,8 @@ export interface OrderPlan {
  * reserving voucher.
  */
 function soldOut(event: EventRow, types: TicketTypeRow[], sorted: SoldItem[], count: number, kept: Kept, voucher: VoucherRow | null): AppError {
-  const free = freePlaces(event, types, kept, voucher);
+  const outside = sorted.reduce((sum, item) => sum + (item.type.id === voucher?.ticketTypeId ? 0 : item.quantity), 0);
+  const free = freePlaces(event, types, kept, voucher, outside);
   const available = Math.max(0, free.event ?? 0);
   if (free.event !== null && count > free.event) {
     return new AppError('sold_out', `Event ${event.id} has ${available} of ${event.capacity} places left.`, { available });
@@ -293,7 +294,8 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
     const orderVoucher = voucher ? orderVoucherOf(voucher, voucherPlaces, now) : null;
     const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, voucher: orderVoucher, now });
     // Only a refusal pays for reading what vouchers and the waiting list keep: it explains the refusal.
-    if (!written) throw soldOut(event, typeRows, sorted, count, await keptOfEvent(tx, eventId, now), orderVoucher?.reserving ? voucher : null);
+    // The voucher is read again beside them: PostgreSQL's one statement took its uses even as it refused.
+    if (!written) throw soldOut(event, typeRows, sorted, count, await keptOfEvent(tx, eventId, now), orderVoucher?.reserving ? ((await voucherById(tx, voucher!.id)) ?? null) : null);
     if (!pending) await writeAnswers(tx, { accountId: scope.accountId, orderId, tickets: ticketPlaces(orderItems, tickets.map((t) => t.id)), prepared: answers });
     return { order, row: orderRow, event, names: items.map((item) => item.type.name) };
   });

@@ -2,6 +2,7 @@ import { type Expression, type Insertable, type RawBuilder, type Selectable, sql
 import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import type { TenantScope } from '../db/tenant.js';
 import type { VoucherTable } from './vouchers.table.js';
+import type { WaitlistEntryTable } from './waitlist.table.js';
 import './vouchers.table.js';
 import './waitlist.table.js';
 
@@ -39,9 +40,13 @@ export function reservedOfEvent(eventId: Expression<string>, now: number | Expre
   return sql<number>`(select coalesce(sum(${reservedOfType(sql.ref('tt.id'), now, exceptVoucher)}), 0) from ticket_types tt where tt.event_id = ${eventId})`;
 }
 
-/** The people waiting for any ticket type of the event (`waiting(E)`), per type as reservedOfEvent; not counted for an order with a reserving voucher (`exceptVoucher` not ''). */
-export function waitingOfEvent(eventId: Expression<string>, exceptVoucher: string | Expression<string>): RawBuilder<number> {
-  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), '')}), 0) from ticket_types tt where tt.event_id = ${eventId} and ${exceptVoucher} = '')`;
+/**
+ * The people waiting for any ticket type of the event (`waiting(E)`), per type as reservedOfEvent;
+ * not counted when `allReservedBy` names a reserving voucher (not '') whose places are all the
+ * order takes: an order with places outside its voucher's type must leave those waiting theirs.
+ */
+export function waitingOfEvent(eventId: Expression<string>, allReservedBy: string | Expression<string>): RawBuilder<number> {
+  return sql<number>`(select coalesce(sum(${waitingOfType(sql.ref('tt.id'), '')}), 0) from ticket_types tt where tt.event_id = ${eventId} and ${allReservedBy} = '')`;
 }
 
 /** What the reserving vouchers and the waiting list keep from the public, per ticket type of the event. */
@@ -147,7 +152,7 @@ export async function markOfferRedeemed(tx: TenantScope, entryId: string, now: n
   await tx.updateTable('waitlistEntries').set({ status: 'redeemed', updatedAt: now }).where('id', '=', entryId).where('status', '=', 'offered').execute();
 }
 
-/** The entry whose offer's order ended unpaid: `redeemed` → `offered` again while its voucher is valid, else `expired`. */
-export async function reopenOffer(tx: TenantScope, entryId: string, status: 'offered' | 'expired', now: number): Promise<void> {
-  await tx.updateTable('waitlistEntries').set({ status, updatedAt: now }).where('id', '=', entryId).where('status', '=', 'redeemed').execute();
+/** The entry whose offer's order ended unpaid: `redeemed` → `offered` again or `expired`. The entry as it is now, if it was redeemed. */
+export function reopenOffer(tx: TenantScope, entryId: string, status: 'offered' | 'expired', now: number): Promise<Selectable<WaitlistEntryTable> | undefined> {
+  return tx.updateTable('waitlistEntries').set({ status, updatedAt: now }).where('id', '=', entryId).where('status', '=', 'redeemed').returningAll().executeTakeFirst();
 }

@@ -8,7 +8,9 @@ import { iso, parseTime } from '../time.js';
 import { type EventRow, listTicketTypes, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import type { OrderRow, OrderVoucher } from './orders.repository.js';
 import * as repo from './vouchers.repository.js';
-import { queueWaitlistOffers } from './waitlist.service.js';
+import { fanOut } from '../webhooks/outbox.js';
+import { activeEntryOf, endVouchers, findEntry } from './waitlist.repository.js';
+import { endOfferBy, presentEntry, queueWaitlistOffers } from './waitlist.service.js';
 import type { BulkVouchersBody, CreateVoucherBody, UpdateVoucherBody, VoucherListQuery, VoucherSettings } from './vouchers.schemas.js';
 
 type VoucherRow = repo.VoucherRow;
@@ -61,21 +63,38 @@ export function discountOf(voucher: Pick<VoucherRow, 'discountType' | 'discountV
 /**
  * Free places of each ticket type and of the event's capacity (null: no capacity) under the
  * availability rule (docs/events.md, "Vouchers"): less sold, held, reserved and waiting. With
- * `voucher` (a reserving voucher an order uses), its own places are not reserved from it and
- * the people waiting for its type (and, for the capacity, for any type) are not counted, as the
- * order's conditional updates do.
+ * `voucher` (a reserving voucher an order uses), its own places are not reserved from it and the
+ * people waiting for its type are not counted; for the capacity, those waiting for any type are
+ * not counted only when `placesOutside` (the order's places of other types) is 0, as the order's
+ * conditional updates do.
  */
-export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: TicketTypeRow[], kept: repo.Kept, voucher: VoucherRow | null): { event: number | null; types: Map<string, number> } {
+export function freePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>[], kept: repo.Kept, voucher: VoucherRow | null, placesOutside = 0): { event: number | null; types: Map<string, number> } {
+  const ownRemaining = voucher === null ? 0 : voucher.maxUses - voucher.redeemed;
   const free = new Map<string, number>();
-  let keptInAll = 0;
   for (const type of types) {
     const k = kept.get(type.id) ?? { reserved: 0, waiting: 0 };
     const own = voucher?.ticketTypeId === type.id;
-    const reserved = k.reserved - (own ? voucher!.maxUses - voucher!.redeemed : 0);
-    keptInAll += reserved + (voucher ? 0 : k.waiting);
-    free.set(type.id, type.quantity - type.sold - type.held - reserved - (own ? 0 : k.waiting));
+    free.set(type.id, type.quantity - type.sold - type.held - k.reserved + (own ? ownRemaining : 0) - (own ? 0 : k.waiting));
   }
+  // The capacity counts what every type of the event keeps (`kept` has them all), whichever types are asked about.
+  const waitingCounted = voucher === null || placesOutside > 0;
+  let keptInAll = -ownRemaining;
+  for (const k of kept.values()) keptInAll += k.reserved + (waitingCounted ? k.waiting : 0);
   return { event: event.capacity === null ? null : event.capacity - event.sold - event.held - keptInAll, types: free };
+}
+
+/**
+ * The places an offer can be made for (docs/events.md, "Waiting list"): freePlaces before its
+ * waiting term, for the waiting list, whose offers go to those waiting.
+ */
+export function offerablePlaces(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, types: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>[], kept: repo.Kept): { event: number | null; types: Map<string, number> } {
+  return freePlaces(event, types, new Map([...kept].map(([typeId, k]) => [typeId, { reserved: k.reserved, waiting: 0 }])), null);
+}
+
+/** What one type's order without a reserving voucher may take now: the smaller of its free places and the event's. */
+export function publicFreeOfType(event: Pick<EventRow, 'capacity' | 'sold' | 'held'>, type: Pick<TicketTypeRow, 'id' | 'quantity' | 'sold' | 'held'>, kept: repo.Kept): number {
+  const free = freePlaces(event, [type], kept, null);
+  return Math.min(free.types.get(type.id)!, free.event ?? Number.POSITIVE_INFINITY);
 }
 
 /** Public free places of one type, within the event's: what a new or larger reservation may take. */
@@ -141,8 +160,28 @@ export async function giveBackUses(tx: TenantScope, orders: Pick<OrderRow, 'vouc
   for (const order of orders) {
     if (order.voucherId === null || order.voucherPlaces === 0) continue;
     const voucher = await repo.giveBackVoucher(tx, order.voucherId, order.voucherPlaces, now);
-    if (voucher?.waitlistEntryId) await repo.reopenOffer(tx, voucher.waitlistEntryId, notEnded(voucher, now) ? 'offered' : 'expired', now);
+    if (voucher?.waitlistEntryId) await reopenOffer(tx, voucher, now);
   }
+}
+
+/**
+ * The offer a pending order redeemed, once that order ended unpaid: it stands again while its
+ * voucher is valid and the person holds no other place in the queue; else it expires (its voucher
+ * ends, `waitlist.offer_expired` is sent). A person who joined again meanwhile keeps the new entry:
+ * the address may wait or hold an offer once per type (a unique index), and reopening the old
+ * entry beside it would fail the whole transaction that ends the order.
+ */
+async function reopenOffer(tx: TenantScope, voucher: VoucherRow, now: number): Promise<void> {
+  const entry = await findEntry(tx, voucher.eventId, voucher.waitlistEntryId!);
+  if (entry?.status !== 'redeemed') return;
+  if (notEnded(voucher, now) && !(await activeEntryOf(tx, entry.ticketTypeId, entry.email))) {
+    await repo.reopenOffer(tx, entry.id, 'offered', now);
+    return;
+  }
+  const expired = await repo.reopenOffer(tx, entry.id, 'expired', now);
+  if (!expired) return;
+  await endVouchers(tx, [voucher.id], now);
+  await fanOut.inTransaction(tx.db, tx.accountId, [{ event: 'waitlist.offer_expired', data: presentEntry({ ...expired, voucherCode: entry.voucherCode }, null) }], now);
 }
 
 /** A generated code: `prefix` then random characters, or random characters alone. */
@@ -151,8 +190,8 @@ function drawCode(prefix: string): string {
   return prefix + Array.from({ length }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join('');
 }
 
-/** `count` generated codes that no voucher of the event has, nor each other. */
-async function freshCodes(tx: TenantScope, eventId: string, count: number, prefix: string): Promise<string[]> {
+/** `count` generated codes that no voucher of the event has, nor each other (the codes of vouchers and of waiting-list offers). */
+export async function freshCodes(tx: TenantScope, eventId: string, count: number, prefix: string): Promise<string[]> {
   const codes = new Set<string>();
   for (let draw = 0; draw < CODE_DRAWS && codes.size < count; draw++) {
     const drawn: string[] = [];
@@ -272,7 +311,8 @@ export async function listVouchers(scope: TenantScope, eventId: string, query: S
 
 /**
  * Changes a voucher under the event's lock. `maxUses` not below `redeemed`; the discount only while
- * unused; a waiting-list offer only in its validity and comment (409 voucher_in_use otherwise);
+ * unused; a waiting-list offer only in its comment and an earlier `validUntil`, which ends its
+ * entry's offer with it (409 voucher_in_use otherwise);
  * reserving (on, more uses, a later end of an ended one) only with public free places (409 sold_out).
  */
 export async function updateVoucher(scope: TenantScope, eventId: string, voucherId: string, input: Static<typeof UpdateVoucherBody>): Promise<Voucher> {
@@ -280,9 +320,9 @@ export async function updateVoucher(scope: TenantScope, eventId: string, voucher
     const event = await requireLockedEvent(tx, eventId);
     if (event.status === 'cancelled') throw new AppError('event_cancelled', `Event ${eventId} is cancelled; its vouchers cannot change.`);
     const voucher = await requireVoucher(tx, eventId, voucherId);
-    const offerFields = ['maxUses', 'discountType', 'discountValue', 'reserve'] as const;
+    const offerFields = ['maxUses', 'discountType', 'discountValue', 'reserve', 'validFrom'] as const;
     if (voucher.waitlistEntryId !== null && offerFields.some((field) => input[field] !== undefined)) {
-      throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: only its validity and comment change.`, { redeemed: voucher.redeemed });
+      throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: only its comment changes, and its validUntil moves earlier to end it.`, { redeemed: voucher.redeemed });
     }
     const changes: Partial<VoucherRow> = { updatedAt: Date.now() };
     if (input.maxUses !== undefined) {
@@ -305,15 +345,27 @@ export async function updateVoucher(scope: TenantScope, eventId: string, voucher
     const validFrom = input.validFrom === undefined ? voucher.validFrom : input.validFrom === null ? null : parseTime(input.validFrom, '/validFrom');
     const validUntil = input.validUntil === undefined ? voucher.validUntil : input.validUntil === null ? null : parseTime(input.validUntil, '/validUntil');
     checkWindow(validFrom, validUntil);
+    if (voucher.waitlistEntryId !== null) checkOfferEnd(voucher, validUntil);
     Object.assign(changes, { validFrom, validUntil });
     if (input.comment !== undefined) changes.comment = input.comment;
     const now = changes.updatedAt!;
+    if (voucher.waitlistEntryId !== null && validUntil !== voucher.validUntil) await endOfferBy(tx, voucher, validUntil!, now);
     const more = keeps({ ...voucher, ...changes }, now) - keeps(voucher, now);
     if (voucher.ticketTypeId !== null) await checkReservable(tx, event, voucher.ticketTypeId, more, now);
     // Places the voucher no longer keeps go to those waiting first (docs/events.md, "Waiting list").
     if (more < 0) await queueWaitlistOffers(tx, eventId, now);
     return presentVoucher(await repo.updateVoucher(tx, voucherId, changes));
   });
+}
+
+/**
+ * A waiting-list offer's voucher may only end earlier: its entry's `offerExpiresAt`, the expiry
+ * job and the place it keeps follow its end, and a later (or no) end would keep a place for an
+ * entry that expired or outlast what the person was told (409 voucher_in_use).
+ */
+function checkOfferEnd(voucher: VoucherRow, validUntil: number | null): void {
+  if (validUntil !== null && voucher.validUntil !== null && validUntil <= voucher.validUntil) return;
+  throw new AppError('voucher_in_use', `Voucher ${voucher.code} is a waiting-list offer: its validUntil can only move earlier (to end it), not later nor away.`, { redeemed: voucher.redeemed });
 }
 
 /** Deletes a voucher nothing used: 409 voucher_in_use once redeemed or when it is a waiting-list offer (end it with `validUntil`). */

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { JobHandler, JobOutcome } from '../jobs/runner.js';
+import type { Logger } from '../logger.js';
 import { eventsToServe } from './waitlist.repository.js';
 import { EXPIRE_OFFER_KIND, type ExpireOfferPayload, expireOffer, OFFER_KIND, type OfferPayload, offerPlaces } from './waitlist.service.js';
 
@@ -40,12 +41,19 @@ const SWEEP_BATCH = 500;
  * also catches places freed without a job (a reserving voucher whose validity ended, an offer job
  * that gave up). How many entries changed.
  */
-export async function sweepWaitlists(db: Db, asOf = Date.now()): Promise<number> {
+export async function sweepWaitlists(db: Db, asOf: number, log: Pick<Logger, 'warn'>): Promise<number> {
   let changed = 0;
   let after = '';
   for (;;) {
     const batch = await eventsToServe(db, asOf, after, SWEEP_BATCH);
-    for (const { accountId, eventId } of batch) changed += await offerPlaces(db, { accountId, eventId }, asOf);
+    for (const { accountId, eventId } of batch) {
+      // One event whose serving fails must not keep the others' places from those waiting.
+      try {
+        changed += await offerPlaces(db, { accountId, eventId }, asOf);
+      } catch (err) {
+        log.warn({ err, eventId }, 'could not serve the waiting list of an event');
+      }
+    }
     if (batch.length < SWEEP_BATCH) return changed;
     after = batch[batch.length - 1]!.eventId;
   }

@@ -81,6 +81,27 @@ export async function endVouchers(scope: TenantScope, voucherIds: string[], now:
     .execute();
 }
 
+/** An offer whose voucher ends earlier: the entry's `offerExpiresAt` follows it (offered, or redeemed by a pending order that may end). */
+export async function moveOfferEnd(scope: TenantScope, entryId: string, until: number, now: number): Promise<void> {
+  await scope.updateTable('waitlistEntries').set({ offerExpiresAt: until, updatedAt: now }).where('id', '=', entryId).where('status', 'in', ['offered', 'redeemed']).execute();
+}
+
+/**
+ * The event's waiting entries of ticket types whose sales ended by `now` → `expired`: nobody can
+ * be offered a place of such a type, and while they wait they keep places of the event's capacity.
+ * How many.
+ */
+export async function expireWaitingOfEndedSales(scope: TenantScope, eventId: string, now: number): Promise<number> {
+  const result = await scope
+    .updateTable('waitlistEntries')
+    .set({ status: 'expired', updatedAt: now })
+    .where('eventId', '=', eventId)
+    .where('status', '=', 'waiting')
+    .where('ticketTypeId', 'in', (eb) => eb.selectFrom('ticketTypes').select('ticketTypes.id').where('ticketTypes.eventId', '=', eventId).where('ticketTypes.salesEndAt', '<=', now))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A waiting entry → `removed`: the entry as it is now, or undefined if it was not waiting. */
 export function removeWaiting(scope: TenantScope, id: string, now: number): Promise<WaitlistEntryRow | undefined> {
   return scope.updateTable('waitlistEntries').set({ status: 'removed', updatedAt: now }).where('id', '=', id).where('status', '=', 'waiting').returningAll().executeTakeFirst();

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { Db } from '../db/database.js';
 import { TenantScope } from '../db/tenant.js';
@@ -10,7 +9,8 @@ import { iso } from '../time.js';
 import { fanOut, type OutboxMessage } from '../webhooks/outbox.js';
 import { type EventRow, findTicketType, listTicketTypes, lockEvent, requireEvent, requireLockedEvent, type TicketTypeRow } from './events.repository.js';
 import * as repo from './waitlist.repository.js';
-import { keptOfEvent } from './vouchers.repository.js';
+import { type Kept, keptOfEvent } from './vouchers.repository.js';
+import { freshCodes, offerablePlaces, publicFreeOfType } from './vouchers.service.js';
 import type { JoinWaitlistBody, WaitlistListQuery } from './waitlist.schemas.js';
 
 /** The job that offers freed places to those waiting (waitlist.job.ts works it); queued by whatever frees places. */
@@ -46,14 +46,6 @@ export function presentEntry(row: EntryWithCode, position: number | null) {
 
 export type PresentedEntry = ReturnType<typeof presentEntry>;
 
-// 32 letters and digits without I, O, 0 and 1, which read alike: 60 random bits in 12 characters.
-const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
-
-/** A random 12-character voucher code (`[A-Z0-9]`, as every voucher code). */
-function offerCode(): string {
-  return [...randomBytes(12)].map((b) => CODE_ALPHABET[b & 31]).join('');
-}
-
 /** What the event's reading under its lock says about one ticket type's places (docs/events.md, "Waiting list"). */
 interface Places {
   /** Places an offer can be made for: not sold, held or kept by a reserving voucher. */
@@ -62,29 +54,23 @@ interface Places {
   publicFree: number;
 }
 
-/** The event's own counts beside those of its vouchers and waiting list, read under its lock at `now`. */
+/** The event's own counts beside what its vouchers and waiting list keep, read under its lock at `now`. */
 interface Ledger {
   event: EventRow;
+  kept: Kept;
+  /** The people waiting, per ticket type. */
   waiting: Map<string, number>;
-  reserved: Map<string, number>;
 }
 
 async function readLedger(tx: TenantScope, event: EventRow, now: number): Promise<Ledger> {
   const kept = await keptOfEvent(tx, event.id, now);
-  const part = (name: 'waiting' | 'reserved') => new Map([...kept].map(([typeId, k]) => [typeId, k[name]]));
-  return { event, waiting: part('waiting'), reserved: part('reserved') };
+  return { event, kept, waiting: new Map([...kept].filter(([, k]) => k.waiting > 0).map(([typeId, k]) => [typeId, k.waiting])) };
 }
 
-const sum = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
-
-/** The places of type `type` and, if the event has a capacity, of the event, the smaller of each. */
+/** The places of type `type` and, if the event has a capacity, of the event, the smaller of each: the vouchers' availability rule (freePlaces) with and without its waiting term. */
 function placesOf(ledger: Ledger, type: TicketTypeRow): Places {
-  const { event, waiting, reserved } = ledger;
-  const typeOfferable = type.quantity - type.sold - type.held - (reserved.get(type.id) ?? 0);
-  const typePublic = typeOfferable - (waiting.get(type.id) ?? 0);
-  if (event.capacity === null) return { offerable: typeOfferable, publicFree: typePublic };
-  const eventOfferable = event.capacity - event.sold - event.held - sum(reserved);
-  return { offerable: Math.min(typeOfferable, eventOfferable), publicFree: Math.min(typePublic, eventOfferable - sum(waiting)) };
+  const offerable = offerablePlaces(ledger.event, [type], ledger.kept);
+  return { offerable: Math.min(offerable.types.get(type.id)!, offerable.event ?? Number.POSITIVE_INFINITY), publicFree: publicFreeOfType(ledger.event, type, ledger.kept) };
 }
 
 /** The reasons an order of the event would be refused before its inventory is looked at: the waiting list says the same. */
@@ -186,6 +172,26 @@ export async function removeEntry(scope: TenantScope, eventId: string, entryId: 
 }
 
 /**
+ * An offer's voucher ended early by its PATCH (`until`, not after its current end), under the
+ * event's lock: the entry keeps step with it. Ended now or before, the offer expires as one that
+ * ran out (entry `expired`, `waitlist.offer_expired`; the caller, whose voucher keeps its place no
+ * more, queues the offers); else its `offerExpiresAt` moves to `until` and an expiry job is queued
+ * for then (the one queued for the old end finds nothing to do).
+ */
+export async function endOfferBy(tx: TenantScope, voucher: Pick<repo.VoucherRow, 'id' | 'eventId' | 'code' | 'waitlistEntryId'>, until: number, now: number): Promise<void> {
+  const entryId = voucher.waitlistEntryId!;
+  await repo.moveOfferEnd(tx, entryId, until, now);
+  if (until > now) {
+    const payload: ExpireOfferPayload = { accountId: tx.accountId, eventId: voucher.eventId, entryId };
+    await enqueueJobs(tx.db, [{ kind: EXPIRE_OFFER_KIND, payload, maxAttempts: WAITLIST_JOB_MAX_ATTEMPTS, runAt: until }], now);
+    return;
+  }
+  const closed = await repo.closeOffers(tx, [entryId], 'expired', now);
+  const messages = closed.map((e): OutboxMessage => ({ event: 'waitlist.offer_expired', data: presentEntry({ ...e, voucherCode: voucher.code }, null) }));
+  await fanOut.inTransaction(tx.db, tx.accountId, messages, now);
+}
+
+/**
  * Queues the offer job of the event, in the transaction of a change that frees places (an order's
  * expiry or cancel, a ticket cancel, an order change, more quantity or capacity, an offer ended):
  * once it commits, a worker offers the places to those waiting. Nothing when nobody waits.
@@ -196,12 +202,12 @@ export async function queueWaitlistOffers(tx: TenantScope, eventId: string, now:
 }
 
 /** An offer's voucher (contract of vouchers: single use, reserving one place of the type, no discount) for `entry`, valid until `until`. */
-function offerVoucher(entry: repo.WaitlistEntryRow, until: number, now: number): repo.VoucherRow {
+function offerVoucher(entry: repo.WaitlistEntryRow, code: string, until: number, now: number): repo.VoucherRow {
   return {
     id: newId('voucher'),
     accountId: entry.accountId,
     eventId: entry.eventId,
-    code: offerCode(),
+    code,
     ticketTypeId: entry.ticketTypeId,
     discountType: 'none',
     discountValue: 0,
@@ -249,7 +255,7 @@ async function expireLapsed(tx: TenantScope, eventId: string, asOf: number, now:
 async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise<{ count: number; more: boolean }> {
   const { event } = ledger;
   if (event.status !== 'published' || now >= event.endsAt || ledger.waiting.size === 0) return { count: 0, more: false };
-  const eventLeft = event.capacity === null ? Number.POSITIVE_INFINITY : event.capacity - event.sold - event.held - sum(ledger.reserved);
+  const eventLeft = offerablePlaces(event, [], ledger.kept).event ?? Number.POSITIVE_INFINITY;
   const heads: repo.WaitlistEntryRow[] = [];
   for (const type of await listTicketTypes(tx, event.id)) {
     const waiting = ledger.waiting.get(type.id) ?? 0;
@@ -263,7 +269,9 @@ async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise
   if (chosen.length === 0) return { count: 0, more: false };
 
   const until = now + event.waitlistOfferMinutes * 60_000;
-  const offers = chosen.map((entry) => ({ entry, voucher: offerVoucher(entry, until, now) }));
+  // Generated as every voucher's code is, none the event already has.
+  const codes = await freshCodes(tx, event.id, chosen.length, '');
+  const offers = chosen.map((entry, i) => ({ entry, voucher: offerVoucher(entry, codes[i]!, until, now) }));
   await repo.writeOffers(tx, offers, now);
   const messages = offers.map(({ entry, voucher }): OutboxMessage => ({
     event: 'waitlist.offered',
@@ -282,8 +290,10 @@ async function makeOffers(tx: TenantScope, ledger: Ledger, now: number): Promise
 
 /**
  * Serves the event's waiting list in one transaction under its lock: offers that ran out by
- * `asOf` expire, then the places free for offers are offered in queue order. If a batch limit cut
- * it short, another offer job continues. Gone with its account or event: nothing.
+ * `asOf` expire, and so do the waiting entries of types whose sales ended by then (no webhook:
+ * they were never offered anything), then the places free for offers are offered in queue
+ * order. If a batch limit cut it short, another offer job continues. Gone with its account or
+ * event: nothing.
  */
 async function serveWaitlist(db: Db, accountId: string, eventId: string, asOf: number): Promise<Served> {
   return new TenantScope(db, accountId).transaction(async (tx) => {
@@ -291,10 +301,12 @@ async function serveWaitlist(db: Db, accountId: string, eventId: string, asOf: n
     if (!event) return { expired: 0, offered: 0, more: false };
     const now = Date.now();
     const expired = await expireLapsed(tx, eventId, asOf, now);
+    // Those waiting for a type whose sales ended could never be offered a place; they stop keeping the capacity's.
+    const endedSales = await repo.expireWaitingOfEndedSales(tx, eventId, asOf);
     const offered = await makeOffers(tx, await readLedger(tx, event, now), now);
     const more = expired.more || offered.more;
     if (more) await enqueueJobs(tx.db, [{ kind: OFFER_KIND, payload: { accountId, eventId } satisfies OfferPayload, maxAttempts: WAITLIST_JOB_MAX_ATTEMPTS, runAt: now }], now);
-    return { expired: expired.count, offered: offered.count, more };
+    return { expired: expired.count + endedSales, offered: offered.count, more };
   });
 }
 
