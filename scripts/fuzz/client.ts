@@ -65,9 +65,15 @@ export class Client {
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
+        // An event stream stays open by design (a job's progress until it ends): its first event is the answer.
+        const streaming = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
         res.on('data', (c: Buffer) => {
           size += c.length;
           if (size <= MAX_BODY) chunks.push(c);
+          if (streaming) {
+            settle({ ok: true, answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: ms() } });
+            req.destroy();
+          }
         });
         res.on('end', () => settle({ ok: true, answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: ms() } }));
         res.on('error', (err) => settle({ ok: false, error: `answer broken off: ${err.message}`, hang: false, ms: ms() }));
