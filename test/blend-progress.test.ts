@@ -6,7 +6,6 @@
  * engine of the run. The worker test runs the built server (`npm run build` first).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,10 +16,9 @@ import sharp from 'sharp';
 import { createAccount } from '../src/accounts/accounts.service.js';
 import { DASHBOARD_DIR } from '../src/dashboard/dashboard.routes.js';
 import { PROGRESS_STAGES } from '../src/blend/progress.js';
-import { ENGINES, FAST_WEBHOOKS, freshStorage, hookReceiver, jsonClient, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, FAST_WEBHOOKS, freshStorage, hookReceiver, jsonClient, onCleanup, problem, startApp, type TestApp, until, workerProcess } from './helpers.js';
 
 const FIXTURE = path.resolve(import.meta.dirname, 'fixtures/blend/exposure-bracket');
-const BIN = path.resolve(import.meta.dirname, '../bin/montage.js');
 const small = ['1.png', '2.png', '3.png'].map((f) => fs.readFileSync(path.join(FIXTURE, f)));
 /** Frames large enough that a job works for several seconds on two threads. */
 let large: Buffer[] = [];
@@ -120,25 +118,6 @@ function cpuTicks(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
-}
-
-/** `montage worker` (the built server) in a process of its own, resolved once it works the queue; stopped when the test ends. */
-function workerProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker'], { env: { ...process.env, ...env, MONTAGE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  onCleanup(t, () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGKILL');
-    return new Promise((r) => child.once('exit', r));
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('Montage worker running')) resolve(child);
-    });
-    child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`worker exited (${code}): ${out}`)));
-  });
 }
 
 const ENV = { ...FAST_WEBHOOKS, MONTAGE_BLEND_THREADS: '2' };

@@ -1,25 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
-import path from 'node:path';
-import { describe, test, type TestContext } from 'node:test';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
-
-const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
-
-/** Two fixture frames served over loopback. */
-async function frames(t: TestContext): Promise<string[]> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(FIXTURES, path.basename(req.url ?? ''));
-    if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return [`${base}/1.png`, `${base}/2.png`];
-}
+import net from 'node:net';
+import { describe, test } from 'node:test';
+import { ENGINES, fixtureFrames, freshStorage, startApp, type TestApp, until } from './helpers.js';
 
 /** One request on its own connection, and the response exactly as it came off the wire. */
 function rawRequest(api: TestApp, pathAndQuery: string, headers: Record<string, string>): Promise<string> {
@@ -38,7 +20,7 @@ function rawRequest(api: TestApp, pathAndQuery: string, headers: Record<string, 
 for (const engine of ENGINES) {
   describe(`blend result URLs over HTTP (${engine})`, () => {
     test('304 Not Modified carries no body, no Content-Type and no Content-Length', async (t) => {
-      const images = await frames(t);
+      const images = await fixtureFrames(t);
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
       const { key } = await api.account();
       const started = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'etag', images, options: { blendType: 'mean', align: false } } });

@@ -18,7 +18,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import type { AppError } from '../src/errors.js';
 import { addressPolicy } from '../src/net/safe-http.js';
 import { setPassword } from '../src/dashboard/password.service.js';
-import { databaseWithAccount, ENGINES, freePort, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
+import { databaseWithAccount, ENGINES, fixtureFrames, freePort, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
@@ -40,19 +40,6 @@ async function s3Server(t: TestContext): Promise<{ endpoint: string; env: Record
   onCleanup(t, () => server.close());
   onCleanup(t, () => client.destroy());
   return { endpoint, client, env: { MONTAGE_STORAGE_URL: `s3://${BUCKET}/blend?endpoint=${endpoint}&region=us-east-1&pathStyle=true`, ...CREDENTIALS } };
-}
-
-/** Two fixture frames served over loopback. */
-async function frames(t: TestContext): Promise<string[]> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(FIXTURES, path.basename(req.url ?? ''));
-    if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return [`${base}/1.png`, `${base}/2.png`];
 }
 
 async function completedJob(api: Pick<TestApp, 'fetch'>, key: string, images: string[]): Promise<any> {
@@ -83,7 +70,7 @@ for (const engine of ENGINES) {
   describe(`blend results in an S3-compatible object store (${engine})`, () => {
     test('the result lands in the bucket, resultUrl is a presigned GET of it, the dashboard gets Montage URLs, and purge deletes it', async (t) => {
       const s3 = await s3Server(t);
-      const images = await frames(t);
+      const images = await fixtureFrames(t);
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1', ...s3.env }, { workers: true });
       const { key, accountId, email } = await api.account();
       const job = await completedJob(api, key, images);
@@ -269,7 +256,7 @@ describe('the S3 store', () => {
 
   test('an API process and a worker process with different DATA_DIRs share only PostgreSQL and the bucket', { skip: ENGINES.includes('postgres') ? false : 'needs PostgreSQL' }, async (t) => {
     const s3 = await s3Server(t);
-    const images = await frames(t);
+    const images = await fixtureFrames(t);
     const storage = await freshStorage(t, 'postgres');
     const { key } = await databaseWithAccount(t, storage.env);
     const port = await freePort();

@@ -164,13 +164,14 @@ export async function freePort(): Promise<number> {
 }
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
+const BIN = path.resolve(import.meta.dirname, '../bin/montage.js');
 
 /**
- * `montage serve` in a process of its own (the real command line), resolved once it listens;
- * killed when the test ends unless it has exited by then.
+ * A Montage command (`argv` after node) in a process of its own, resolved once its output says
+ * `ready`; killed when the test ends unless it has exited by then.
  */
-export function serveProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function montageProcess(t: TestContext, argv: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   onCleanup(t, () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGKILL');
@@ -180,11 +181,35 @@ export function serveProcess(t: TestContext, env: Record<string, string>): Promi
     let out = '';
     child.stdout!.on('data', (d) => {
       out += d;
-      if (out.includes('Montage is running')) resolve(child);
+      if (out.includes(ready)) resolve(child);
     });
     child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
+    child.on('exit', (code) => reject(new Error(`${argv.at(-1)} exited (${code}): ${out}`)));
   });
+}
+
+/** `montage serve` in a process of its own (the real command line), resolved once it listens. */
+export function serveProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
+  return montageProcess(t, ['--import', 'tsx', CLI, 'serve'], env, 'Montage is running');
+}
+
+/** `montage worker` of the built server (`npm run build`) in a process of its own, resolved once it works the queue. */
+export function workerProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
+  return montageProcess(t, [BIN, 'worker'], { ...env, MONTAGE_LOG_LEVEL: 'info' }, 'Montage worker running');
+}
+
+/** Two frames of the median-crowd fixture served over loopback: their URLs. */
+export async function fixtureFrames(t: TestContext): Promise<string[]> {
+  const dir = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
+  const server = http.createServer((req, res) => {
+    const file = path.join(dir, path.basename(req.url ?? ''));
+    if (!fs.existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return [`${base}/1.png`, `${base}/2.png`];
 }
 
 /** The database of `env`, migrated, with a business account and a key: for tests that run the server as a process. */
