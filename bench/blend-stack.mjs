@@ -15,7 +15,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
-import { build, checkedJson, createAccountAndKey, freePort, machine, makeTempDir, median, montageEnv, montageArgs, processMemory, ROOT, startProcess, tables, waitForHttp } from './lib.mjs';
+import { build, checkedJson, createAccountAndKey, freePort, lastStages, machine, makeTempDir, median, montageEnv, montageArgs, processMemory, ROOT, startProcess, tables, waitForHttp } from './lib.mjs';
 
 export const name = 'stack';
 export const description = 'Streaming stacks: 200 × 12 MP lighten and 50 × 12 MP median end to end, peak RSS, vs ImageMagick';
@@ -107,14 +107,6 @@ async function runJob(montage, images, blendType) {
   }
 }
 
-/** The stage timings of the last job the server logged (`blend completed`), as `name=ms` pairs. */
-function lastStages(output) {
-  const line = output.split('\n').findLast((l) => l.includes('"blend completed"'));
-  if (!line) return '(none logged)';
-  return Object.entries(JSON.parse(line).stages ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(' ');
-}
 
 /** One Montage job in a fresh server after a small warm-up job of the same type: time, and the server's peak resident set. */
 async function montageRun(urls, blendType) {

@@ -16,6 +16,7 @@ import {
   commandLine,
   createAccountAndKey,
   freePort,
+  lastStages,
   machine,
   makeTempDir,
   median,
@@ -251,14 +252,6 @@ async function runJob(montage, images, blendType, sampleMemory, align = true) {
   }
 }
 
-/** The stage timings of the last job the server logged (`blend completed`), as `name=ms` pairs. */
-function lastStages(output) {
-  const line = output.split('\n').findLast((l) => l.includes('"blend completed"'));
-  if (!line) return '(none logged)';
-  return Object.entries(JSON.parse(line).stages ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(' ');
-}
 
 // The input set of each kind of frames a blend type is made for (its `input` in src/blend/engine/registry.ts).
 const INPUT_SETS = { scene: 'scene', bracket: 'bracket', 'focus-bracket': 'focus', group: 'group' };

@@ -603,3 +603,12 @@ export function seeded(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** The stage timings of the last job the server logged (`blend completed`), as `name=ms` pairs. */
+export function lastStages(output) {
+  const line = output.split('\n').findLast((l) => l.includes('"blend completed"'));
+  if (!line) return '(none logged)';
+  return Object.entries(JSON.parse(line).stages ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { jobMemory, jobPixels, MemoryBudget } from '../src/blend/memory.js';
 import { loadConfig } from '../src/config.js';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, settledJob } from './helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CROWD = [1, 2, 3, 4, 5, 6, 7].map((i) => `crowd-${i}.jpg`);
@@ -51,16 +51,7 @@ async function startJob(api: TestApp, key: string, images: string[], blendType =
   return (await res.json()).jobId as string;
 }
 
-async function settled(api: TestApp, key: string, jobId: string) {
-  return until(
-    async () => {
-      const job = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
-      return job.status === 'completed' || job.status === 'failed' ? job : null;
-    },
-    120_000,
-    `blend job ${jobId}`,
-  );
-}
+const settled = (api: TestApp, key: string, jobId: string, timeoutMs = 120_000) => settledJob(api, key, jobId, timeoutMs);
 
 /** Runs `work`, sampling this process's resident set every 2 ms; returns its result and the largest growth seen. */
 async function peakGrowth<T>(work: () => Promise<T>): Promise<{ value: T; growth: number }> {

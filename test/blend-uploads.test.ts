@@ -12,7 +12,7 @@ import { createResultStore } from '../src/blend/storage.js';
 import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
 import { lockAccountUploads } from '../src/blend/uploads.repository.js';
 import { TenantScope } from '../src/db/tenant.js';
-import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, settledJob } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 const CROWD = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'median-crowd/manifest.json'), 'utf8')) as { images: string[]; imagesJpeg: string[] };
@@ -41,16 +41,7 @@ function storedUploads(api: TestApp): string[] {
   return fs.readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
 }
 
-async function settled(api: TestApp, key: string, jobId: string, timeoutMs = 60_000) {
-  return until(
-    async () => {
-      const job = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
-      return job.status === 'completed' || job.status === 'failed' ? job : null;
-    },
-    timeoutMs,
-    `blend job ${jobId}`,
-  );
-}
+const settled = settledJob;
 
 /** A logger that keeps what is logged as an error (the sweep's and the deletes' failures). */
 function capturingLog() {

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { claimJobs } from '../src/jobs/queue.js';
 import { BLEND_KIND } from '../src/blend/blend.service.js';
 import { BLEND_TYPES, resolveBlendType } from '../src/blend/engine/registry.js';
-import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, settledJob } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 
@@ -61,16 +61,7 @@ async function start(api: TestApp, key: string, body: unknown) {
   return job as { jobId: string; status: string };
 }
 
-async function settled(api: TestApp, key: string, jobId: string, timeoutMs = 30_000) {
-  return until(
-    async () => {
-      const job = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
-      return job.status === 'completed' || job.status === 'failed' ? job : null;
-    },
-    timeoutMs,
-    `blend job ${jobId}`,
-  );
-}
+const settled = (api: TestApp, key: string, jobId: string, timeoutMs = 30_000) => settledJob(api, key, jobId, timeoutMs);
 
 for (const engine of ENGINES) {
   describe(`blend area (${engine})`, () => {

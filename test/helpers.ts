@@ -198,6 +198,18 @@ export function workerProcess(t: TestContext, env: Record<string, string>): Prom
   return montageProcess(t, [BIN, 'worker'], { ...env, MONTAGE_LOG_LEVEL: 'info' }, 'Montage worker running');
 }
 
+/** The status of blend job `jobId` once it has completed or failed (polled). */
+export function settledJob(api: Pick<TestApp, 'fetch'>, key: string, jobId: string, timeoutMs = 60_000): Promise<any> {
+  return until(
+    async () => {
+      const job = await (await api.fetch(`/v1/blend/status/${jobId}`, { key })).json();
+      return job.status === 'completed' || job.status === 'failed' ? job : null;
+    },
+    timeoutMs,
+    `blend job ${jobId}`,
+  );
+}
+
 /** Two frames of the median-crowd fixture served over loopback: their URLs. */
 export async function fixtureFrames(t: TestContext): Promise<string[]> {
   const dir = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
