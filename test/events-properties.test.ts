@@ -271,6 +271,7 @@ for (const engine of ENGINES) {
       assert.deepEqual({ ...row, items: JSON.parse(row.items) }, {
         id: order.id, accountId: row.accountId, eventId, buyerName: buyer.name, buyerEmail: buyer.email, items: order.items, total: 9000 + 2 * 2500, currency: 'EUR', status: 'completed', createdAt: at,
         expiresAt: null, completedAt: at, refundedAmount: 0, balanceDue: 0, provider: 'external', paymentStatus: 'paid', paymentReference: null, checkoutUrl: null, plan: null, updatedAt: at,
+        voucherId: null, voucherCode: null, voucherPlaces: 0,
       });
       const charges = await db.selectFrom('payments').selectAll().where('orderId', '=', order.id).execute();
       assert.deepEqual(charges, [
