@@ -168,9 +168,10 @@ const BIN = path.resolve(import.meta.dirname, '../bin/montage.js');
 
 /**
  * A Montage command (`argv` after node) in a process of its own, resolved once its output says
- * `ready`; killed when the test ends unless it has exited by then.
+ * `ready`; killed when the test ends unless it has exited by then. An exit before that rejects with
+ * `<name> exited (code)` and its output (tests match on it).
  */
-function montageProcess(t: TestContext, argv: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+function montageProcess(t: TestContext, argv: string[], env: Record<string, string>, ready: string, name: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   onCleanup(t, () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -184,18 +185,18 @@ function montageProcess(t: TestContext, argv: string[], env: Record<string, stri
       if (out.includes(ready)) resolve(child);
     });
     child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`${argv.at(-1)} exited (${code}): ${out}`)));
+    child.on('exit', (code) => reject(new Error(`${name} exited (${code}): ${out}`)));
   });
 }
 
 /** `montage serve` in a process of its own (the real command line), resolved once it listens. */
 export function serveProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
-  return montageProcess(t, ['--import', 'tsx', CLI, 'serve'], env, 'Montage is running');
+  return montageProcess(t, ['--import', 'tsx', CLI, 'serve'], env, 'Montage is running', 'server');
 }
 
 /** `montage worker` of the built server (`npm run build`) in a process of its own, resolved once it works the queue. */
 export function workerProcess(t: TestContext, env: Record<string, string>): Promise<ChildProcess> {
-  return montageProcess(t, [BIN, 'worker'], { ...env, MONTAGE_LOG_LEVEL: 'info' }, 'Montage worker running');
+  return montageProcess(t, [BIN, 'worker'], { ...env, MONTAGE_LOG_LEVEL: 'info' }, 'Montage worker running', 'worker');
 }
 
 /** The status of blend job `jobId` once it has completed or failed (polled). */
