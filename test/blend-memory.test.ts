@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { jobMemory, jobPixels, MemoryBudget } from '../src/blend/memory.js';
 import { loadConfig } from '../src/config.js';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, settledJob } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, settledJob, fileServer } from './helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CROWD = [1, 2, 3, 4, 5, 6, 7].map((i) => `crowd-${i}.jpg`);
@@ -34,16 +34,6 @@ function bigImages(t: TestContext): { dir: string } {
   return { dir };
 }
 
-async function fileServer(t: TestContext, dir: string): Promise<string> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(dir, path.basename(req.url ?? '/'));
-    if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 async function startJob(api: TestApp, key: string, images: string[], blendType = 'median') {
   const res = await api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'memory', images, options: { blendType } } });

@@ -20,7 +20,7 @@ import { Spool } from '../src/blend/spool.js';
 import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
 import { loadConfig } from '../src/config.js';
 import { addressPolicy } from '../src/net/safe-http.js';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, fileServer } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 const LIMITS = loadConfig({}).blend;
@@ -224,16 +224,6 @@ async function smallFrames(dir: string, count: number): Promise<string[]> {
   return files;
 }
 
-async function fileServer(t: TestContext, dir: string): Promise<string> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(dir, path.basename(req.url ?? '/'));
-    if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 async function start(api: TestApp, key: string, images: string[], options: Record<string, unknown>) {
   return api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'stream', images, options } });

@@ -211,17 +211,21 @@ export function settledJob(api: Pick<TestApp, 'fetch'>, key: string, jobId: stri
   );
 }
 
-/** Two frames of the median-crowd fixture served over loopback: their URLs. */
-export async function fixtureFrames(t: TestContext): Promise<string[]> {
-  const dir = path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd');
+/** The PNG files of `dir` served over loopback by name, until the test ends: the server's base URL. */
+export async function fileServer(t: TestContext, dir: string): Promise<string> {
   const server = http.createServer((req, res) => {
-    const file = path.join(dir, path.basename(req.url ?? ''));
+    const file = path.join(dir, path.basename(req.url ?? '/'));
     if (!fs.existsSync(file)) return res.writeHead(404).end();
     res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(file));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Two frames of the median-crowd fixture served over loopback: their URLs. */
+export async function fixtureFrames(t: TestContext): Promise<string[]> {
+  const base = await fileServer(t, path.resolve(import.meta.dirname, 'fixtures/blend/median-crowd'));
   return [`${base}/1.png`, `${base}/2.png`];
 }
 
