@@ -569,6 +569,13 @@ for (const engine of ENGINES) {
       const tamperedBytes = Buffer.from((await current(fine)).slice(2), 'base64url');
       tamperedBytes[20]! ^= 0x40;
       const tampered = `M1${tamperedBytes.toString('base64url')}`;
+      // The signature's last byte flipped: a forged code is unknown (404), whatever its claims say.
+      const forge = (code: string) => {
+        const bytes = Buffer.from(code.slice(2), 'base64url');
+        bytes[bytes.length - 1]! ^= 0x01;
+        return `M1${bytes.toString('base64url')}`;
+      };
+      const forgedEarly = forge(early);
       const other = await publishedEvent(c);
       const [foreign] = await buy(c, other.event.id, other.types[0].id);
 
@@ -579,6 +586,7 @@ for (const engine of ENGINES) {
         [early, 'code_not_yet_valid', 409],
         [late, 'code_expired', 409],
         [tampered, 'not_found', 404],
+        [forgedEarly, 'not_found', 404],
         [foreign.code, 'not_found', 404],
       ];
       for (const [code, why, status] of refusals) {
@@ -592,6 +600,9 @@ for (const engine of ENGINES) {
       await c.expect(200, 'POST', `/tickets/${transferred.id}/transfer`, { attendee: { name: 'Barbara Liskov', email: 'barbara@example.com' } });
       await problem(await c.post(`/events/${event.id}/checkin`, { code: beforeTransfer, listId: list.id }), 409, 'ticket_revoked');
       await problem(await c.post(`/events/${event.id}/checkin`, { code: beforeTransfer }), 409, 'ticket_revoked');
+      // The same claims under a forged signature explain nothing: 404 on both paths.
+      await problem(await c.post(`/events/${event.id}/checkin`, { code: forge(beforeTransfer), listId: list.id }), 404, 'not_found');
+      await problem(await c.post(`/events/${event.id}/checkin`, { code: forge(beforeTransfer) }), 404, 'not_found');
       assert.notEqual(newCode, beforeTransfer, 'the retirement reissued the transferred code too');
       assert.equal((await c.expect(201, 'POST', `/events/${event.id}/checkin`, { code: await current(fine), listId: list.id })).ticketId, fine.id);
 

@@ -250,10 +250,11 @@ async function recordScans(tx: TenantScope, eventId: string, scans: ScanInput[],
   const tickets = await repo.findTickets(tx, eventId, [...ticketIds], [...codes]);
   const byId = new Map(tickets.map((t) => [t.id, t]));
   const byCode = new Map(tickets.map((t) => [t.code, t]));
-  // Signed codes are verified first, as on the list-less check-in (door.service.ts): a code that
-  // fails is refused before its ticket counts; one that verifies but is no ticket's code now was
-  // replaced (its key retired, or its serial revoked by a transfer or reissue).
-  const codeChecks = await checkScanCodes(tx, eventId, known.map((s) => ({ code: s.key.code, at: s.scannedAt })));
+  // Signed codes are checked first, as on the list-less check-in (door.service.ts): a code that
+  // fails (outside its window; not a ticket's code and not verifying) is refused before its ticket
+  // counts; one that verifies but is no ticket's code now was replaced (its key retired, or its
+  // serial revoked by a transfer or reissue).
+  const codeChecks = await checkScanCodes(tx, eventId, known.map((s) => ({ code: s.key.code, at: s.scannedAt })), (code) => byCode.has(code));
   const codeRefusals = new Map<ScanInput, RefusalCode>();
   const unknownCodes: string[] = [];
   known.forEach((s, i) => {
@@ -577,7 +578,8 @@ async function admitAsRead(scope: TenantScope, eventId: string, scan: ScanInput,
 async function decideOnlineEntry(scope: TenantScope, eventId: string, scan: ScanInput, keyId: string | null, now: number) {
   const read = await online.readOnlineScan(scope, eventId, scan.listId, scan.key, scan.scanId);
   if (!read || read.scanRecorded || read.list.scanExits === 1) return undefined;
-  const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }]);
+  // the read found the ticket by this code: the server issued it, only its window is checked
+  const [codeRefusal] = await checkScanCodes(scope, eventId, [{ code: scan.key.code, at: scan.scannedAt }], () => true);
   if (codeRefusal || ruleRefusal(read.list, read.ticket, scan)) return undefined;
   const was = read.state ?? repo.EMPTY_STATE;
   if (read.list.allowMultipleEntries === 0 && was.entries > 0) return undefined;

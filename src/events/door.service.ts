@@ -8,7 +8,7 @@ import { listSettingsOfEvent, NO_COUNTS, withCounts } from './checkin-lists.repo
 import { type PresentedList, presentList } from './checkin-lists.service.js';
 import * as repo from './door.repository.js';
 import { lockEvent, requireEvent, requireLockedEvent } from './events.repository.js';
-import { decodeCode, newKeyPair, newSerial, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode } from './ticket-codes.js';
+import { type CodeRefusal, decodeCode, newKeyPair, newSerial, privateKeyObject, revocationText, signCode, type VerifyingKey, verifyCode, windowRefusal } from './ticket-codes.js';
 
 /**
  * The door's keys and codes (docs/events.md, "At the door"): each event's Ed25519 signing keys,
@@ -172,34 +172,42 @@ async function verifyingKey(scope: TenantScope, eventId: string, kid: string): P
   return key;
 }
 
+/** The code verified against the event's key that its claims name (checkInByCode, checkScanCodes). */
+async function verified(scope: TenantScope, eventId: string, code: string, kid: string, nowSeconds: number) {
+  const key = await verifyingKey(scope, eventId, kid);
+  return verifyCode(code, { eventId, keys: key ? [key] : [], nowSeconds, revoked: () => false });
+}
+
 /**
  * Check-in of a signed code (`M1...`; other codes are looked up as before), around `admit`, the
- * check-in itself. First the code must verify: its key is one of the event's, the signature
- * holds, the code is the event's and within its window; a forged code, or one of another event, is
- * answered like an unknown code (404). Then `admit` looks the code up among the tickets, as any
- * code. A code that is no ticket's code now is one that was replaced (a transfer, or the reissue
- * when its key was retired: every valid ticket of a retired key gets a new code in the same
- * transaction), so only a refused code asks why, in one query: 409 key_retired, 409
- * ticket_revoked, or the 404 as it was. A cancelled ticket keeps its code and is refused as
- * ticket_cancelled, the more precise answer. An admitted scan costs no query beyond `admit`'s.
+ * check-in itself, which looks the code up among the event's tickets. A code that is a ticket's
+ * code now was issued by this server, so its claims are the server's own and its signature needs
+ * no check: the lookup is the proof, as for any code. The signature is checked only where it
+ * decides an answer: a code outside its validity window is refused (409 code_not_yet_valid or
+ * code_expired) only if it verifies, and a code no ticket has now is explained only if it
+ * verifies: its key retired (409 key_retired) or its serial revoked by a transfer or a reissue
+ * (409 ticket_revoked). Anything else (forged, another event's, unknown) is answered like an
+ * unknown code (404). A cancelled ticket keeps its code and is refused as ticket_cancelled, the
+ * more precise answer. An admitted scan costs no query and no signature check beyond `admit`.
  */
 export async function checkInByCode<T>(scope: TenantScope, eventId: string, code: string | undefined, admit: () => Promise<T>): Promise<T> {
   const parsed = code === undefined ? undefined : decodeCode(code);
   if (!parsed) return admit();
   const { claims } = parsed;
-  const key = await verifyingKey(scope, eventId, claims.kid);
-  const result = verifyCode(code!, { eventId, keys: key ? [key] : [], nowSeconds: Math.floor(Date.now() / 1000), revoked: () => false });
-  if (!result.ok) {
-    if (result.reason === 'not_yet_valid') {
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  if (windowRefusal(claims, nowSeconds)) {
+    const result = await verified(scope, eventId, code!, claims.kid, nowSeconds);
+    if (!result.ok && result.reason === 'not_yet_valid') {
       throw new AppError('code_not_yet_valid', `This code is valid from ${iso(claims.validFrom * 1000)}.`, { validFrom: iso(claims.validFrom * 1000) });
     }
-    if (result.reason === 'expired') throw new AppError('code_expired', `This code was valid until ${iso(claims.validUntil * 1000)}.`, { validUntil: iso(claims.validUntil * 1000) });
+    if (!result.ok && result.reason === 'expired') throw new AppError('code_expired', `This code was valid until ${iso(claims.validUntil * 1000)}.`, { validUntil: iso(claims.validUntil * 1000) });
     throw new AppError('not_found', `No ticket with that code for event ${eventId}.`);
   }
   try {
     return await admit();
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
+    if (!(await verified(scope, eventId, code!, claims.kid, nowSeconds)).ok) throw err;
     const found = await repo.keyForCode(scope, eventId, claims.kid, claims.serial);
     if (found?.status === 'retired') {
       throw new AppError('key_retired', `The key ${claims.kid} that signed this code is retired; the ticket has a new code.`, { kid: claims.kid });
@@ -216,13 +224,19 @@ export type CodeScanRefusal = 'not_found' | 'code_not_yet_valid' | 'code_expired
 
 /**
  * The check-in lists' side of checkInByCode, for a batch of scans (an online scan through a list,
- * or a synced queue): each signed code is verified as the list-less check-in verifies it, its
- * window against the scan's own time (`at`: a door that was offline scanned then, not now). A
- * forged code, one of another event or of an unknown key is `not_found`; a code outside its window
+ * or a synced queue): each signed code's window is checked against the scan's own time (`at`: a
+ * door that was offline scanned then, not now). A code that `issued` says is a ticket's code now
+ * needs no signature check (see checkInByCode); any other signed code is verified: a forged code,
+ * one of another event or of an unknown key is `not_found`; a code outside its window
  * `code_not_yet_valid` or `code_expired`; a code that verifies, or a code of another shape (looked
  * up among the tickets as before), null. Keys come from the same cache as checkInByCode's.
  */
-export async function checkScanCodes(scope: TenantScope, eventId: string, scans: Array<{ code: string | undefined; at: number }>): Promise<Array<CodeScanRefusal | null>> {
+export async function checkScanCodes(
+  scope: TenantScope,
+  eventId: string,
+  scans: Array<{ code: string | undefined; at: number }>,
+  issued: (code: string) => boolean,
+): Promise<Array<CodeScanRefusal | null>> {
   const refusals: Array<CodeScanRefusal | null> = [];
   for (const { code, at } of scans) {
     const parsed = code === undefined ? undefined : decodeCode(code);
@@ -230,9 +244,14 @@ export async function checkScanCodes(scope: TenantScope, eventId: string, scans:
       refusals.push(null);
       continue;
     }
-    const key = await verifyingKey(scope, eventId, parsed.claims.kid);
-    const result = verifyCode(code!, { eventId, keys: key ? [key] : [], nowSeconds: Math.floor(at / 1000), revoked: () => false });
-    refusals.push(result.ok ? null : result.reason === 'not_yet_valid' ? 'code_not_yet_valid' : result.reason === 'expired' ? 'code_expired' : 'not_found');
+    const nowSeconds = Math.floor(at / 1000);
+    let reason: CodeRefusal | null;
+    if (issued(code!)) reason = windowRefusal(parsed.claims, nowSeconds);
+    else {
+      const result = await verified(scope, eventId, code!, parsed.claims.kid, nowSeconds);
+      reason = result.ok ? null : result.reason;
+    }
+    refusals.push(reason === null ? null : reason === 'not_yet_valid' ? 'code_not_yet_valid' : reason === 'expired' ? 'code_expired' : 'not_found');
   }
   return refusals;
 }

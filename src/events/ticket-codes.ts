@@ -44,18 +44,36 @@ export function verifyCode(
   if (key.status === 'retired') return { ok: false, reason: 'key_retired', claims };
   if (!verify(null, parsed.payload, publicKeyObject(key.publicKey), parsed.signature)) return { ok: false, reason: 'bad_signature', claims };
   if (claims.eventId !== input.eventId) return { ok: false, reason: 'wrong_event', claims };
-  if (claims.validFrom !== 0 && input.nowSeconds < claims.validFrom) return { ok: false, reason: 'not_yet_valid', claims };
-  if (claims.validUntil !== 0 && input.nowSeconds > claims.validUntil) return { ok: false, reason: 'expired', claims };
+  const outside = windowRefusal(claims, input.nowSeconds);
+  if (outside) return { ok: false, reason: outside, claims };
   if (input.revoked(claims.serial)) return { ok: false, reason: 'revoked', claims };
   return { ok: true, claims };
+}
+
+/** Whether the claims' validity window excludes `nowSeconds` (0 at either end: no bound). */
+export function windowRefusal(claims: CodeClaims, nowSeconds: number): 'not_yet_valid' | 'expired' | null {
+  if (claims.validFrom !== 0 && nowSeconds < claims.validFrom) return 'not_yet_valid';
+  if (claims.validUntil !== 0 && nowSeconds > claims.validUntil) return 'expired';
+  return null;
 }
 
 // An Ed25519 public key in SPKI DER is this 12-byte header and the raw 32 bytes.
 const ED25519_SPKI_HEADER = Buffer.from('302a300506032b6570032100', 'hex');
 
+// Key objects by their raw public key: making one parses DER and costs as much as a verification,
+// and an event signs with one or two keys. Bounded, as a cache of keys read from the database.
+const keyObjects = new Map<string, KeyObject>();
+const KEY_OBJECT_CACHE = 10_000;
+
 /** A public key from its raw 32 bytes in base64url. */
 export function publicKeyObject(raw: string): KeyObject {
-  return createPublicKey({ key: Buffer.concat([ED25519_SPKI_HEADER, Buffer.from(raw, 'base64url')]), format: 'der', type: 'spki' });
+  let key = keyObjects.get(raw);
+  if (!key) {
+    key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_HEADER, Buffer.from(raw, 'base64url')]), format: 'der', type: 'spki' });
+    if (keyObjects.size >= KEY_OBJECT_CACHE) keyObjects.clear();
+    keyObjects.set(raw, key);
+  }
+  return key;
 }
 
 /** A new Ed25519 key pair: its kid (4 random bytes, hex), the raw public key (base64url) and the private key (PKCS #8 DER, base64). */
