@@ -9,6 +9,8 @@ import { describe, test } from 'node:test';
 import pg from 'pg';
 import { MAX_CODE_CHARS } from '../src/events/ticket-code-format.js';
 import { notACode } from '../web/scanner/src/rules.js';
+import { TenantScope } from '../src/db/tenant.js';
+import { foldCounts } from '../src/events/checkin-lists.repository.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, jsonClient as client, type JsonClient as Client, hookReceiver as receiver } from './helpers.js';
 
 type Json = any;
@@ -282,6 +284,40 @@ for (const engine of ENGINES) {
       await holder.query('commit');
       assert.equal((await waiting).status, 201);
       assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 0, admittedTickets: 2, conflicts: 0 });
+    });
+
+    test('each scan writes a counter row of its own, and folds running beside scans keep the counts exact', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const api = await startApp(t, storage);
+      const { key, accountId } = await api.account();
+      const c = client(api, key);
+      const { event, generals, vips } = await door(c, 40);
+      const tickets = [...generals, ...vips];
+      const list = await newList(c, event.id, { allowMultipleEntries: true });
+      const scope = new TenantScope(api.database.db, accountId);
+      const rows = async () => Number((await api.database.db.selectFrom('checkinListCounts').select((eb) => eb.fn.countAll<number | string>().as('n')).where('listId', '=', list.id).executeTakeFirstOrThrow()).n);
+      // 80 entries and 20 undos at once, 12 folds of the list's rows among them.
+      const entries = await Promise.all(tickets.map((ticket) => scan(c, event.id, { listId: list.id, ticketId: ticket.id })));
+      for (const r of entries) assert.equal(r.status, 201);
+      const [undos] = await Promise.all([
+        Promise.all(tickets.slice(0, 20).map((ticket) => c.send('DELETE', `/events/${event.id}/checkin/${ticket.id}?listId=${list.id}`))),
+        Promise.all(Array.from({ length: 12 }, () => foldCounts(scope, list.id))),
+        Promise.all(tickets.slice(20, 60).map((ticket) => scan(c, event.id, { listId: list.id, ticketId: ticket.id }))),
+      ]);
+      for (const r of undos) assert.equal(r.status, 200);
+      const expected = { inside: 60, entries: 100, exits: 0, admittedTickets: 60, conflicts: 0 };
+      assert.deepEqual(await counts(c, event.id, list.id), expected);
+      assert.equal(await scansOf(api, list.id), 120);
+      // A fold leaves one row, the same counts; a fold of nothing changes nothing.
+      await foldCounts(scope, list.id);
+      assert.equal(await rows(), 1);
+      await foldCounts(scope, list.id);
+      assert.equal(await rows(), 1);
+      assert.deepEqual(await counts(c, event.id, list.id), expected);
+      // Scans after it add rows of their own again.
+      for (const ticket of tickets.slice(60, 63)) assert.equal((await scan(c, event.id, { listId: list.id, ticketId: ticket.id })).status, 201);
+      assert.ok((await rows()) >= 2);
+      assert.equal((await counts(c, event.id, list.id)).entries, 103);
     });
 
     test('a ticket cancelled or transferred while its scan is decided is not admitted; a change waits for an admission in flight', async (t) => {
