@@ -33,13 +33,17 @@ export function activeSigningKey(scope: TenantScope, eventId: string): Promise<S
 }
 
 /** The event's active key, undefined when it has none; undefined for no such event. */
-export async function signerOf(scope: TenantScope, eventId: string): Promise<{ key: SigningKeyRow | undefined } | undefined> {
-  const found = await scope
+// Read for every order that issues tickets: a prepared query (db/prepared.ts).
+const activeKeyOfEvent = prepared((db: Db, accountId: string, eventId: string) =>
+  new TenantScope(db, accountId)
     .selectFrom('events')
     .leftJoin('signingKeys', (j) => j.onRef('signingKeys.eventId', '=', 'events.id').on('signingKeys.status', '=', 'active'))
     .select(['signingKeys.id', 'signingKeys.kid', 'signingKeys.publicKey', 'signingKeys.privateKey', 'signingKeys.status', 'signingKeys.createdAt', 'signingKeys.retiredAt'])
-    .where('events.id', '=', eventId)
-    .executeTakeFirst();
+    .where('events.id', '=', eventId),
+);
+
+export async function signerOf(scope: TenantScope, eventId: string): Promise<{ key: SigningKeyRow | undefined } | undefined> {
+  const [found] = await activeKeyOfEvent(scope.db as Db, scope.accountId, eventId);
   if (!found) return undefined;
   const { id, ...key } = found;
   return { key: id === null ? undefined : ({ ...key, id, accountId: scope.accountId, eventId } as SigningKeyRow) };

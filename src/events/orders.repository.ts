@@ -5,7 +5,7 @@ import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import { TenantScope } from '../db/tenant.js';
 import { enqueueJobs, JOB_VALUES, jobValues, type NewJob } from '../jobs/queue.js';
 import { type FanOutValues, fanOut, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
-import { listTicketTypes, type TicketTypeRow } from './events.repository.js';
+import type { TicketTypeRow } from './events.repository.js';
 import { type OrderTable, type PaymentTable, TICKET_TYPE_COLUMNS } from './events.table.js';
 import type { TicketRow } from './tickets.repository.js';
 import { markOfferRedeemed, redeemVoucher, reservedOfEvent, reservedOfType, waitingOfEvent, waitingOfType } from './vouchers.repository.js';
@@ -26,13 +26,17 @@ const typesListingSubscriptions = prepared((db: Db, accountId: string, eventId: 
     .orderBy('id'),
 );
 
+const typesOfEvent = prepared((db: Db, accountId: string, eventId: string) =>
+  new TenantScope(db, accountId).selectFrom('ticketTypes').select(TICKET_TYPE_COLUMNS).where('eventId', '=', eventId).orderBy('id'),
+);
+
 /**
  * The event's ticket types as an order reads them (after the event's lock: current inventory),
  * and on PostgreSQL, in the same round trip, the subscriptions writeOrder's one statement fans
  * out to (null on SQLite, whose writeOrder reads them itself).
  */
 export async function ticketTypesForOrder(tx: TenantScope, eventId: string): Promise<{ types: TicketTypeRow[]; subscriptions: Subscriptions | null }> {
-  if (!onPostgres(tx.db)) return { types: await listTicketTypes(tx, eventId), subscriptions: null };
+  if (!onPostgres(tx.db)) return { types: await typesOfEvent(tx.db as Db, tx.accountId, eventId), subscriptions: null };
   const rows = await typesListingSubscriptions(tx.db as Db, tx.accountId, eventId);
   return { types: rows.map(({ subscriptions: _, ...type }): TicketTypeRow => type), subscriptions: rows[0]?.subscriptions ?? [] };
 }

@@ -279,6 +279,17 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       voucherCode: voucher?.code ?? null,
       voucherPlaces,
     };
+    // `sorted`: the order of soldOut's answer, and the order in which the types are taken.
+    const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
+    const orderVoucher = voucher ? orderVoucherOf(voucher, voucherPlaces, now) : null;
+    // Under the event's lock the rows read are current: an order that their plain counts refuse
+    // (sold + held + n above a type's quantity or the event's capacity; what vouchers and the waiting
+    // list keep only takes more) is refused before its tickets are signed, as the conditional updates
+    // would refuse it. A sell-out's refusals then cost no signature.
+    const overType = sorted.some((item) => item.type.sold + item.type.held + item.quantity > item.type.quantity);
+    if (overType || (event.capacity !== null && event.sold + event.held + count > event.capacity)) {
+      throw soldOut(event, typeRows, sorted, count, await keptOfEvent(tx, eventId, now), orderVoucher?.reserving ? voucher : null);
+    }
     const tickets = pending ? [] : await issueTickets(tx, orderRow, orderItems, plan, now);
     const payment = !pending && total > 0 ? chargeOf(orderRow, 'external', null, now) : null;
     const order = presentOrder(orderRow, tickets, payment ? [payment] : []);
@@ -288,10 +299,7 @@ export async function createOrder(scope: TenantScope, eventId: string, input: St
       ? [{ kind: EXPIRE_ORDER_KIND, payload: { accountId: scope.accountId, eventId, orderId } satisfies ExpireOrderPayload, maxAttempts: EXPIRE_ORDER_MAX_ATTEMPTS, runAt: expiresAt! }]
       : [];
 
-    // `sorted`: the order of soldOut's answer, and the order in which the types are taken.
-    const sorted = [...items].sort((a, b) => (a.type.id < b.type.id ? -1 : 1));
     const taken = sorted.map((item) => ({ ticketTypeId: item.type.id, quantity: item.quantity }));
-    const orderVoucher = voucher ? orderVoucherOf(voucher, voucherPlaces, now) : null;
     const written = await repo.writeOrder(tx, { order: orderRow, tickets, count, holding: pending, payment, jobs, taken, messages, subscriptions, voucher: orderVoucher, now });
     // Only a refusal pays for reading what vouchers and the waiting list keep: it explains the refusal.
     // The voucher is read again beside them: PostgreSQL's one statement took its uses even as it refused.
