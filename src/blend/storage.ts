@@ -30,7 +30,8 @@ export type ResultStore = ObjectStore;
 
 /**
  * How many bytes a file being written may hold before its source is paused. The default (16 KiB)
- * is below one socket read (64 KiB): every chunk of an upload paused and resumed the request.
+ * is below one socket read (64 KiB): a file written from a request would pause and resume it at
+ * every chunk (docs/blend.md, "Uploads").
  */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 
