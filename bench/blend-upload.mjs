@@ -1,8 +1,10 @@
 // Upload benchmark (docs/benchmarks.md, "Blend uploads"): twenty 4000×3000 JPEGs uploaded to a real
 // Montage server process (POST /v1/blend/uploads, one image per request, one after another as
 // `montage blend` sends them), against a plain file copy of the same files on the same disk (the
-// floor); then the same median job of the twenty frames by upload and by URL (a loopback file
-// server), interleaved. See bench/README.md.
+// floor) and the same requests to a bare Node HTTP server that pipes each body into a file (the
+// HTTP floor, bench/upload-floor-server.mjs), interleaved, with the CPU time each side spends per
+// MB; then the same median job of the twenty frames by upload and by URL (a loopback file server),
+// interleaved. See bench/README.md.
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -23,6 +25,7 @@ import {
   montageArgs,
   montageEnv,
   montageNodeFlags,
+  processCpuSeconds,
   ROOT,
   seconds,
   startProcess,
@@ -43,6 +46,13 @@ const JOB_TARGET = 1.1;
 const log = (line) => process.stdout.write(`${line}\n`);
 const s = (ms) => (ms / 1000).toFixed(2);
 const mbps = (bytes, ms) => (bytes / 1e6 / (ms / 1000)).toFixed(0);
+/** CPU milliseconds per MB, as printed. */
+const perMb = (ms, bytes) => (ms / (bytes / 1e6)).toFixed(2);
+/** This process's CPU time so far (user + system), in ms. */
+const ownCpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
 
 /** Twenty 12 MP frames of one scene, each with noise of its own (a seeded LCG), as JPEG q92. */
 async function makeFrames(dir) {
@@ -65,13 +75,24 @@ async function makeFrames(dir) {
 /** The floor: each file copied through a read and a write stream into `target` (what the store does with an upload's bytes). */
 async function copyAll(files, target) {
   fs.mkdirSync(target, { recursive: true });
-  const started = performance.now();
   for (const file of files) await pipeline(fs.createReadStream(file), fs.createWriteStream(path.join(target, path.basename(file))));
-  return performance.now() - started;
 }
 
-/** One file as multipart/form-data, streamed from disk (as `montage blend` sends it). */
-async function uploadFile(base, apiKey, file) {
+/**
+ * Runs `fn` and measures it: wall time, the CPU time of the process at `serverPid` (from /proc,
+ * 10 ms ticks) and of this one (the client, or the copy), each in ms.
+ */
+async function measured(serverPid, fn) {
+  const server = serverPid ? processCpuSeconds(serverPid) : 0;
+  const client = ownCpuMs();
+  const started = performance.now();
+  const value = await fn();
+  const ms = performance.now() - started;
+  return { value, ms, clientCpuMs: ownCpuMs() - client, serverCpuMs: serverPid ? (processCpuSeconds(serverPid) - server) * 1000 : null };
+}
+
+/** One file as multipart/form-data, streamed from disk (as `montage blend` sends it), to `url`; answers the JSON of the 201. */
+async function uploadFile(url, apiKey, file) {
   const boundary = `bench-${Math.random().toString(36).slice(2)}`;
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${path.basename(file)}"\r\nContent-Type: image/jpeg\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
@@ -81,20 +102,20 @@ async function uploadFile(base, apiKey, file) {
     yield* fs.createReadStream(file, { highWaterMark: 256 * 1024 });
     yield tail;
   };
-  const res = await fetch(`${base}/v1/blend/uploads`, {
+  const res = await fetch(url, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + size + tail.length) },
     body: body(),
     duplex: 'half',
   });
-  return (await checkedJson(res, 'POST /v1/blend/uploads', 201)).id;
+  return checkedJson(res, `POST ${new URL(url).pathname}`, 201);
 }
 
-async function uploadAll(montage, files) {
-  const started = performance.now();
+/** The twenty files uploaded one after another to `url`; answers their ids (Montage's) or nothing (the floor's). */
+async function uploadAll(url, apiKey, files) {
   const ids = [];
-  for (const file of files) ids.push(await uploadFile(montage.base, montage.apiKey, file));
-  return { ids, ms: performance.now() - started };
+  for (const file of files) ids.push((await uploadFile(url, apiKey, file)).id);
+  return ids;
 }
 
 async function runJob(montage, images) {
@@ -150,23 +171,42 @@ export async function run() {
   const proc = startProcess('montage serve', process.execPath, montageArgs('serve'), { env });
   const montage = { proc, base: `http://127.0.0.1:${port}`, apiKey };
   await waitForHttp(proc, `${montage.base}/healthz`);
+  const floorPort = await freePort();
+  const floor = startProcess('upload floor', process.execPath, [...montageNodeFlags(), path.join(ROOT, 'bench/upload-floor-server.mjs')], {
+    env: { ...process.env, PORT: String(floorPort), FLOOR_DIR: path.join(dir, 'montage', 'floor') },
+  });
+  await waitForHttp(floor, `http://127.0.0.1:${floorPort}/healthz`);
   const { server, base: imageBase } = await fileServer(files);
   const urls = files.map((f) => `${imageBase}/${path.basename(f)}`);
 
-  log('  uploads against file copies, interleaved ...');
-  await uploadFile(montage.base, apiKey, files[0]); // warm-up: the first request of a process
-  const copies = [];
-  const uploads = [];
+  log('  file copies, uploads to the HTTP floor and to Montage, interleaved (the order reversed every other round) ...');
+  const montageUrl = `${montage.base}/v1/blend/uploads`;
+  const floorUrl = `http://127.0.0.1:${floorPort}/upload`;
+  // Warm-up: the first request of each process.
+  await uploadFile(montageUrl, apiKey, files[0]);
+  await uploadFile(floorUrl, apiKey, files[0]);
+  const ways = {
+    copy: { runs: [], run: (r) => measured(null, () => copyAll(files, path.join(dir, 'montage', `copy-${r}`))) },
+    floor: { runs: [], run: () => measured(floor.child.pid, () => uploadAll(floorUrl, apiKey, files)) },
+    montage: { runs: [], run: () => measured(proc.child.pid, () => uploadAll(montageUrl, apiKey, files)) },
+  };
   let ids = null;
   for (let r = 0; r < rounds; r++) {
-    copies.push(await copyAll(files, path.join(dir, 'montage', `copy-${r}`)));
-    const up = await uploadAll(montage, files);
-    uploads.push(up.ms);
-    ids = up.ids;
-    log(`    round ${r + 1}: copy ${s(copies.at(-1))} s (${mbps(totalBytes, copies.at(-1))} MB/s), upload ${s(up.ms)} s (${mbps(totalBytes, up.ms)} MB/s)`);
+    const order = r % 2 === 0 ? ['copy', 'floor', 'montage'] : ['montage', 'floor', 'copy'];
+    const line = [];
+    for (const way of order) {
+      const result = await ways[way].run(r);
+      ways[way].runs.push(result);
+      if (way === 'montage') ids = result.value;
+      const cpu = result.serverCpuMs === null ? `${perMb(result.clientCpuMs, totalBytes)} ms CPU/MB` : `server ${perMb(result.serverCpuMs, totalBytes)} ms CPU/MB`;
+      line.push(`${way} ${s(result.ms)} s (${mbps(totalBytes, result.ms)} MB/s, ${cpu})`);
+    }
+    log(`    round ${r + 1}: ${line.join(', ')}`);
   }
-  const copyMs = median(copies);
-  const uploadMs = median(uploads);
+  await floor.stop();
+  const med = (way, field) => median(ways[way].runs.map((x) => x[field]));
+  const copyMs = med('copy', 'ms');
+  const uploadMs = med('montage', 'ms');
 
   log('  the median job of the 20 frames, by upload and by URL, interleaved ...');
   await runJob(montage, urls.slice(0, 3)); // warm-up: worker threads start with the first job
@@ -190,15 +230,36 @@ export async function run() {
   const urlJobMs = median(byUrl.map((x) => x.ms));
   const ratio = uploadMs / copyMs;
   const jobRatio = uploadJobMs / urlJobMs;
-  const rows = [
-    ['plain file copy (the floor)', s(copyMs), mbps(totalBytes, copyMs), '1.00', '–'],
-    ['20 uploads, one after another', s(uploadMs), mbps(totalBytes, uploadMs), (copyMs / uploadMs).toFixed(2), `≥ ${THROUGHPUT_TARGET} of the floor: ${copyMs / uploadMs >= THROUGHPUT_TARGET ? 'PASS' : 'FAIL'}`],
+  const cpuCells = (way) => [
+    ways[way].runs[0].serverCpuMs === null ? '–' : perMb(med(way, 'serverCpuMs'), totalBytes),
+    perMb(med(way, 'clientCpuMs'), totalBytes),
   ];
+  const rows = [
+    ['plain file copy (the floor)', s(copyMs), mbps(totalBytes, copyMs), '1.00', ...cpuCells('copy'), '–'],
+    ['20 uploads to a bare Node HTTP server (the HTTP floor)', s(med('floor', 'ms')), mbps(totalBytes, med('floor', 'ms')), (copyMs / med('floor', 'ms')).toFixed(2), ...cpuCells('floor'), '–'],
+    [
+      '20 uploads to Montage, one after another',
+      s(uploadMs),
+      mbps(totalBytes, uploadMs),
+      (copyMs / uploadMs).toFixed(2),
+      ...cpuCells('montage'),
+      `≥ ${THROUGHPUT_TARGET} of the floor: ${copyMs / uploadMs >= THROUGHPUT_TARGET ? 'PASS' : 'FAIL'}`,
+    ],
+  ];
+  const serverCpuRatio = med('montage', 'serverCpuMs') / med('floor', 'serverCpuMs');
   const jobRows = [
     ['by URL (loopback file server)', s(urlJobMs), before(byUrl), s(median(byUrl.map((x) => x.processingTime))), '1.00', '–'],
     ['by upload', s(uploadJobMs), before(byUpload), s(median(byUpload.map((x) => x.processingTime))), jobRatio.toFixed(2), `≤ ${JOB_TARGET.toFixed(2)}: ${jobRatio <= JOB_TARGET ? 'PASS' : 'FAIL'}`],
   ];
-  const t1 = tables(['what', 'seconds', 'MB/s', 'share of the floor', 'target'], rows, ['left', 'right', 'right', 'right', 'left']);
+  const t1 = tables(['what', 'seconds', 'MB/s', 'share of the floor', 'server CPU ms/MB', 'client (or copy) CPU ms/MB', 'target'], rows, [
+    'left',
+    'right',
+    'right',
+    'right',
+    'right',
+    'right',
+    'left',
+  ]);
   const t2 = tables(['the job, 20 × 12 MP median', 'end to end s', 'before processing s', 'processing s', 'against by URL', 'target'], jobRows, ['left', 'right', 'right', 'right', 'right', 'left']);
   const markdown = [
     '## Blend uploads: twenty 12 MP JPEGs uploaded, and the job by upload against by URL',
@@ -206,7 +267,12 @@ export async function run() {
     `What it measures: twenty 4000×3000 JPEG frames (q92, ${(totalBytes / 1e6).toFixed(1)} MB in all) uploaded to a`,
     `\`node ${montageNodeFlags().join(' ')} bin/montage.js serve\` process (SQLite, workers in the process), one`,
     '`POST /v1/blend/uploads` after another as `montage blend` sends them, each streamed from disk; against the floor, the',
-    'same files copied by a read and a write stream into a directory on the same disk as the server\'s object store.',
+    'same files copied by a read and a write stream into a directory on the same disk as the server\'s object store; and',
+    'the HTTP floor, the same requests to a bare Node HTTP server (`bench/upload-floor-server.mjs`) that pipes each body into',
+    'a file on that disk and answers 201: the loopback transfer and the write, with no parsing, checks or database.',
+    'The three interleaved, the order reversed every other round. CPU per MB: the user + system time of the server',
+    'process (from `/proc`, 10 ms ticks) and of the benchmark\'s own process (the client that streams the files, or the',
+    'copy) over a round, divided by the MB sent; steadier than MB/s when something else shares the machine.',
     'Then one median job of the twenty frames (alignment on, `MONTAGE_BLEND_MAX_IMAGES=20`,',
     '`MONTAGE_BLEND_MAX_JOB_PIXELS=240000000`), from `POST /v1/blend/start` to the status read that says `completed`,',
     'naming the uploads, and naming the same files by URL on a loopback file server; interleaved, the order alternating per round.',
@@ -219,8 +285,15 @@ export async function run() {
     '',
     t1.md,
     '',
+    `Montage's server CPU per MB against the HTTP floor's: ${serverCpuRatio.toFixed(2)}×.`,
+    '',
     t2.md,
   ].join('\n');
   const pass = copyMs / uploadMs >= THROUGHPUT_TARGET && jobRatio <= JOB_TARGET;
-  return { text: `${t1.text}\n\n${t2.text}\n\nupload time / copy time: ${ratio.toFixed(2)}`, markdown, pass, writeDoc: true };
+  return {
+    text: `${t1.text}\n\n${t2.text}\n\nupload time / copy time: ${ratio.toFixed(2)}; Montage's server CPU per MB / the HTTP floor's: ${serverCpuRatio.toFixed(2)}`,
+    markdown,
+    pass,
+    writeDoc: true,
+  };
 }

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { createResultStore } from '../src/blend/storage.js';
+import { UPLOAD_BUFFER_BYTES } from '../src/blend/upload-intake.js';
 import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
 import { lockAccountUploads } from '../src/blend/uploads.repository.js';
 import { TenantScope } from '../src/db/tenant.js';
@@ -42,6 +43,17 @@ function storedUploads(api: TestApp): string[] {
 }
 
 const settled = settledJob;
+
+/** A JPEG of seeded noise (q90, about 0.8 bytes a pixel): an image of a chosen size that compresses little. */
+async function noiseJpeg(width: number, height: number, seed: number): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 3);
+  let state = seed;
+  for (let i = 0; i < raw.length; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) | 0;
+    raw[i] = state >>> 24;
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+}
 
 /** A logger that keeps what is logged as an error (the sweep's and the deletes' failures). */
 function capturingLog() {
@@ -125,6 +137,24 @@ for (const engine of ENGINES) {
       assert.equal(storedUploads(api).length, 2);
       // The server still answers on a fresh connection after the refusals that closed theirs.
       assert.equal((await api.fetch('/v1/blend/uploads', { key })).status, 200);
+    });
+
+    test('an image larger than the upload buffers is stored byte for byte; one past the byte limit far into its body leaves nothing', async (t) => {
+      const limit = 3 * UPLOAD_BUFFER_BYTES;
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_MAX_IMAGE_BYTES: String(limit) });
+      const { key } = await api.account();
+      const large = await noiseJpeg(2000, 1500, 1);
+      const tooLarge = await noiseJpeg(2400, 1800, 2);
+      assert.ok(large.length > 2 * UPLOAD_BUFFER_BYTES && large.length <= limit, `${large.length} bytes`);
+      assert.ok(tooLarge.length > limit, `${tooLarge.length} bytes`);
+
+      const stored = await uploaded(api, key, large);
+      assert.deepEqual([stored.bytes, stored.width, stored.height, stored.sha256], [large.length, 2000, 1500, createHash('sha256').update(large).digest('hex')]);
+      assert.deepEqual(storedUploads(api).map((f) => fs.readFileSync(f).equals(large)), [true]);
+      // Refused when the limit is passed, more than two buffers into the body: no part of it is kept.
+      assert.equal((await problem(await upload(api, key, tooLarge), 413, 'upload_too_large')).limit, 'bytes');
+      assert.equal(storedUploads(api).length, 1);
+      assert.equal((await (await api.fetch('/v1/blend/uploads', { key })).json()).data.length, 1);
     });
 
     test('the byte quota of an account counts live uploads only', async (t) => {

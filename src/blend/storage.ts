@@ -28,6 +28,13 @@ export interface ObjectStore {
 /** What results are kept in (the same store as uploads). */
 export type ResultStore = ObjectStore;
 
+/**
+ * How many bytes a file being written may hold before its source is paused. The default (16 KiB)
+ * is below one socket read (64 KiB): a file written from a request would pause and resume it at
+ * every chunk (docs/blend.md, "Uploads").
+ */
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+
 const KEY = /^[a-z0-9_]+(\/[a-z0-9_]+)+(\.[a-z0-9]+)?$/;
 
 /** Keys are built from ids by Montage; anything else is a bug, refused before it names a file or an object. */
@@ -50,7 +57,7 @@ export class DirectoryStore implements ObjectStore {
     const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
     try {
       if (Buffer.isBuffer(body)) await fs.writeFile(temporary, body);
-      else await pipeline(body, createWriteStream(temporary));
+      else await pipeline(body, createWriteStream(temporary, { highWaterMark: WRITE_BUFFER_BYTES }));
       await fs.rename(temporary, file);
     } catch (err) {
       await fs.rm(temporary, { force: true });

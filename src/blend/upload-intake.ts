@@ -7,6 +7,12 @@ import { peekHeader } from './media.js';
 export const HEADER_WINDOW = 1024 * 1024;
 /** The first try at reading the header; each later one waits for twice the bytes. */
 const FIRST_PEEK = 4096;
+/**
+ * The bytes each stage of an upload (multipart parser, intake, file) may hold before the one
+ * before it is paused: above one socket read (64 KiB), so that a request streaming at disk speed
+ * is not paused and resumed at every chunk (the streams' default is 16 KiB).
+ */
+export const UPLOAD_BUFFER_BYTES = 1024 * 1024;
 
 export interface IntakeLimits {
   maxImageBytes: number;
@@ -29,7 +35,7 @@ export class ImageIntake extends Transform {
   private nextPeek = FIRST_PEEK;
 
   constructor(private readonly limits: IntakeLimits) {
-    super();
+    super({ highWaterMark: UPLOAD_BUFFER_BYTES });
   }
 
   /** The hex SHA-256 of every byte that went through (once, at the end). */

@@ -8,6 +8,7 @@ import { problems } from '../http/openapi.js';
 import { withLinkHeader } from '../http/paging.js';
 import { ref } from '../schemas.js';
 import { BlendUploadPage, BlendUploadRequest, BlendUploadSchema, ListUploadsQuery, UploadParams } from './uploads.schemas.js';
+import { UPLOAD_BUFFER_BYTES } from './upload-intake.js';
 import * as uploads from './uploads.service.js';
 
 /** Other form fields an upload may carry (and that are ignored), and their size: a bound on what is parsed. */
@@ -39,6 +40,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const limits = app.config.blend;
   // The multipart parser for these routes only: every other route reads JSON alone.
   await app.register(multipart, {
+    highWaterMark: UPLOAD_BUFFER_BYTES,
+    fileHwm: UPLOAD_BUFFER_BYTES,
     limits: { fileSize: limits.maxImageBytes + 1, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1, headerPairs: 20 },
   });
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
