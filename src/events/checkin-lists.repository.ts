@@ -26,10 +26,10 @@ export const EMPTY_STATE = Object.freeze({ inside: 0, entries: 0, keptScanId: nu
  * them inserts a row of its own (its `slot` drawn from 1..2³¹−1, so two scans practically never
  * meet; when they do, the insert adds to the row it met), and about one in FOLD_EVERY of them then
  * folds the list's rows into its row 0 (foldCounts). So a scan never updates a row another scan
- * updates: on PostgreSQL rows updated by every scan (the 16 shared rows of before) kept a chain of
- * dead versions on one page that busy scans never let a prune reach, and each scan's cost grew
- * with the chain (1,500 scans/s through a list fell to 250/s within a minute). A read sums row 0
- * and the rows since the last fold: about FOLD_EVERY rows.
+ * updates: on PostgreSQL every update of a shared row (the 16 rows of before) leaves a dead version
+ * on the same few pages and waits for the row's lock; 50 clients upserting a 16-row table slowed
+ * from 3,540 to 2,770 a second within 24 s (pgbench), where plain inserts held 5,900-6,500. A read
+ * sums row 0 and the rows since the last fold: about FOLD_EVERY rows.
  */
 export const FOLD_EVERY = 256;
 const MAX_SLOT = 2 ** 31 - 1;
