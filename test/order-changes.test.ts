@@ -77,6 +77,26 @@ for (const engine of ENGINES) {
       assert.deepEqual(change.refunds.map((p: Json) => [p.ticketId, p.amount, p.status]), [[gone.id, 1000, 'succeeded']]);
     });
 
+    test('a ticket bought with a voucher keeps its discount on a type the voucher applies to, and none on another', async (t) => {
+      const { c, event, standard, vip } = await box(t, engine);
+      await c.ok('POST', `/v1/events/${event.id}/vouchers`, { code: 'ALL20', discountType: 'percent', discountValue: 20, maxUses: 10 });
+      await c.ok('POST', `/v1/events/${event.id}/vouchers`, { code: 'STD500', ticketTypeId: standard.id, discountType: 'fixed', discountValue: 500, maxUses: 10 });
+      const buy = (voucher: string) => c.ok('POST', `/v1/events/${event.id}/orders`, { buyer: { name: 'Ada', email: 'ada@example.com' }, items: [{ ticketTypeId: standard.id, quantity: 1 }], voucher });
+      // Every type's 20 % off: 3000 paid as 2400; on VIP 5000 less 20 % = 4000, so 1600 more.
+      const wide = await buy('ALL20');
+      assert.equal(wide.tickets[0].price, 2400);
+      const up = await c.ok('POST', `/v1/orders/${wide.id}/changes`, { changeTypes: [{ ticketId: wide.tickets[0].id, ticketTypeId: vip.id }] });
+      assert.deepEqual(up.changed.map((x: Json) => x.difference), [1600]);
+      assert.equal(up.order.tickets[0].price, 4000);
+      assert.equal(up.balanceDue, 1600);
+      // 500 off Standard only: 2500 paid; VIP at its full 5000, so 2500 more.
+      const typed = await buy('STD500');
+      assert.equal(typed.tickets[0].price, 2500);
+      const moved = await c.ok('POST', `/v1/orders/${typed.id}/changes`, { changeTypes: [{ ticketId: typed.tickets[0].id, ticketTypeId: vip.id }] });
+      assert.deepEqual(moved.changed.map((x: Json) => x.difference), [2500]);
+      assert.equal(moved.order.tickets[0].price, 5000);
+    });
+
     test('all or nothing: a sold-out type refuses the whole change; swaps between full types work', async (t) => {
       const { c, event, standard, vip } = await box(t, engine, { standard: 3, vip: 1, free: 5 });
       const a = await order(c, event.id, [{ ticketTypeId: standard.id, quantity: 3 }]);

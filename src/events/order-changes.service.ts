@@ -13,8 +13,8 @@ import { lockOrderRow } from './refunds.repository.js';
 import { type RefundWish, requireCompleted, reserveRefunds, type ReservedRefunds, settleRefunds } from './refunds.service.js';
 import { cancelOpenTicket, findTicket, releasePlace, retypeOpenTicket, type TicketRow, ticketsOfOrder } from './tickets.repository.js';
 import { changeTicket, presentTicket } from './tickets.service.js';
-import { keptOfEvent } from './vouchers.repository.js';
-import { freePlaces } from './vouchers.service.js';
+import { keptOfEvent, voucherById } from './vouchers.repository.js';
+import { discountOf, freePlaces } from './vouchers.service.js';
 import { queueWaitlistOffers } from './waitlist.service.js';
 
 type ChangeInput = Static<typeof ChangeOrderBody>;
@@ -87,8 +87,13 @@ async function applyChange(tx: TenantScope, order: OrderRow, event: EventRow, na
   const refunded = await repo.refundsOfTickets(tx, order.id);
   const worth = (ticket: TicketRow) => ticket.price - (refunded.get(ticket.id) ?? 0);
   let balance = order.balanceDue;
+  // A ticket bought with the order's voucher keeps its discount on a type the voucher also
+  // applies to (an order-wide voucher); a voucher of one type gives none to another type.
+  const voucher = order.voucherId === null ? null : ((await voucherById(tx, order.voucherId)) ?? null);
+  const applies = (typeId: string) => voucher !== null && (voucher.ticketTypeId === null || voucher.ticketTypeId === typeId);
+  const priceOf = (ticket: TicketRow, type: TicketTypeRow) => type.price - (applies(ticket.ticketTypeId) && applies(type.id) ? discountOf(voucher!, type.price) : 0);
   const changed: TypeChange[] = named.retype.map(({ ticket, type }) => {
-    const difference = type.price - worth(ticket);
+    const difference = priceOf(ticket, type) - worth(ticket);
     if (difference > 0) balance += difference;
     return { ticketId: ticket.id, fromTicketTypeId: ticket.ticketTypeId, toTicketTypeId: type.id, difference };
   });
