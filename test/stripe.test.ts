@@ -257,7 +257,7 @@ for (const engine of ENGINES) {
       assert.equal(s.refunds.reduce((sum, r) => sum + r.amount, 0), 7500);
     });
 
-    test("the webhook endpoint: no API key, Stripe's signature over the raw bytes or 400; unknown accounts 404; other events ignored; a repeated event acted on once", async (t) => {
+    test("the webhook endpoint: no API key, Stripe's signature over the raw bytes or 400; an account without Stripe answers as a bad signature; other events ignored; a repeated event acted on once", async (t) => {
       const s = await standin(t);
       const { api, account } = await stripeApp(t, engine, s);
       const event = (type: string, object: Record<string, unknown> = {}) => ({
@@ -293,8 +293,8 @@ for (const engine of ENGINES) {
       await problem(await fetch(s.webhookUrl, { method: 'POST', headers: { 'content-type': 'text/plain', 'stripe-signature': header }, body: payload }), 415, 'unsupported_media_type');
 
       const elsewhere = await api.account();
-      await problem(await fetch(s.webhookUrl.replace(account.accountId, elsewhere.accountId), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 404, 'not_found');
-      await problem(await fetch(s.webhookUrl.replace(account.accountId, 'nonsense'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 404, 'not_found');
+      await problem(await fetch(s.webhookUrl.replace(account.accountId, elsewhere.accountId), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 400, 'stripe_signature_invalid');
+      await problem(await fetch(s.webhookUrl.replace(account.accountId, 'nonsense'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': header }, body: payload }), 400, 'stripe_signature_invalid');
       const api1 = await fetch(s.webhookUrl.replace('/v1/', '/api/v1/'), { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload: JSON.stringify(expired), secret: s.webhookSecret }) }, body: JSON.stringify(expired) });
       assert.deepEqual(await api1.json(), { received: true, outcome: 'duplicate' }, 'the /api/v1 copy is the same endpoint');
 

@@ -21,24 +21,26 @@ export interface WebhookLog {
 
 /**
  * One post of Stripe to an account's webhook endpoint (docs/events.md, "Stripe"), in this order:
- * 1. the account has Stripe keys (else 404: no endpoint here);
- * 2. the `Stripe-Signature` header signs these exact bytes with the account's webhook secret, within
- *    Stripe's 5 minutes (the package's own `constructEvent`; else 400 stripe_signature_invalid);
- * 3. an event acted on before has no second effect (`duplicate`);
- * 4. a paid Checkout Session that Montage opened for this account completes its order; a payment
+ * 1. the `Stripe-Signature` header signs these exact bytes with the account's webhook secret, within
+ *    Stripe's 5 minutes (the package's own `constructEvent`); else, and for an account without
+ *    Stripe settings (or no such account), the same 400 stripe_signature_invalid: the keyless
+ *    endpoint does not tell which accounts have Stripe;
+ * 2. an event acted on before has no second effect (`duplicate`);
+ * 3. a paid Checkout Session that Montage opened for this account completes its order; a payment
  *    that cannot be honoured (hold over and places gone, no such order, or the order paid already
  *    by another payment) is refunded at once;
- * 5. the event is noted as acted on. A failure before that answers 5xx: Stripe delivers it again,
- *    and step 4's completion and refund are idempotent, so the retry does no harm.
+ * 4. the event is noted as acted on. A failure before that answers 5xx: Stripe delivers it again,
+ *    and step 3's completion and refund are idempotent, so the retry does no harm.
  */
 export async function receiveStripeEvent(db: Db, accountId: string, payload: Buffer, signature: string | undefined, log: WebhookLog): Promise<StripeOutcome> {
   const settings = await findStripeAccount(db, accountId);
-  if (!settings) throw new AppError('not_found', 'No Stripe webhook endpoint here: the account has no Stripe settings.');
+  const invalid = () => new AppError('stripe_signature_invalid', 'The Stripe-Signature header does not sign this body with the account\'s webhook secret (or is older than 5 minutes).');
+  if (!settings) throw invalid();
   let event: Stripe.Event;
   try {
     event = Stripe.webhooks.constructEvent(payload, signature ?? '', settings.webhookSecret);
   } catch {
-    throw new AppError('stripe_signature_invalid', 'The Stripe-Signature header does not sign this body with the account\'s webhook secret (or is older than 5 minutes).');
+    throw invalid();
   }
   if (await findStripeEvent(db, accountId, event.id)) return 'duplicate';
 
