@@ -35,7 +35,7 @@ const { addressPolicy } = await import('../src/net/safe-http.ts');
 const engine = new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid');
 const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
 const sizes = await Promise.all(bytes.map((b) => sharp(b).metadata()));
-const fetched = { bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0) };
+const fetched = { sources: bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0), spool: null, discard: async () => {} };
 const spec = (blendType, align) => ({ images: frames, blendType, align, preserveBackground: false, deghost: false, outputFormat: 'jpeg' });
 
 async function job(type, align) {
