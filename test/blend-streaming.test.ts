@@ -11,6 +11,8 @@ import { alignFrames } from '../src/blend/engine/align/align.js';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
 import { lightenRows } from '../src/blend/engine/point/stack.js';
+import { PYRAMID_PASSES } from '../src/blend/engine/pyramid-stream.js';
+import { BLEND_REGISTRY } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
 import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
@@ -63,6 +65,10 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
     ['darken', 'handheld-mean', true, false],
     ['overlay', 'handheld-mean', true, false],
     ['soft-light', 'star-trails', false, false],
+    ['exposure', 'exposure-bracket', true, false],
+    ['exposure', 'exposure-bracket', true, true],
+    ['exposure', 'median-crowd', true, true],
+    ['focus', 'focus-stack', true, false],
   ];
   for (const [type, set, align, deghost] of cases) {
     test(`${type} of ${set} (align ${align}, deghost ${deghost})`, async (t) => {
@@ -71,9 +77,12 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
       const stack = await streamed(t, type, sources, align, deghost);
       assert.deepEqual(stack.result.data, expected.image.data);
       assert.deepEqual(stack.reports?.map((r) => r.method) ?? null, expected.methods);
+      const n = sources.length;
+      // a pyramid type spools each frame as it is aligned, then blends in PYRAMID_PASSES passes over them
+      const frames = (stage: string, total: number) => Array.from({ length: total }, (_, i) => [stage, i + 1, total]);
       assert.deepEqual(
         stack.progress.map((p) => [p.stage, p.done, p.total]),
-        sources.map((_, i) => ['blending', i + 1, sources.length]),
+        BLEND_REGISTRY[type].stream === 'pyramid' ? [...frames('aligning', n), ...frames('blending', PYRAMID_PASSES * n)] : frames('blending', n),
       );
       assert.ok(stack.quality.score > 0 && stack.quality.score <= 1);
     });
@@ -82,6 +91,12 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
   test('a deghosted mean counts a walker out where the plain mean keeps it (the weights of point/fold.ts are used)', async (t) => {
     const sources = jpegs('median-crowd');
     const [on, off] = [await streamed(t, 'mean', sources, true, true), await streamed(t, 'mean', sources, true, false)];
+    assert.notDeepEqual(on.result.data, off.result.data);
+  });
+
+  test('a deghosted exposure stands the reference in for the walkers (the masks reach the streamed passes)', async (t) => {
+    const sources = jpegs('median-crowd');
+    const [on, off] = [await streamed(t, 'exposure', sources, true, true), await streamed(t, 'exposure', sources, true, false)];
     assert.notDeepEqual(on.result.data, off.result.data);
   });
 

@@ -5,10 +5,11 @@ import { overRows } from './engine/blend.js';
 import { frameMask } from './engine/deghost/deghost.js';
 import type { FrameStats } from './engine/image/analysis.js';
 import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
-import { makeThumbnail, type Thumbnail } from './engine/image/thumbnails.js';
+import { makeThumbnail, type Thumbnail, thumbnailFactor } from './engine/image/thumbnails.js';
 import type { FoldAccumulator, FoldType } from './engine/point/fold.js';
-import { BLEND_REGISTRY, type EngineBlendType } from './engine/registry.js';
-import type { TaskResult, WorkerPool } from './engine/threads/pool.js';
+import { type FrameMask, type StackFrames, streamPyramid } from './engine/pyramid-stream.js';
+import { BLEND_REGISTRY, type BlendTypeOf, type EngineBlendType } from './engine/registry.js';
+import type { TaskArgs, TaskResult, WorkerPool } from './engine/threads/pool.js';
 import { BlendFailure } from './failures.js';
 import { decodeImage, resizeTo } from './media.js';
 import { type Quality, scoreQuality } from './quality.js';
@@ -17,13 +18,15 @@ import type { Spool } from './spool.js';
 
 /**
  * Streaming stacks (docs/blend.md, "Memory"): a job whose type folds frames one at a time (mean,
- * lighten, darken, the layer modes) or takes its median by bands of rows decodes, aligns and
- * uses each frame as it comes, so its memory does not grow with the frame count. WINDOW frames
+ * lighten, darken, the layer modes), takes its median by bands of rows, or blends pyramids
+ * (exposure, focus) in passes over its spooled frames decodes, aligns and uses each frame as it
+ * comes, so its memory does not grow with the frame count. WINDOW frames
  * are decoded and aligned ahead of the one being folded (libvips decodes while the pool aligns
  * and folds); a fold takes the frames in order, so the layer modes fold left to right as the
  * kernels that see every frame do, and every type gives the same bytes as they do. A median
  * writes each aligned frame to the job's spool on disk and then reads every frame's band of rows
- * at a time, within MONTAGE_BLEND_MEDIAN_BAND_MEMORY.
+ * at a time, within MONTAGE_BLEND_MEDIAN_BAND_MEMORY; exposure and focus write them to the spool
+ * too and read them back one at a time, pass after pass (engine/pyramid-stream.ts).
  *
  * The quality score is measured as for a job that holds its frames (pipeline.ts): every frame's
  * statistics and correlation with frame 0 on its aligned thumbnail, kept as numbers; ghosting,
@@ -125,7 +128,13 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       ? Promise.resolve({ frame: first, mask: null, small: thumbnail.rgb, stats: reference.stats, correlation: null, report: job.align ? REFERENCE_REPORT : null })
       : prepareFrame(pool, reference, i, decode(i), deghost);
 
-  const use = BLEND_REGISTRY[type].stream === 'bands' ? await bandedMedian(job, reference) : foldInto(pool, type as FoldType, reference, count);
+  const how = BLEND_REGISTRY[type].stream;
+  const use =
+    how === 'bands'
+      ? await bandedMedian(job, reference)
+      : how === 'pyramid'
+        ? await spooledPyramid(job, reference)
+        : foldInto(pool, type as FoldType, reference, count);
   // only the types whose score measures ghosting keep thumbnails for it
   const sampled = BLEND_REGISTRY[type].ghosting ? ghostingFrames(count) : new Set<number>();
   const inputs: FrameStats[] = [];
@@ -274,6 +283,71 @@ async function bandedMedian(job: StackJob, ref: Reference): Promise<StackUse> {
     },
     close: () => file.close(),
   };
+}
+
+/**
+ * Exposure fusion or focus stacking by passes over the spooled frames (engine/pyramid-stream.ts):
+ * each aligned frame is written to the job's spool as it comes; a deghosted exposure also keeps
+ * each frame's thumbnail on the agreement test's grid and its brightness (a few hundred kilobytes
+ * a frame), since its reference, the middle exposure, is known only once every frame is in.
+ */
+async function spooledPyramid(job: StackJob, ref: Reference): Promise<StackUse> {
+  const { pool } = job;
+  const { width, height } = ref;
+  const count = job.sources.length;
+  const frameBytes = width * height * 3;
+  const type = job.type as BlendTypeOf<'pyramid'>;
+  const deghost = job.deghost && BLEND_REGISTRY[type].deghost === 'middle-exposure' && count > 1;
+  const grids: Array<TaskResult<'agreementGrid'>> = [];
+  const brightness: number[] = [];
+  const file: FileHandle = await job.spool.open('frames');
+  return {
+    stage: 'aligning',
+    async add(index, { frame, small }) {
+      const writing = file.write(frame.data, 0, frameBytes, index * frameBytes);
+      if (deghost) {
+        const args: TaskArgs<'meanGrey'> = [small.data, small.width, small.height];
+        [grids[index], brightness[index]] = await Promise.all([pool.run('agreementGrid', args), pool.run('meanGrey', args)]);
+      }
+      await writing;
+    },
+    async finish(onProgress) {
+      const stack: StackFrames = {
+        width,
+        height,
+        count,
+        read: (k, into) => readFully(file, into, frameBytes, k * frameBytes),
+        deghost: deghost ? await agreements(pool, grids, brightness, width, height) : null,
+      };
+      return streamPyramid(pool, type, stack, job.signal, (done, total) => onProgress?.({ stage: 'blending', done, total }));
+    },
+    close: () => file.close(),
+  };
+}
+
+/**
+ * A streamed exposure's deghosting, as deghost/deghost.ts `deghostMasks` makes it for held frames:
+ * the reference is the middle exposure (the frame of median brightness, the darker of two middle
+ * ones, the first of equals); each frame's agreement with it is tested on the grids now, and its
+ * mask brought to full size when a pass reaches the frame.
+ */
+async function agreements(pool: WorkerPool, grids: Array<TaskResult<'agreementGrid'>>, brightness: number[], width: number, height: number): Promise<StackFrames['deghost']> {
+  const order = brightness.map((b, k) => [b, k] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const reference = order[(order.length - 1) >> 1]![1];
+  const { width: gw, height: gh, step } = grids[reference]!;
+  const small = await Promise.all(grids.map((g, k) => (k === reference ? null : pool.run('agreementMask', [grids[reference]!.data, g.data, gw, gh]))));
+  const factor = thumbnailFactor(width, height) * step;
+  const mask = async (k: number): Promise<FrameMask | null> => {
+    const agreement = small[k];
+    if (!agreement) return null;
+    const shared = new Uint8Array(new SharedArrayBuffer(agreement.mask.length));
+    shared.set(agreement.mask);
+    const full = new Uint8Array(new SharedArrayBuffer(width * height));
+    const spans = new Int32Array(new SharedArrayBuffer(8 * height));
+    await pool.all('upsampleMaskRows', rowRanges(height, pool.size).map(([y0, y1]): TaskArgs<'upsampleMaskRows'> => [shared, gw, gh, factor, full, width, y0, y1, spans]));
+    return { mask: full, spans, toFrame: agreement.toFrame };
+  };
+  return { reference, mask };
 }
 
 /** Reads `length` bytes at `position` of the file into the start of `buffer`. */
