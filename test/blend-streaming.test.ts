@@ -22,7 +22,7 @@ import { Spool } from '../src/blend/spool.js';
 import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
 import { loadConfig } from '../src/config.js';
 import { addressPolicy } from '../src/net/safe-http.js';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, fileServer } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, settledJob, startApp, type TestApp, until, fileServer } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 const LIMITS = loadConfig({}).blend;
@@ -131,7 +131,7 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
 describe('streaming stacks: limits and memory', () => {
   test('a streaming job\'s memory estimate does not grow with its frame count; a held job\'s does', () => {
     const frames = (n: number) => Array.from({ length: n }, () => ({ width: 4000, height: 3000 }));
-    for (const type of ['lighten', 'mean', 'overlay', 'median'] as const) {
+    for (const type of ['lighten', 'mean', 'overlay', 'median', 'exposure', 'focus'] as const) {
       const five = jobMemory(type, false, jobPixels(frames(5), true), LIMITS.medianBandBytes);
       assert.equal(jobMemory(type, false, jobPixels(frames(500), true), LIMITS.medianBandBytes), five, type);
     }
@@ -141,14 +141,17 @@ describe('streaming stacks: limits and memory', () => {
 
   test('per-type image limits: the largest is the schema\'s, each type has its own, preserveBackground holds every frame', () => {
     const limits = loadConfig({ MONTAGE_BLEND_MAX_STREAMING_IMAGES: '300', MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '50' }).blend;
-    assert.deepEqual([LIMITS.maxImages, LIMITS.maxStreamingImages, LIMITS.maxMedianImages], [10, 500, 100]);
+    assert.deepEqual([LIMITS.maxImages, LIMITS.maxStreamingImages, LIMITS.maxMedianImages, LIMITS.maxPyramidImages], [10, 500, 100, 100]);
     assert.equal(largestImageLimit(limits), 300);
     assert.deepEqual(imageLimit(limits, 'lighten', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'average', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'median', false), { max: 50, variable: 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'mean', true), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'auto', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
-    assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 100, variable: 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'focus', false), { max: 100, variable: 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'composite', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_PYRAMID_IMAGES: '257' }), /MONTAGE_BLEND_MAX_PYRAMID_IMAGES/);
     assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '1' }), /MONTAGE_BLEND_MAX_MEDIAN_IMAGES/);
   });
 });
@@ -240,6 +243,33 @@ async function smallFrames(dir: string, count: number): Promise<string[]> {
 }
 
 
+/**
+ * `count` frames of a photo, 128 × 96, PNG: for `exposure` a bracket, the photo's linear light at
+ * ¼, 1 and 4 (−2, 0, +2 EV) repeated, each repeat 2 % brighter than the one before; for `focus`
+ * the photo blurred but for its own band of rows, so each frame is the sharpest in one band.
+ */
+async function stackFrames(dir: string, type: 'exposure' | 'focus', count: number): Promise<string[]> {
+  const [width, height] = [128, 96];
+  const photo = await sharp(path.resolve(import.meta.dirname, 'fixtures/photos/astronaut.jpg')).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
+  const blurred = await sharp(photo, { raw: { width, height, channels: 3 } }).blur(3).raw().toBuffer();
+  const files: string[] = [];
+  for (let k = 0; k < count; k++) {
+    let frame: Buffer;
+    if (type === 'exposure') {
+      const gain = [0.25, 1, 4][k % 3]! * (1 + 0.02 * Math.floor(k / 3));
+      frame = Buffer.from(photo.map((v) => Math.round(255 * Math.min(1, gain * (v / 255) ** 2.2) ** (1 / 2.2))));
+    } else {
+      frame = Buffer.from(blurred);
+      const [y0, y1] = [Math.floor((k * height) / count), Math.floor(((k + 1) * height) / count)];
+      photo.copy(frame, y0 * width * 3, y0 * width * 3, y1 * width * 3);
+    }
+    const file = path.join(dir, `${type}-${k}.png`);
+    await sharp(frame, { raw: { width, height, channels: 3 } }).png().toFile(file);
+    files.push(file);
+  }
+  return files;
+}
+
 async function start(api: TestApp, key: string, images: string[], options: Record<string, unknown>) {
   return api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'stream', images, options } });
 }
@@ -277,7 +307,9 @@ for (const engine of ENGINES) {
 
       const refusals: Array<[string, number, Record<string, unknown>, RegExp]> = [
         ['median', 101, { blendType: 'median' }, /median jobs take at most 100 images \(MONTAGE_BLEND_MAX_MEDIAN_IMAGES\); this one has 101/],
-        ['exposure', 11, { blendType: 'exposure' }, /exposure jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
+        ['exposure', 101, { blendType: 'exposure' }, /exposure jobs take at most 100 images \(MONTAGE_BLEND_MAX_PYRAMID_IMAGES\)/],
+        ['focus', 101, { blendType: 'focus' }, /focus jobs take at most 100 images \(MONTAGE_BLEND_MAX_PYRAMID_IMAGES\)/],
+        ['composite', 11, { blendType: 'composite' }, /composite jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
         ['mean with preserveBackground', 11, { blendType: 'mean', preserveBackground: true }, /mean jobs with preserveBackground take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
         ['auto', 11, {}, /auto jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
       ];
@@ -292,6 +324,31 @@ for (const engine of ENGINES) {
       // the schema takes the largest limit
       const tooMany = await start(api, key, many, { blendType: 'lighten' });
       assert.equal(tooMany.status, 400);
+    });
+
+    test('24 frames of exposure (deghosted) and of focus complete with the bytes of the blends that hold every frame', async (t) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+      onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+      const base = await fileServer(t, dir);
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
+      const { key } = await api.account();
+      for (const type of ['exposure', 'focus'] as const) {
+        const files = await stackFrames(dir, type, 24);
+        const res = await start(
+          api,
+          key,
+          files.map((f) => `${base}/${path.basename(f)}`),
+          { blendType: type, outputFormat: 'png', align: false },
+        );
+        assert.equal(res.status, 202, await res.clone().text());
+        const { jobId } = await res.json();
+        const job = await settledJob(api, key, jobId, 120_000);
+        assert.equal(job.status, 'completed', JSON.stringify(job.error));
+        const { pathname, search } = new URL(job.resultUrl as string);
+        const result = await sharp(Buffer.from(await (await fetch(`${api.url}${pathname}${search}`)).arrayBuffer())).removeAlpha().raw().toBuffer();
+        const expected = await held(type, files.map((f) => fs.readFileSync(f)), false, type === 'exposure');
+        assert.deepEqual(new Uint8Array(result), expected.image.data, type);
+      }
     });
   });
 }
