@@ -6,6 +6,7 @@ import { frameMask } from './engine/deghost/deghost.js';
 import type { FrameStats } from './engine/image/analysis.js';
 import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
 import { makeThumbnail, type Thumbnail, thumbnailFactor } from './engine/image/thumbnails.js';
+import { collectGarbage } from './engine/threads/gc.js';
 import type { FoldAccumulator, FoldType } from './engine/point/fold.js';
 import { type FrameMask, type StackFrames, streamPyramid } from './engine/pyramid-stream.js';
 import { BLEND_REGISTRY, type BlendTypeOf, type EngineBlendType } from './engine/registry.js';
@@ -52,6 +53,13 @@ export type OnProgress = (progress: BlendProgress) => void;
 
 /** Frames decoded and aligned ahead of the one being used: enough to keep libvips and the pool busy at once (memory.ts counts them). */
 const WINDOW = STREAM_HELD_FRAMES - 2;
+/**
+ * Frames used between two full collections: a frame's buffers (decoded, resized, warped, its
+ * thumbnails) are SharedArrayBuffers, which V8 frees only after a collection it seldom runs for
+ * them, so without one the frames used pile up (about 9 MB a megapixel-frame, measured) and memory
+ * grows with the frame count after all. A collection costs milliseconds; a frame, a second at 12 MP.
+ */
+const COLLECT_EVERY = WINDOW;
 /** Frames whose aligned thumbnails the ghosting term is measured on: ~2 MB each at 12 MP. */
 export const GHOSTING_FRAMES = 32;
 
@@ -162,6 +170,7 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       if (frame.report) reports.push(frame.report);
       if (sampled.has(i)) ghostSmalls.push(frame.small);
       job.onProgress?.({ stage: use.stage, done: i + 1, total: count });
+      if ((i + 1) % COLLECT_EVERY === 0) await collectEverywhere(pool);
     }
     const framesDone = performance.now();
     const result = await use.finish(job.onProgress);
@@ -312,6 +321,8 @@ async function spooledPyramid(job: StackJob, ref: Reference): Promise<StackUse> 
       await writing;
     },
     async finish(onProgress) {
+      // the last frames' buffers go before the passes' accumulators come
+      await collectEverywhere(pool);
       const stack: StackFrames = {
         width,
         height,
@@ -348,6 +359,13 @@ async function agreements(pool: WorkerPool, grids: Array<TaskResult<'agreementGr
     return { mask: full, spans, toFrame: agreement.toFrame };
   };
   return { reference, mask };
+}
+
+/** A full collection in every thread and this one (engine/threads/gc.ts): a buffer is freed once no thread holds it. */
+async function collectEverywhere(pool: WorkerPool): Promise<void> {
+  const threads = pool.everyThread('collectGarbage').catch(() => {});
+  collectGarbage();
+  await threads;
 }
 
 /** Reads `length` bytes at `position` of the file into the start of `buffer`. */

@@ -45,7 +45,7 @@ export interface FrameMask {
   toFrame: Uint8Array;
 }
 
-/** Passes a stack takes: each reports its frames as they are done (`done` of 3 · count). */
+/** Passes over the frames a stack takes. */
 export const PYRAMID_PASSES = 3;
 
 export async function streamPyramid(
@@ -55,18 +55,20 @@ export async function streamPyramid(
   signal: AbortSignal,
   onFrame: (done: number, total: number) => void,
 ): Promise<RgbImage> {
+  // `onFrame` hears of frames' worth of work in the stack's own count: a frame is a third of a
+  // frame each pass, reported when a whole one more is done (1, 2, …, count, as a fold reports)
   const { width, height, count } = stack;
   const sizes = levelSizes(width, height);
   const frame = new Uint8Array(new SharedArrayBuffer(width * height * 3));
-  const total = PYRAMID_PASSES * count;
-  let done = 0;
+  let used = 0, reported = 0;
   /** Runs `use` on each frame in order, read into `frame`. */
   const pass = async (use: (k: number) => Promise<unknown>) => {
     for (let k = 0; k < count; k++) {
       signal.throwIfAborted();
       await stack.read(k, frame);
       await use(k);
-      onFrame(++done, total);
+      const done = Math.floor(++used / PYRAMID_PASSES);
+      if (done > reported) onFrame((reported = done), count);
     }
   };
 
