@@ -296,7 +296,8 @@ async function bandedMedian(job: StackJob, ref: Reference): Promise<StackUse> {
 
 /**
  * Exposure fusion or focus stacking by passes over the spooled frames (engine/pyramid-stream.ts):
- * each aligned frame is written to the job's spool as it comes; a deghosted exposure also keeps
+ * each aligned frame is written to the job's spool as it comes (and, in the second pass, its level
+ * 1, for the third: 1.5 bytes a pixel beside the frame's 3); a deghosted exposure also keeps
  * each frame's thumbnail on the agreement test's grid and its brightness (a few hundred kilobytes
  * a frame), since its reference, the middle exposure, is known only once every frame is in.
  */
@@ -310,6 +311,11 @@ async function spooledPyramid(job: StackJob, ref: Reference): Promise<StackUse> 
   const grids: Array<TaskResult<'agreementGrid'>> = [];
   const brightness: number[] = [];
   const file: FileHandle = await job.spool.open('frames');
+  const levels: FileHandle = await job.spool.open('level-one');
+  // a frame's level 1, R, G and B planes of 16 bits
+  const [lw, lh] = [Math.ceil(width / 2), Math.ceil(height / 2)];
+  const levelBytes = 3 * lw * lh * 2;
+  const bytesOf = (plane: Uint16Array) => new Uint8Array(plane.buffer, plane.byteOffset, plane.byteLength);
   return {
     stage: 'aligning',
     async add(index, { frame, small }) {
@@ -328,11 +334,19 @@ async function spooledPyramid(job: StackJob, ref: Reference): Promise<StackUse> 
         height,
         count,
         read: (k, into) => readFully(file, into, frameBytes, k * frameBytes),
+        keep: async (k, planes) => {
+          for (const [c, plane] of planes.entries()) await levels.write(bytesOf(plane), 0, plane.byteLength, k * levelBytes + c * plane.byteLength);
+        },
+        recall: async (k, into) => {
+          for (const [c, plane] of into.entries()) await readFully(levels, bytesOf(plane), plane.byteLength, k * levelBytes + c * plane.byteLength);
+        },
         deghost: deghost ? await agreements(pool, grids, brightness, width, height) : null,
       };
       return streamPyramid(pool, type, stack, job.signal, (done, total) => onProgress?.({ stage: 'blending', done, total }));
     },
-    close: () => file.close(),
+    close: async () => {
+      await Promise.all([file.close(), levels.close()]);
+    },
   };
 }
 

@@ -19,8 +19,10 @@ import type { WorkerPool } from './threads/pool.js';
  *  2. each frame's normalised level-0 weights, its level 1 (R, G, B, weight), then its Laplacian
  *     and its weight's Gaussian pyramids added into the accumulators of levels ≥ 1, which are then
  *     collapsed to the blend's level 1;
- *  3. level 0: each frame's weights and level 1 made again and its detail added into the level-0
- *     accumulator, started from the expanded level 1, the last frame writing the 8-bit result.
+ *  3. level 0: each frame's weights made again, its level 1 read back (pass 2 kept it beside the
+ *     frames: 1.5 bytes a pixel, where making it again cost a sixth of the blend's time) and its
+ *     detail added into the level-0 accumulator, started from the expanded level 1, the last
+ *     frame writing the 8-bit result.
  * Every sum takes the same float steps in the same order as engine/blend.ts's blend of held
  * frames, so the result is byte for byte the same (docs/blend.md, "Memory"). Level 0 could be
  * added in pass 2 and the expanded level 1 last, saving pass 3, but the floats would then be added
@@ -34,6 +36,9 @@ export interface StackFrames {
   count: number;
   /** Reads frame k's interleaved RGB bytes into `into`. */
   read(k: number, into: Uint8Array): Promise<void>;
+  /** Keeps frame k's level 1 (its R, G, B planes) for the last pass; `recall` reads it back into `into`. */
+  keep(k: number, planes: Uint16Array[]): Promise<void>;
+  recall(k: number, into: Uint16Array[]): Promise<void>;
   /** Deghosting (exposure): the reference frame's index, and frame k's full-size mask against it (null where it agrees everywhere). */
   deghost: { reference: number; mask(k: number): Promise<FrameMask | null> } | null;
 }
@@ -103,23 +108,23 @@ export async function streamPyramid(
   const level1 = top > 0 ? levelOnePlanes(sizes) : null;
   const levelOne = async (k: number, zero: LevelZeroWeights) => {
     if (!level1) return;
+    // the weight plane is dropped by pass 3, which reads back R, G, B alone
     const rgb = level1.slice(0, 3);
     await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [[frame], width, height, zero, [rgb], [level1[3]!], y0, y1, part(k)]);
   };
   const upper = upperLevels(pool, sizes, (size) => sharedPlane(...size));
   await pass(async (k) => {
     await levelOne(k, await levelZero(k));
-    if (level1) await upper.add(level1);
+    if (level1) await Promise.all([upper.add(level1), stack.keep(k, level1.slice(0, 3).map((plane) => plane.data))]);
   });
   const coarser = await upper.collapse();
 
   // 3: level 0
   const level0: Plane[] = [0, 1, 2].map(() => sharedPlane(width, height));
   const out = sharedImage(width, height);
+  const firsts = level1 ? [level1.slice(0, 3)] : null;
   await pass(async (k) => {
-    const zero = await levelZero(k);
-    await levelOne(k, zero);
-    const firsts = level1 ? [level1.slice(0, 3)] : null;
+    const [zero] = await Promise.all([levelZero(k), firsts && stack.recall(k, firsts[0]!.map((plane) => plane.data))]);
     await overRows(pool, 'collapseLevelZeroRows', height, (y0, y1) => [[frame], firsts, zero, coarser, out.data, width, height, y0, y1, part(k), level0]);
   });
   return out;

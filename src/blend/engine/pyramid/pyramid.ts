@@ -102,6 +102,8 @@ export function collapseLevelZeroRows(
   zero.start(y0);
   for (let y = y0; y < y1; y++) {
     const present = zero.weightsUpTo(y);
+    // a streamed frame with no weight in the row leaves its sums as they are (most rows of a focus stack's frame)
+    if (!starts && !ends && !present.includes(true)) continue;
     for (let c = 0; c < 3; c++) {
       if (!starts) mem.put(sums[c]!, level0![c]!.data, y * width, width);
       else if (coarse) coarse[c]!.expand(y, sums[c]!);
