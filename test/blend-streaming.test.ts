@@ -11,6 +11,7 @@ import { alignFrames } from '../src/blend/engine/align/align.js';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
 import { lightenRows } from '../src/blend/engine/point/stack.js';
+import { type StackFrames, streamPyramid } from '../src/blend/engine/pyramid-stream.js';
 import { BLEND_REGISTRY } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
@@ -97,6 +98,40 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
     const sources = jpegs('median-crowd');
     const [on, off] = [await streamed(t, 'exposure', sources, true, true), await streamed(t, 'exposure', sources, true, false)];
     assert.notDeepEqual(on.result.data, off.result.data);
+  });
+
+  test('exposure and focus passes over frames of odd and tiny sizes (one pyramid level) give the held bytes; an abort stops them between frames', async () => {
+    let seed = 11;
+    const byte = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24);
+    for (const [width, height] of [[12, 10], [37, 29], [70, 41]] as const) {
+      const frames = Array.from({ length: 5 }, () => {
+        const image = sharedImage(width, height);
+        for (let i = 0; i < image.data.length; i++) image.data[i] = byte();
+        return image;
+      });
+      const memory = new Map<number, Uint16Array[]>();
+      const stack: StackFrames = {
+        width,
+        height,
+        count: frames.length,
+        read: async (k, into) => into.set(frames[k]!.data),
+        keep: async (k, planes) => void memory.set(k, planes.map((plane) => plane.slice())),
+        recall: async (k, into) => into.forEach((plane, c) => plane.set(memory.get(k)![c]!)),
+        deghost: null,
+      };
+      for (const type of ['exposure', 'focus'] as const) {
+        const expected = await blendFrames(pool, type, frames);
+        const done: number[] = [];
+        const result = await streamPyramid(pool, type, stack, new AbortController().signal, (n) => done.push(n));
+        assert.deepEqual(result.data, expected.data, `${type} ${width}×${height}`);
+        assert.deepEqual(done, [1, 2, 3, 4, 5]);
+      }
+      const abort = new AbortController();
+      const read: number[] = [];
+      const stopping = { ...stack, read: async (k: number, into: Uint8Array) => (read.push(k), read.length === 7 && abort.abort(new Error('cancelled')), into.set(frames[k]!.data)) };
+      await assert.rejects(streamPyramid(pool, 'focus', stopping, abort.signal, () => {}), /cancelled/);
+      assert.equal(read.length, 7, 'no frame is read after the abort');
+    }
   });
 
   test('median by bands of a few rows equals the median of the held frames, from spooled files', async (t) => {

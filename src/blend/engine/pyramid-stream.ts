@@ -103,28 +103,27 @@ export async function streamPyramid(
     });
   }
 
-  // 2: levels ≥ 1
+  // 2: levels ≥ 1 (their scratch pyramids are dropped once collapsed: only level 1 of the blend is kept)
   const top = sizes.length - 1;
   const level1 = top > 0 ? levelOnePlanes(sizes) : null;
-  const levelOne = async (k: number, zero: LevelZeroWeights) => {
-    if (!level1) return;
-    // the weight plane is dropped by pass 3, which reads back R, G, B alone
-    const rgb = level1.slice(0, 3);
-    await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [[frame], width, height, zero, [rgb], [level1[3]!], y0, y1, part(k)]);
-  };
-  const upper = upperLevels(pool, sizes, (size) => sharedPlane(...size));
-  await pass(async (k) => {
-    await levelOne(k, await levelZero(k));
-    if (level1) await Promise.all([upper.add(level1), stack.keep(k, level1.slice(0, 3).map((plane) => plane.data))]);
-  });
-  const coarser = await upper.collapse();
+  const rgb = level1?.slice(0, 3) ?? null;
+  const coarser = await (async () => {
+    const upper = upperLevels(pool, sizes, (size) => sharedPlane(...size));
+    await pass(async (k) => {
+      if (!level1 || !rgb) return;
+      const zero = await levelZero(k);
+      await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [[frame], width, height, zero, [rgb], [level1[3]!], y0, y1, part(k)]);
+      await Promise.all([upper.add(level1), stack.keep(k, rgb.map((plane) => plane.data))]);
+    });
+    return upper.collapse();
+  })();
 
   // 3: level 0
   const level0: Plane[] = [0, 1, 2].map(() => sharedPlane(width, height));
   const out = sharedImage(width, height);
-  const firsts = level1 ? [level1.slice(0, 3)] : null;
+  const firsts = rgb ? [rgb] : null;
   await pass(async (k) => {
-    const [zero] = await Promise.all([levelZero(k), firsts && stack.recall(k, firsts[0]!.map((plane) => plane.data))]);
+    const [zero] = await Promise.all([levelZero(k), rgb && stack.recall(k, rgb.map((plane) => plane.data))]);
     await overRows(pool, 'collapseLevelZeroRows', height, (y0, y1) => [[frame], firsts, zero, coarser, out.data, width, height, y0, y1, part(k), level0]);
   });
   return out;
