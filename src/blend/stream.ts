@@ -56,7 +56,7 @@ const WINDOW = STREAM_HELD_FRAMES - 2;
 /**
  * Frames used between two full collections: a frame's buffers (decoded, resized, warped, its
  * thumbnails) are SharedArrayBuffers, which V8 frees only after a collection it seldom runs for
- * them, so without one the frames used pile up (about 9 MB a megapixel-frame, measured) and memory
+ * them, so without one the frames used pile up (about 5 MB a frame of a megapixel, measured) and memory
  * grows with the frame count after all. A collection costs milliseconds; a frame, a second at 12 MP.
  */
 const COLLECT_EVERY = WINDOW;

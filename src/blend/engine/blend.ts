@@ -91,9 +91,9 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
   const out: RgbImage = { width, height, data: new Uint8Array(arena, 0, width * height * 3) };
   const data = frames.map((f) => f.data);
   const firsts = top > 0 ? frames.map(() => levelOnePlanes(sizes)) : null;
+  const rgb = firsts?.map((planes) => planes.slice(0, 3)) ?? null;
   const weights = firsts?.map((planes) => planes[3]!);
-  if (firsts && weights) {
-    const rgb = firsts.map((planes) => planes.slice(0, 3));
+  if (rgb && weights) {
     await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, rgb, weights, y0, y1]);
   }
   for (const planes of firsts ?? []) await upper.add(planes);
@@ -101,7 +101,7 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
   // from here on the scratch is dead and `out` overwrites it
   await overRows(pool, 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
-    firsts?.map((planes) => planes.slice(0, 3)) ?? null,
+    rgb,
     levelZero,
     coarser,
     out.data,

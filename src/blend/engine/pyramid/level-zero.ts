@@ -39,7 +39,7 @@ export class LevelZeroRows {
   private readonly terms: Array<Array<[saturation: Row, exposedness: Row]>>;
   private readonly source: Row;
   private readonly sum: Row;
-  /** A streamed exposure's row of `run.sum`, which the weights are normalised by. */
+  /** A streamed exposure's row of `part.sum`, which the weights are normalised by. */
   private readonly total: Row | null;
   private readonly present: boolean[];
   private readonly exposure: boolean;
@@ -53,7 +53,7 @@ export class LevelZeroRows {
     private readonly height: number,
     private readonly levelZero: LevelZeroWeights,
     private readonly kept: number,
-    private readonly run: StackPart | null = null,
+    private readonly part: StackPart | null = null,
   ) {
     const n = frames.length;
     this.planes = frames.map(() => Array.from({ length: kept + 1 }, () => [0, 1, 2].map(() => mem.row(width, 1))));
@@ -63,7 +63,7 @@ export class LevelZeroRows {
     this.terms = exposure ? frames.map(() => [0, 1].map(() => [mem.row(width, 4), mem.row(width, 4)] as [Row, Row])) : [];
     this.source = mem.row(3 * width, 1);
     this.sum = mem.row(width, 4);
-    this.total = run?.sum ? mem.row(width, 4) : null;
+    this.total = part?.sum ? mem.row(width, 4) : null;
     this.present = new Array<boolean>(n).fill(true);
   }
 
@@ -88,13 +88,13 @@ export class LevelZeroRows {
   }
 
   /**
-   * A streamed exposure's first pass: adds row `row` of these frames' raw weights to `run.sum`
+   * A streamed exposure's first pass: adds row `row` of these frames' raw weights to `part.sum`
    * (which frame 0 starts at EPSILON · count), in frame order as computeWeights adds them.
    */
   addRawWeights(row: number): void {
-    const { mem, width, run } = this;
-    const sum = run!.sum!;
-    if (run!.first === 0) mem.run.fill(this.sum.at, width, EPSILON * run!.count);
+    const { mem, width } = this;
+    const part = this.part!, sum = part.sum!;
+    if (part.first === 0) mem.run.fill(this.sum.at, width, EPSILON * part.count);
     else mem.put(this.sum, sum, row * width, width);
     this.rawWeights(row);
     mem.take(this.sum, sum, row * width, width);
@@ -103,9 +103,9 @@ export class LevelZeroRows {
   private computeWeights(row: number): void {
     const { mem, frames, width } = this;
     const { run } = mem;
-    const first = this.run?.first ?? 0;
+    const first = this.part?.first ?? 0;
     if (this.exposure) {
-      if (this.total) mem.put(this.total, this.run!.sum!, row * width, width);
+      if (this.total) mem.put(this.total, this.part!.sum!, row * width, width);
       // streamed, the row's sum is scratch: the pass before added every frame's weights into `total`
       run.fill(this.sum.at, width, EPSILON * frames.length);
       this.rawWeights(row);
@@ -141,10 +141,10 @@ export class LevelZeroRows {
    * exposure stand in for its own, mixed by the mask: row r of the frame's bytes in `source`.
    */
   private standIn({ reference, masks, spans, toFrame }: DeghostMasks, k: number, r: number): void {
-    const frame = (this.run?.first ?? 0) + k;
+    const frame = (this.part?.first ?? 0) + k;
     const mask = masks[frame], lut = toFrame[frame], span = spans[frame];
     if (!mask || !lut) return;
-    const u8 = this.mem.u8, at = this.source.at, ref = this.run?.reference ?? this.frames[reference]!, o = r * this.width;
+    const u8 = this.mem.u8, at = this.source.at, ref = this.part?.reference ?? this.frames[reference]!, o = r * this.width;
     // outside its span the row's mask is 255: the frame's own pixels
     const [x0, x1] = span ? [span[2 * r]!, span[2 * r + 1]!] : [0, this.width];
     for (let x = x0; x < x1; x++) {
