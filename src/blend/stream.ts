@@ -192,6 +192,8 @@ async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, dec
   const frame = await resizeTo(await decoding, ref.width, ref.height);
   const thumbnail = await makeThumbnail(pool, frame, ref.aligner !== null);
   const before = stats(pool, thumbnail.rgb);
+  // not awaited when alignment moves the frame: its failure (the job stopped) must not go unhandled
+  before.catch(() => {});
   let aligned = frame;
   let report: FrameReport | null = null;
   if (ref.aligner) {
@@ -398,6 +400,8 @@ async function score(pool: WorkerPool, inputs: FrameStats[], correlations: numbe
   const ghostingSums = ghostSmalls
     ? pool.all('ghostingSum', rowRanges(pixels, pool.size).map(([start, end]) => [ghostSmalls.map((f) => f.data), smallResult.data, start, end]))
     : null;
+  // awaited after the result's statistics, which fail first when the job is stopped
+  ghostingSums?.catch(() => {});
   const resultStats = await stats(pool, smallResult);
   const correlation = correlations && correlations.length ? correlations.reduce((sum, c) => sum + c, 0) / correlations.length : null;
   const ghosting = ghostingSums ? (await ghostingSums).reduce((sum, s) => sum + s, 0) / pixels : null;
