@@ -76,12 +76,14 @@ export interface StripeApiBase {
 
 /** Bounds on every blend job (docs/blend.md, Limits and configuration); each breach is a failure code. */
 export interface BlendLimits {
-  /** Images per job of a type that holds every frame at once (exposure, focus, composite, auto, and any job with preserveBackground). */
+  /** Images per job of a type that holds every frame at once (composite, auto, and any job with preserveBackground). */
   maxImages: number;
   /** Images per job of a type folded one frame at a time (mean, lighten, darken, the layer modes). */
   maxStreamingImages: number;
   /** Images per median job (blended by bands of rows). */
   maxMedianImages: number;
+  /** Images per exposure or focus job (blended in passes over its spooled frames); at most 256, the frames a focus stack's choice byte can name. */
+  maxPyramidImages: number;
   /** Bytes a median job's bands of rows may take (every frame's band of the rows being blended). */
   medianBandBytes: number;
   maxImageBytes: number;
@@ -258,6 +260,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxImages: integer(env, 'MONTAGE_BLEND_MAX_IMAGES', 10, 2, 100),
       maxStreamingImages: integer(env, 'MONTAGE_BLEND_MAX_STREAMING_IMAGES', 500, 2, 5000),
       maxMedianImages: integer(env, 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES', 100, 2, 1000),
+      maxPyramidImages: integer(env, 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES', 100, 2, 256),
       medianBandBytes: size(env, 'MONTAGE_BLEND_MEDIAN_BAND_MEMORY', 256 * 1024 * 1024, 16 * 1024 * 1024),
       maxImageBytes: integer(env, 'MONTAGE_BLEND_MAX_IMAGE_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       maxPixels: integer(env, 'MONTAGE_BLEND_MAX_PIXELS', 50_000_000, 1024, 500_000_000),

@@ -11,6 +11,8 @@ import { alignFrames } from '../src/blend/engine/align/align.js';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
 import { lightenRows } from '../src/blend/engine/point/stack.js';
+import { type StackFrames, streamPyramid } from '../src/blend/engine/pyramid-stream.js';
+import { BLEND_REGISTRY } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
 import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
@@ -20,7 +22,7 @@ import { Spool } from '../src/blend/spool.js';
 import { type BlendProgress, ghostingFrames, GHOSTING_FRAMES, streamStack } from '../src/blend/stream.js';
 import { loadConfig } from '../src/config.js';
 import { addressPolicy } from '../src/net/safe-http.js';
-import { ENGINES, freshStorage, onCleanup, startApp, type TestApp, until, fileServer } from './helpers.js';
+import { ENGINES, freshStorage, onCleanup, settledJob, startApp, type TestApp, until, fileServer } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 const LIMITS = loadConfig({}).blend;
@@ -63,6 +65,10 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
     ['darken', 'handheld-mean', true, false],
     ['overlay', 'handheld-mean', true, false],
     ['soft-light', 'star-trails', false, false],
+    ['exposure', 'exposure-bracket', true, false],
+    ['exposure', 'exposure-bracket', true, true],
+    ['exposure', 'median-crowd', true, true],
+    ['focus', 'focus-stack', true, false],
   ];
   for (const [type, set, align, deghost] of cases) {
     test(`${type} of ${set} (align ${align}, deghost ${deghost})`, async (t) => {
@@ -71,9 +77,12 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
       const stack = await streamed(t, type, sources, align, deghost);
       assert.deepEqual(stack.result.data, expected.image.data);
       assert.deepEqual(stack.reports?.map((r) => r.method) ?? null, expected.methods);
+      const n = sources.length;
+      // a pyramid type spools each frame as it is aligned, then reports its passes over them in frames' worth
+      const frames = (stage: string) => Array.from({ length: n }, (_, i) => [stage, i + 1, n]);
       assert.deepEqual(
         stack.progress.map((p) => [p.stage, p.done, p.total]),
-        sources.map((_, i) => ['blending', i + 1, sources.length]),
+        BLEND_REGISTRY[type].stream === 'pyramid' ? [...frames('aligning'), ...frames('blending')] : frames('blending'),
       );
       assert.ok(stack.quality.score > 0 && stack.quality.score <= 1);
     });
@@ -83,6 +92,46 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
     const sources = jpegs('median-crowd');
     const [on, off] = [await streamed(t, 'mean', sources, true, true), await streamed(t, 'mean', sources, true, false)];
     assert.notDeepEqual(on.result.data, off.result.data);
+  });
+
+  test('a deghosted exposure stands the reference in for the walkers (the masks reach the streamed passes)', async (t) => {
+    const sources = jpegs('median-crowd');
+    const [on, off] = [await streamed(t, 'exposure', sources, true, true), await streamed(t, 'exposure', sources, true, false)];
+    assert.notDeepEqual(on.result.data, off.result.data);
+  });
+
+  test('exposure and focus passes over frames of odd and tiny sizes (one pyramid level) give the held bytes; an abort stops them between frames', async () => {
+    let seed = 11;
+    const byte = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24);
+    for (const [width, height] of [[12, 10], [37, 29], [70, 41]] as const) {
+      const frames = Array.from({ length: 5 }, () => {
+        const image = sharedImage(width, height);
+        for (let i = 0; i < image.data.length; i++) image.data[i] = byte();
+        return image;
+      });
+      const memory = new Map<number, Uint16Array[]>();
+      const stack: StackFrames = {
+        width,
+        height,
+        count: frames.length,
+        read: async (k, into) => into.set(frames[k]!.data),
+        keep: async (k, planes) => void memory.set(k, planes.map((plane) => plane.slice())),
+        recall: async (k, into) => into.forEach((plane, c) => plane.set(memory.get(k)![c]!)),
+        deghost: null,
+      };
+      for (const type of ['exposure', 'focus'] as const) {
+        const expected = await blendFrames(pool, type, frames);
+        const done: number[] = [];
+        const result = await streamPyramid(pool, type, stack, new AbortController().signal, (n) => done.push(n));
+        assert.deepEqual(result.data, expected.data, `${type} ${width}×${height}`);
+        assert.deepEqual(done, [1, 2, 3, 4, 5]);
+      }
+      const abort = new AbortController();
+      const read: number[] = [];
+      const stopping = { ...stack, read: async (k: number, into: Uint8Array) => (read.push(k), read.length === 7 && abort.abort(new Error('cancelled')), into.set(frames[k]!.data)) };
+      await assert.rejects(streamPyramid(pool, 'focus', stopping, abort.signal, () => {}), /cancelled/);
+      assert.equal(read.length, 7, 'no frame is read after the abort');
+    }
   });
 
   test('median by bands of a few rows equals the median of the held frames, from spooled files', async (t) => {
@@ -116,7 +165,7 @@ describe('streaming stacks: the same bytes as the blends that hold every frame',
 describe('streaming stacks: limits and memory', () => {
   test('a streaming job\'s memory estimate does not grow with its frame count; a held job\'s does', () => {
     const frames = (n: number) => Array.from({ length: n }, () => ({ width: 4000, height: 3000 }));
-    for (const type of ['lighten', 'mean', 'overlay', 'median'] as const) {
+    for (const type of ['lighten', 'mean', 'overlay', 'median', 'exposure', 'focus'] as const) {
       const five = jobMemory(type, false, jobPixels(frames(5), true), LIMITS.medianBandBytes);
       assert.equal(jobMemory(type, false, jobPixels(frames(500), true), LIMITS.medianBandBytes), five, type);
     }
@@ -126,14 +175,17 @@ describe('streaming stacks: limits and memory', () => {
 
   test('per-type image limits: the largest is the schema\'s, each type has its own, preserveBackground holds every frame', () => {
     const limits = loadConfig({ MONTAGE_BLEND_MAX_STREAMING_IMAGES: '300', MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '50' }).blend;
-    assert.deepEqual([LIMITS.maxImages, LIMITS.maxStreamingImages, LIMITS.maxMedianImages], [10, 500, 100]);
+    assert.deepEqual([LIMITS.maxImages, LIMITS.maxStreamingImages, LIMITS.maxMedianImages, LIMITS.maxPyramidImages], [10, 500, 100, 100]);
     assert.equal(largestImageLimit(limits), 300);
     assert.deepEqual(imageLimit(limits, 'lighten', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'average', false), { max: 300, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'median', false), { max: 50, variable: 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'mean', true), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
     assert.deepEqual(imageLimit(limits, 'auto', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
-    assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'exposure', false), { max: 100, variable: 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'focus', false), { max: 100, variable: 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES' });
+    assert.deepEqual(imageLimit(limits, 'composite', false), { max: 10, variable: 'MONTAGE_BLEND_MAX_IMAGES' });
+    assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_PYRAMID_IMAGES: '257' }), /MONTAGE_BLEND_MAX_PYRAMID_IMAGES/);
     assert.throws(() => loadConfig({ MONTAGE_BLEND_MAX_MEDIAN_IMAGES: '1' }), /MONTAGE_BLEND_MAX_MEDIAN_IMAGES/);
   });
 });
@@ -225,6 +277,33 @@ async function smallFrames(dir: string, count: number): Promise<string[]> {
 }
 
 
+/**
+ * `count` frames of a photo, 128 × 96, PNG: for `exposure` a bracket, the photo's linear light at
+ * ¼, 1 and 4 (−2, 0, +2 EV) repeated, each repeat 2 % brighter than the one before; for `focus`
+ * the photo blurred but for its own band of rows, so each frame is the sharpest in one band.
+ */
+async function stackFrames(dir: string, type: 'exposure' | 'focus', count: number): Promise<string[]> {
+  const [width, height] = [128, 96];
+  const photo = await sharp(path.resolve(import.meta.dirname, 'fixtures/photos/astronaut.jpg')).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
+  const blurred = await sharp(photo, { raw: { width, height, channels: 3 } }).blur(3).raw().toBuffer();
+  const files: string[] = [];
+  for (let k = 0; k < count; k++) {
+    let frame: Buffer;
+    if (type === 'exposure') {
+      const gain = [0.25, 1, 4][k % 3]! * (1 + 0.02 * Math.floor(k / 3));
+      frame = Buffer.from(photo.map((v) => Math.round(255 * Math.min(1, gain * (v / 255) ** 2.2) ** (1 / 2.2))));
+    } else {
+      frame = Buffer.from(blurred);
+      const [y0, y1] = [Math.floor((k * height) / count), Math.floor(((k + 1) * height) / count)];
+      photo.copy(frame, y0 * width * 3, y0 * width * 3, y1 * width * 3);
+    }
+    const file = path.join(dir, `${type}-${k}.png`);
+    await sharp(frame, { raw: { width, height, channels: 3 } }).png().toFile(file);
+    files.push(file);
+  }
+  return files;
+}
+
 async function start(api: TestApp, key: string, images: string[], options: Record<string, unknown>) {
   return api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'stream', images, options } });
 }
@@ -262,7 +341,9 @@ for (const engine of ENGINES) {
 
       const refusals: Array<[string, number, Record<string, unknown>, RegExp]> = [
         ['median', 101, { blendType: 'median' }, /median jobs take at most 100 images \(MONTAGE_BLEND_MAX_MEDIAN_IMAGES\); this one has 101/],
-        ['exposure', 11, { blendType: 'exposure' }, /exposure jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
+        ['exposure', 101, { blendType: 'exposure' }, /exposure jobs take at most 100 images \(MONTAGE_BLEND_MAX_PYRAMID_IMAGES\)/],
+        ['focus', 101, { blendType: 'focus' }, /focus jobs take at most 100 images \(MONTAGE_BLEND_MAX_PYRAMID_IMAGES\)/],
+        ['composite', 11, { blendType: 'composite' }, /composite jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
         ['mean with preserveBackground', 11, { blendType: 'mean', preserveBackground: true }, /mean jobs with preserveBackground take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
         ['auto', 11, {}, /auto jobs take at most 10 images \(MONTAGE_BLEND_MAX_IMAGES\)/],
       ];
@@ -277,6 +358,31 @@ for (const engine of ENGINES) {
       // the schema takes the largest limit
       const tooMany = await start(api, key, many, { blendType: 'lighten' });
       assert.equal(tooMany.status, 400);
+    });
+
+    test('24 frames of exposure (deghosted) and of focus complete with the bytes of the blends that hold every frame', async (t) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+      onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+      const base = await fileServer(t, dir);
+      const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
+      const { key } = await api.account();
+      for (const type of ['exposure', 'focus'] as const) {
+        const files = await stackFrames(dir, type, 24);
+        const res = await start(
+          api,
+          key,
+          files.map((f) => `${base}/${path.basename(f)}`),
+          { blendType: type, outputFormat: 'png', align: false },
+        );
+        assert.equal(res.status, 202, await res.clone().text());
+        const { jobId } = await res.json();
+        const job = await settledJob(api, key, jobId, 120_000);
+        assert.equal(job.status, 'completed', JSON.stringify(job.error));
+        const { pathname, search } = new URL(job.resultUrl as string);
+        const result = await sharp(Buffer.from(await (await fetch(`${api.url}${pathname}${search}`)).arrayBuffer())).removeAlpha().raw().toBuffer();
+        const expected = await held(type, files.map((f) => fs.readFileSync(f)), false, type === 'exposure');
+        assert.deepEqual(new Uint8Array(result), expected.image.data, type);
+      }
     });
   });
 }

@@ -37,7 +37,7 @@ const startBodies = new Map<string, ReturnType<typeof makeStartBody>>();
 
 /** The body of POST /blend/start for a server with these per-type image limits (memory.ts, `imageLimit`): one schema object per set of limits. */
 export function startBody(limits: ImageLimits) {
-  const key = `${limits.maxImages}/${limits.maxStreamingImages}/${limits.maxMedianImages}`;
+  const key = `${limits.maxImages}/${limits.maxStreamingImages}/${limits.maxMedianImages}/${limits.maxPyramidImages}`;
   let schema = startBodies.get(key);
   if (!schema) startBodies.set(key, (schema = makeStartBody(limits)));
   return schema;
@@ -46,9 +46,10 @@ export function startBody(limits: ImageLimits) {
 /** What `images` says of the limits: the schema takes the largest, the service each type's own. */
 function imagesDescription(limits: ImageLimits): string {
   const folded = ENGINE_BLEND_TYPES.filter((t) => BLEND_REGISTRY[t].stream === 'fold');
+  const pyramids = ENGINE_BLEND_TYPES.filter((t) => BLEND_REGISTRY[t].stream === 'pyramid');
   return (
     `Image URLs or upload ids (\`upl_...\`), mixed as you like; the first is the reference frame. At least 2; at most ${limits.maxStreamingImages} for ${quoted(folded)} (blended one frame at a time), ` +
-    `${limits.maxMedianImages} for \`median\` (blended by bands of rows), ${limits.maxImages} for the other types, for \`auto\` and for any job with \`preserveBackground\` ` +
+    `${limits.maxMedianImages} for \`median\` (blended by bands of rows), ${limits.maxPyramidImages} for ${quoted(pyramids)} (blended in passes over the frames kept on disk), ${limits.maxImages} for the other types, for \`auto\` and for any job with \`preserveBackground\` ` +
     '(every frame held at once). A job over its type\'s limit is refused with `invalid_request` naming the limit.'
   );
 }

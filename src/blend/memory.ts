@@ -8,7 +8,7 @@ import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType 
  * A job's pixels are known from the images' headers before anything is decoded: each frame is
  * decoded at its own size and then brought to the first frame's, so a frame costs the larger of
  * its own and the first frame's pixel count. A job that holds every frame counts them all; a
- * streaming job (`streamOf`: folded one frame at a time, or a median by bands) holds a few
+ * streaming job (`streamOf`: folded one frame at a time, a median by bands, or an exposure or focus stack blended in passes over its spool) holds a few
  * frames at a time whatever their number, and counts its largest frame alone (`jobPixels`). The
  * job pixel budget (`MONTAGE_BLEND_MAX_JOB_PIXELS`) refuses more; below it, a job's memory is
  * estimated from its pixels and blend type as measured (`jobMemory`), and a process admits jobs
@@ -41,12 +41,12 @@ export interface FrameSize {
 }
 
 /** How a job holds its frames (engine/registry.ts, `stream`): `auto` and preserveBackground need every frame at once. */
-export function streamOf(blendType: BlendType, preserveBackground: boolean): 'fold' | 'bands' | null {
+export function streamOf(blendType: BlendType, preserveBackground: boolean): 'fold' | 'bands' | 'pyramid' | null {
   const type = resolveBlendType(blendType);
   return type === 'auto' || preserveBackground ? null : BLEND_REGISTRY[type].stream;
 }
 
-export type ImageLimits = Pick<BlendLimits, 'maxImages' | 'maxStreamingImages' | 'maxMedianImages'>;
+export type ImageLimits = Pick<BlendLimits, 'maxImages' | 'maxStreamingImages' | 'maxMedianImages' | 'maxPyramidImages'>;
 
 /** The most images a job of this type may have, and the variable that sets it (docs/blend.md, "Limits"). */
 export function imageLimit(limits: ImageLimits, blendType: BlendType, preserveBackground: boolean): { max: number; variable: string } {
@@ -55,6 +55,8 @@ export function imageLimit(limits: ImageLimits, blendType: BlendType, preserveBa
       return { max: limits.maxStreamingImages, variable: 'MONTAGE_BLEND_MAX_STREAMING_IMAGES' };
     case 'bands':
       return { max: limits.maxMedianImages, variable: 'MONTAGE_BLEND_MAX_MEDIAN_IMAGES' };
+    case 'pyramid':
+      return { max: limits.maxPyramidImages, variable: 'MONTAGE_BLEND_MAX_PYRAMID_IMAGES' };
     default:
       return { max: limits.maxImages, variable: 'MONTAGE_BLEND_MAX_IMAGES' };
   }
@@ -62,7 +64,7 @@ export function imageLimit(limits: ImageLimits, blendType: BlendType, preserveBa
 
 /** The most images any job may have: what the start schema takes before the type's own limit is checked. */
 export function largestImageLimit(limits: ImageLimits): number {
-  return Math.max(limits.maxImages, limits.maxStreamingImages, limits.maxMedianImages);
+  return Math.max(limits.maxImages, limits.maxStreamingImages, limits.maxMedianImages, limits.maxPyramidImages);
 }
 
 /**

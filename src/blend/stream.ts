@@ -5,10 +5,12 @@ import { overRows } from './engine/blend.js';
 import { frameMask } from './engine/deghost/deghost.js';
 import type { FrameStats } from './engine/image/analysis.js';
 import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
-import { makeThumbnail, type Thumbnail } from './engine/image/thumbnails.js';
+import { makeThumbnail, type Thumbnail, thumbnailFactor } from './engine/image/thumbnails.js';
+import { collectGarbage } from './engine/threads/gc.js';
 import type { FoldAccumulator, FoldType } from './engine/point/fold.js';
-import { BLEND_REGISTRY, type EngineBlendType } from './engine/registry.js';
-import type { TaskResult, WorkerPool } from './engine/threads/pool.js';
+import { type FrameMask, type StackFrames, streamPyramid } from './engine/pyramid-stream.js';
+import { BLEND_REGISTRY, type BlendTypeOf, type EngineBlendType } from './engine/registry.js';
+import type { TaskArgs, TaskResult, WorkerPool } from './engine/threads/pool.js';
 import { BlendFailure } from './failures.js';
 import { decodeImage, resizeTo } from './media.js';
 import { type Quality, scoreQuality } from './quality.js';
@@ -17,13 +19,15 @@ import type { Spool } from './spool.js';
 
 /**
  * Streaming stacks (docs/blend.md, "Memory"): a job whose type folds frames one at a time (mean,
- * lighten, darken, the layer modes) or takes its median by bands of rows decodes, aligns and
- * uses each frame as it comes, so its memory does not grow with the frame count. WINDOW frames
+ * lighten, darken, the layer modes), takes its median by bands of rows, or blends pyramids
+ * (exposure, focus) in passes over its spooled frames decodes, aligns and uses each frame as it
+ * comes, so its memory does not grow with the frame count. WINDOW frames
  * are decoded and aligned ahead of the one being folded (libvips decodes while the pool aligns
  * and folds); a fold takes the frames in order, so the layer modes fold left to right as the
  * kernels that see every frame do, and every type gives the same bytes as they do. A median
  * writes each aligned frame to the job's spool on disk and then reads every frame's band of rows
- * at a time, within MONTAGE_BLEND_MEDIAN_BAND_MEMORY.
+ * at a time, within MONTAGE_BLEND_MEDIAN_BAND_MEMORY; exposure and focus write them to the spool
+ * too and read them back one at a time, pass after pass (engine/pyramid-stream.ts).
  *
  * The quality score is measured as for a job that holds its frames (pipeline.ts): every frame's
  * statistics and correlation with frame 0 on its aligned thumbnail, kept as numbers; ghosting,
@@ -49,6 +53,13 @@ export type OnProgress = (progress: BlendProgress) => void;
 
 /** Frames decoded and aligned ahead of the one being used: enough to keep libvips and the pool busy at once (memory.ts counts them). */
 const WINDOW = STREAM_HELD_FRAMES - 2;
+/**
+ * Frames used between two full collections: a frame's buffers (decoded, resized, warped, its
+ * thumbnails) are SharedArrayBuffers, which V8 frees only after a collection it seldom runs for
+ * them, so without one the frames used pile up (about 5 MB a frame of a megapixel, measured) and memory
+ * grows with the frame count after all. A collection costs milliseconds; a frame, a second at 12 MP.
+ */
+const COLLECT_EVERY = WINDOW;
 /** Frames whose aligned thumbnails the ghosting term is measured on: ~2 MB each at 12 MP. */
 export const GHOSTING_FRAMES = 32;
 
@@ -125,7 +136,13 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       ? Promise.resolve({ frame: first, mask: null, small: thumbnail.rgb, stats: reference.stats, correlation: null, report: job.align ? REFERENCE_REPORT : null })
       : prepareFrame(pool, reference, i, decode(i), deghost);
 
-  const use = BLEND_REGISTRY[type].stream === 'bands' ? await bandedMedian(job, reference) : foldInto(pool, type as FoldType, reference, count);
+  const how = BLEND_REGISTRY[type].stream;
+  const use =
+    how === 'bands'
+      ? await bandedMedian(job, reference)
+      : how === 'pyramid'
+        ? await spooledPyramid(job, reference)
+        : foldInto(pool, type as FoldType, reference, count);
   // only the types whose score measures ghosting keep thumbnails for it
   const sampled = BLEND_REGISTRY[type].ghosting ? ghostingFrames(count) : new Set<number>();
   const inputs: FrameStats[] = [];
@@ -153,6 +170,7 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       if (frame.report) reports.push(frame.report);
       if (sampled.has(i)) ghostSmalls.push(frame.small);
       job.onProgress?.({ stage: use.stage, done: i + 1, total: count });
+      if ((i + 1) % COLLECT_EVERY === 0) await collectEverywhere(pool);
     }
     const framesDone = performance.now();
     const result = await use.finish(job.onProgress);
@@ -174,6 +192,8 @@ async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, dec
   const frame = await resizeTo(await decoding, ref.width, ref.height);
   const thumbnail = await makeThumbnail(pool, frame, ref.aligner !== null);
   const before = stats(pool, thumbnail.rgb);
+  // not awaited when alignment moves the frame: its failure (the job stopped) must not go unhandled
+  before.catch(() => {});
   let aligned = frame;
   let report: FrameReport | null = null;
   if (ref.aligner) {
@@ -276,6 +296,94 @@ async function bandedMedian(job: StackJob, ref: Reference): Promise<StackUse> {
   };
 }
 
+/**
+ * Exposure fusion or focus stacking by passes over the spooled frames (engine/pyramid-stream.ts):
+ * each aligned frame is written to the job's spool as it comes (and, in the second pass, its level
+ * 1, for the third: 1.5 bytes a pixel beside the frame's 3); a deghosted exposure also keeps
+ * each frame's thumbnail on the agreement test's grid and its brightness (a few hundred kilobytes
+ * a frame), since its reference, the middle exposure, is known only once every frame is in.
+ */
+async function spooledPyramid(job: StackJob, ref: Reference): Promise<StackUse> {
+  const { pool } = job;
+  const { width, height } = ref;
+  const count = job.sources.length;
+  const frameBytes = width * height * 3;
+  const type = job.type as BlendTypeOf<'pyramid'>;
+  const deghost = job.deghost && BLEND_REGISTRY[type].deghost === 'middle-exposure' && count > 1;
+  const grids: Array<TaskResult<'agreementGrid'>> = [];
+  const brightness: number[] = [];
+  const file: FileHandle = await job.spool.open('frames');
+  const levels: FileHandle = await job.spool.open('level-one');
+  // a frame's level 1, R, G and B planes of 16 bits
+  const [lw, lh] = [Math.ceil(width / 2), Math.ceil(height / 2)];
+  const levelBytes = 3 * lw * lh * 2;
+  const bytesOf = (plane: Uint16Array) => new Uint8Array(plane.buffer, plane.byteOffset, plane.byteLength);
+  return {
+    stage: 'aligning',
+    async add(index, { frame, small }) {
+      const writing = file.write(frame.data, 0, frameBytes, index * frameBytes);
+      if (deghost) {
+        const args: TaskArgs<'meanGrey'> = [small.data, small.width, small.height];
+        [grids[index], brightness[index]] = await Promise.all([pool.run('agreementGrid', args), pool.run('meanGrey', args)]);
+      }
+      await writing;
+    },
+    async finish(onProgress) {
+      // the last frames' buffers go before the passes' accumulators come
+      await collectEverywhere(pool);
+      const stack: StackFrames = {
+        width,
+        height,
+        count,
+        read: (k, into) => readFully(file, into, frameBytes, k * frameBytes),
+        keep: async (k, planes) => {
+          for (const [c, plane] of planes.entries()) await levels.write(bytesOf(plane), 0, plane.byteLength, k * levelBytes + c * plane.byteLength);
+        },
+        recall: async (k, into) => {
+          for (const [c, plane] of into.entries()) await readFully(levels, bytesOf(plane), plane.byteLength, k * levelBytes + c * plane.byteLength);
+        },
+        deghost: deghost ? await agreements(pool, grids, brightness, width, height) : null,
+      };
+      return streamPyramid(pool, type, stack, job.signal, (done, total) => onProgress?.({ stage: 'blending', done, total }));
+    },
+    close: async () => {
+      await Promise.all([file.close(), levels.close()]);
+    },
+  };
+}
+
+/**
+ * A streamed exposure's deghosting, as deghost/deghost.ts `deghostMasks` makes it for held frames:
+ * the reference is the middle exposure (the frame of median brightness, the darker of two middle
+ * ones, the first of equals); each frame's agreement with it is tested on the grids now, and its
+ * mask brought to full size when a pass reaches the frame.
+ */
+async function agreements(pool: WorkerPool, grids: Array<TaskResult<'agreementGrid'>>, brightness: number[], width: number, height: number): Promise<StackFrames['deghost']> {
+  const order = brightness.map((b, k) => [b, k] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const reference = order[(order.length - 1) >> 1]![1];
+  const { width: gw, height: gh, step } = grids[reference]!;
+  const small = await Promise.all(grids.map((g, k) => (k === reference ? null : pool.run('agreementMask', [grids[reference]!.data, g.data, gw, gh]))));
+  const factor = thumbnailFactor(width, height) * step;
+  const mask = async (k: number): Promise<FrameMask | null> => {
+    const agreement = small[k];
+    if (!agreement) return null;
+    const shared = new Uint8Array(new SharedArrayBuffer(agreement.mask.length));
+    shared.set(agreement.mask);
+    const full = new Uint8Array(new SharedArrayBuffer(width * height));
+    const spans = new Int32Array(new SharedArrayBuffer(8 * height));
+    await pool.all('upsampleMaskRows', rowRanges(height, pool.size).map(([y0, y1]): TaskArgs<'upsampleMaskRows'> => [shared, gw, gh, factor, full, width, y0, y1, spans]));
+    return { mask: full, spans, toFrame: agreement.toFrame };
+  };
+  return { reference, mask };
+}
+
+/** A full collection in every thread and this one (engine/threads/gc.ts): a buffer is freed once no thread holds it. */
+async function collectEverywhere(pool: WorkerPool): Promise<void> {
+  const threads = pool.everyThread('collectGarbage').catch(() => {});
+  collectGarbage();
+  await threads;
+}
+
 /** Reads `length` bytes at `position` of the file into the start of `buffer`. */
 async function readFully(file: FileHandle, buffer: Uint8Array, length: number, position: number): Promise<void> {
   for (let read = 0; read < length; ) {
@@ -292,6 +400,8 @@ async function score(pool: WorkerPool, inputs: FrameStats[], correlations: numbe
   const ghostingSums = ghostSmalls
     ? pool.all('ghostingSum', rowRanges(pixels, pool.size).map(([start, end]) => [ghostSmalls.map((f) => f.data), smallResult.data, start, end]))
     : null;
+  // awaited after the result's statistics, which fail first when the job is stopped
+  ghostingSums?.catch(() => {});
   const resultStats = await stats(pool, smallResult);
   const correlation = correlations && correlations.length ? correlations.reduce((sum, c) => sum + c, 0) / correlations.length : null;
   const ghosting = ghostingSums ? (await ghostingSums).reduce((sum, s) => sum + s, 0) / pixels : null;

@@ -1,7 +1,7 @@
 import { type RgbImage, rowRanges, sharedImage, toShared } from './image/image.js';
 import type { TaskArgs, TaskName, TaskResult, WorkerPool } from './threads/pool.js';
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
-import { levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
+import { type FixedPlane, levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
 import { BLEND_REGISTRY, type BlendTypeOf } from './registry.js';
 import { deghostMasks, type DeghostMasks } from './deghost/deghost.js';
 
@@ -83,58 +83,27 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
   const scratchFloats = sizes.reduce((n, size, l) => n + (l >= 2 ? 7 * area(size) : 0), 0);
   const arena = new SharedArrayBuffer(Math.max(scratchFloats * 4, width * height * 3));
   let used = 0;
-  const scratchPlane = ([w, h]: [number, number]): Plane => {
+  const upper = upperLevels(pool, sizes, ([w, h]) => {
     const data = new Float32Array(arena, used, w * h);
     used += w * h * 4;
     return { data, width: w, height: h };
-  };
-  const scratchRgb = (size: [number, number]): Plane[] => [scratchPlane(size), scratchPlane(size), scratchPlane(size)];
-  // levels ≥ 1: the accumulators (level 1 outlives the scratch: the last pass reads it), and the
-  // current frame's R, G, B and weight at levels ≥ 2 (scratch, reused by every frame)
-  const acc = sizes.map((size, l) => (l === 0 ? [] : l === 1 ? [sharedPlane(...size), sharedPlane(...size), sharedPlane(...size)] : scratchRgb(size)));
-  const gauss = sizes.map((size, l) => (l < 2 ? [] : scratchRgb(size)));
-  const w = sizes.map((size, l) => (l < 2 ? null : scratchPlane(size)));
+  });
   const out: RgbImage = { width, height, data: new Uint8Array(arena, 0, width * height * 3) };
   const data = frames.map((f) => f.data);
-  const firsts = top > 0 ? frames.map(() => [0, 1, 2].map(() => sharedFixedPlane(...sizes[1]!))) : null;
-  const weights = top > 0 ? frames.map(() => sharedFixedPlane(...sizes[1]!)) : null;
-  if (firsts && weights) {
-    await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, firsts, weights, y0, y1]);
+  const firsts = top > 0 ? frames.map(() => levelOnePlanes(sizes)) : null;
+  const rgb = firsts?.map((planes) => planes.slice(0, 3)) ?? null;
+  const weights = firsts?.map((planes) => planes[3]!);
+  if (rgb && weights) {
+    await overRows(pool, 'levelOneRows', sizes[1]![1], (y0, y1) => [data, width, height, levelZero, rgb, weights, y0, y1]);
   }
-  for (const [k, kept] of (firsts ?? []).entries()) {
-    const weight = weights![k]!;
-    for (let l = 1; l < top; l++) {
-      const next = sizes[l + 1]![1];
-      await Promise.all([
-        overRows(pool, 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
-        overRows(pool, 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
-      ]);
-    }
-    // the levels' contributions are independent of each other: one batch for the whole pyramid
-    await Promise.all(
-      sizes.slice(1).map(([, h], i) => {
-        const l = i + 1;
-        const coarser = l < top ? gauss[l + 1]! : null;
-        return overRows(pool, 'accumulateRows', h, (y0, y1) => [
-          acc[l]!,
-          l === 1 ? kept : gauss[l]!,
-          coarser,
-          l === 1 ? weight : w[l]!,
-          y0,
-          y1,
-        ]);
-      }),
-    );
-  }
-  for (let l = top - 1; l >= 1; l--) {
-    await overRows(pool, 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
-  }
+  for (const planes of firsts ?? []) await upper.add(planes);
+  const coarser = await upper.collapse();
   // from here on the scratch is dead and `out` overwrites it
   await overRows(pool, 'collapseLevelZeroRows', height, (y0, y1) => [
     data,
-    firsts,
+    rgb,
     levelZero,
-    acc[1] ?? null,
+    coarser,
     out.data,
     width,
     height,
@@ -142,6 +111,56 @@ async function pyramidBlend(pool: WorkerPool, frames: RgbImage[], levelZero: Lev
     y1,
   ]);
   return out;
+}
+
+/** A frame's level 1 as the blend keeps it: R, G, B and its weight, 16-bit fixed point (pyramid/planes.ts). */
+export function levelOnePlanes(sizes: Array<[number, number]>): FixedPlane[] {
+  return [0, 1, 2, 3].map(() => sharedFixedPlane(...sizes[1]!));
+}
+
+/** Levels ≥ 1 of a pyramid blend: `add` each frame's level 1 (R, G, B, weight), then `collapse` to the blend's level 1 (null when level 0 is the only level). */
+export interface UpperLevels {
+  add(level1: FixedPlane[]): Promise<void>;
+  collapse(): Promise<Plane[] | null>;
+}
+
+/**
+ * The accumulator pyramid per channel for levels ≥ 1 (level 1 outlives the scratch: the last pass
+ * reads it), and the current frame's R, G, B and weight at levels ≥ 2, made by `scratch` (reused by
+ * every frame). Frames stream through one at a time.
+ */
+export function upperLevels(pool: WorkerPool, sizes: Array<[number, number]>, scratch: (size: [number, number]) => Plane): UpperLevels {
+  const top = sizes.length - 1;
+  const scratchRgb = (size: [number, number]): Plane[] => [scratch(size), scratch(size), scratch(size)];
+  const acc = sizes.map((size, l) => (l === 0 ? [] : l === 1 ? [sharedPlane(...size), sharedPlane(...size), sharedPlane(...size)] : scratchRgb(size)));
+  const gauss = sizes.map((size, l) => (l < 2 ? [] : scratchRgb(size)));
+  const w = sizes.map((size, l) => (l < 2 ? null : scratch(size)));
+  return {
+    async add(level1) {
+      const kept = level1.slice(0, 3), weight = level1[3]!;
+      for (let l = 1; l < top; l++) {
+        const next = sizes[l + 1]![1];
+        await Promise.all([
+          overRows(pool, 'reduceRows', next, (y0, y1) => [l === 1 ? kept : gauss[l]!, 'level', gauss[l + 1]!, y0, y1]),
+          overRows(pool, 'reduceRows', next, (y0, y1) => [[l === 1 ? weight : w[l]!], 'weight', [w[l + 1]!], y0, y1]),
+        ]);
+      }
+      // the levels' contributions are independent of each other: one batch for the whole pyramid
+      await Promise.all(
+        sizes.slice(1).map(([, h], i) => {
+          const l = i + 1;
+          const coarser = l < top ? gauss[l + 1]! : null;
+          return overRows(pool, 'accumulateRows', h, (y0, y1) => [acc[l]!, l === 1 ? kept : gauss[l]!, coarser, l === 1 ? weight : w[l]!, y0, y1]);
+        }),
+      );
+    },
+    async collapse() {
+      for (let l = top - 1; l >= 1; l--) {
+        await overRows(pool, 'expandIntoRows', sizes[l]![1], (y0, y1) => [acc[l]!, acc[l + 1]!, 1, y0, y1]);
+      }
+      return acc[1] ?? null;
+    },
+  };
 }
 
 /**

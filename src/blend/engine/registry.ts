@@ -38,10 +38,12 @@ export interface BlendTypeDeclaration {
   /**
    * How a job of the type holds its frames (docs/blend.md, "Memory"): 'fold', one frame at a time
    * folded into an accumulator (point/fold.ts); 'bands', its aligned frames spooled to disk and
-   * blended a band of rows at a time; null, every frame in memory at once. The first two stream
-   * (pipeline/stream.ts): their memory does not grow with the frame count.
+   * blended a band of rows at a time; 'pyramid', its aligned frames spooled to disk and read back
+   * one at a time in passes into accumulator pyramids (engine/pyramid-stream.ts); null, every
+   * frame in memory at once. The first three stream (blend/stream.ts): their memory does not grow
+   * with the frame count. Each has its own image limit (memory.ts `imageLimit`).
    */
-  stream: 'fold' | 'bands' | null;
+  stream: 'fold' | 'bands' | 'pyramid' | null;
   /**
    * A job's peak memory per pixel of its frames, beyond memory.ts's base, when it holds every
    * frame (its own way for the types that do not stream; `auto` and preserveBackground for the
@@ -128,9 +130,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: 'middle-exposure',
     largeScratch: true,
-    stream: null,
+    stream: 'pyramid',
     bytesPerPixel: 11,
-    streamBytesPerPixel: null,
+    streamBytesPerPixel: 10,
     input: 'bracket',
     description: 'exposure fusion (Mertens) of a bracket',
   },
@@ -142,9 +144,9 @@ export const BLEND_REGISTRY = {
     ghosting: false,
     deghost: null,
     largeScratch: true,
-    stream: null,
+    stream: 'pyramid',
     bytesPerPixel: 9,
-    streamBytesPerPixel: null,
+    streamBytesPerPixel: 10,
     input: 'focus-bracket',
     description: 'focus stacking: the sharpest frame per pixel, blended so seams do not show',
   },

@@ -16,7 +16,20 @@ export const SHARPNESS_RADIUS = 4;
 // sums 4 bytes a pixel of kernel memory.
 const STRIP = 128;
 
-/** Rows [y0, y1) of `choice`: the index of the sharpest frame per pixel (the earlier one on ties). */
+/**
+ * A stack streamed a few frames at a time (engine/pyramid-stream.ts): `frames[0]` is frame `first`,
+ * and `best` keeps each pixel's best sum so far between calls, as `choice` keeps its frame.
+ */
+export interface SharpestSoFar {
+  first: number;
+  best: Int32Array;
+}
+
+/**
+ * Rows [y0, y1) of `choice`: the index of the sharpest frame per pixel (the earlier one on ties).
+ * With `soFar`, the frames carry on from the frames before them: the same choice as when every
+ * frame is at hand (the sums are exact integers).
+ */
 export function sharpestFrameRows(
   frames: Uint8Array[],
   width: number,
@@ -25,6 +38,7 @@ export function sharpestFrameRows(
   y0: number,
   y1: number,
   radius = SHARPNESS_RADIUS,
+  soFar: SharpestSoFar | null = null,
 ): void {
   const { run, memory } = focusKernels(radius);
   // Row buffers, each with room either side for the edges read (radius elements) and whole vectors run past the end.
@@ -61,8 +75,16 @@ export function sharpestFrameRows(
     // grey rows [g0, g1) feed the Laplacian of rows [d0, d1), which feed the window sums of [s0, s1)
     const g0 = Math.max(0, s0 - radius - 1), g1 = Math.min(height, s1 + radius + 1);
     const d0 = Math.max(0, s0 - radius), d1 = Math.min(height, s1 + radius);
-    // Every sum is ≥ 0: the first frame wins everywhere.
-    i32.fill(-1, best >> 2, (best >> 2) + (s1 - s0) * stride);
+    const first = soFar?.first ?? 0;
+    if (first === 0) {
+      // Every sum is ≥ 0: the first frame wins everywhere.
+      i32.fill(-1, best >> 2, (best >> 2) + (s1 - s0) * stride);
+    } else {
+      for (let y = s0; y < s1; y++) {
+        i32.set(soFar!.best.subarray(y * width, (y + 1) * width), (best >> 2) + stride * (y - s0));
+        u8.set(choice.subarray(y * width, (y + 1) * width), chosen + stride * (y - s0));
+      }
+    }
     for (let k = 0; k < frames.length; k++) {
       const frame = frames[k]!;
       for (let y = g0; y < g1; y++) {
@@ -81,9 +103,10 @@ export function sharpestFrameRows(
       for (let y = s0; y < s1; y++) {
         // slide the window down one row
         if (y > s0) run.slide(column, detail[clampRow(y + radius) - d0]!, detail[clampRow(y - radius - 1) - d0]!, width);
-        run.pick(column, best + 4 * stride * (y - s0), chosen + stride * (y - s0), k, width);
+        run.pick(column, best + 4 * stride * (y - s0), chosen + stride * (y - s0), first + k, width);
       }
     }
     for (let y = s0; y < s1; y++) choice.set(u8.subarray(chosen + stride * (y - s0), chosen + stride * (y - s0) + width), y * width);
+    if (soFar) for (let y = s0; y < s1; y++) soFar.best.set(i32.subarray((best >> 2) + stride * (y - s0), (best >> 2) + stride * (y - s0) + width), y * width);
   }
 }

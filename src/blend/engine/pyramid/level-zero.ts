@@ -12,6 +12,20 @@ import type { Row, RowMemory } from './simd.js';
 export type LevelZeroWeights = 'exposure' | { exposure: DeghostMasks } | { choice: Uint8Array };
 
 /**
+ * Frames of a stack taken a few at a time (engine/pyramid-stream.ts): `frames[0]` is frame `first`
+ * of `count`. Exposure weights are normalised by `sum`, every frame's raw weights per pixel added
+ * in frame order by a pass before (with EPSILON · count first, as when every frame is at hand), so
+ * a frame's weights are the same floats; `reference` is the deghosting reference frame's pixels
+ * (masks and tables are indexed by the stack's frame index). Null: `frames` are the whole stack.
+ */
+export interface StackPart {
+  first: number;
+  count: number;
+  sum: Float32Array | null;
+  reference: Uint8Array | null;
+}
+
+/**
  * Level 0 of every frame, a row at a time in the kernels' memory: the frames' normalised level-0
  * weights (a ring of the last `kept` rows per frame) and planar R, G, B bytes (one row more: the
  * exposure weights of a row need the grey of the next), computed in row order. Exposure weights
@@ -25,6 +39,8 @@ export class LevelZeroRows {
   private readonly terms: Array<Array<[saturation: Row, exposedness: Row]>>;
   private readonly source: Row;
   private readonly sum: Row;
+  /** A streamed exposure's row of `part.sum`, which the weights are normalised by. */
+  private readonly total: Row | null;
   private readonly present: boolean[];
   private readonly exposure: boolean;
   private planarDone = -1;
@@ -37,6 +53,7 @@ export class LevelZeroRows {
     private readonly height: number,
     private readonly levelZero: LevelZeroWeights,
     private readonly kept: number,
+    private readonly part: StackPart | null = null,
   ) {
     const n = frames.length;
     this.planes = frames.map(() => Array.from({ length: kept + 1 }, () => [0, 1, 2].map(() => mem.row(width, 1))));
@@ -46,6 +63,7 @@ export class LevelZeroRows {
     this.terms = exposure ? frames.map(() => [0, 1].map(() => [mem.row(width, 4), mem.row(width, 4)] as [Row, Row])) : [];
     this.source = mem.row(3 * width, 1);
     this.sum = mem.row(width, 4);
+    this.total = part?.sum ? mem.row(width, 4) : null;
     this.present = new Array<boolean>(n).fill(true);
   }
 
@@ -69,26 +87,52 @@ export class LevelZeroRows {
     return this.present;
   }
 
+  /**
+   * A streamed exposure's first pass: adds row `row` of these frames' raw weights to `part.sum`
+   * (which frame 0 starts at EPSILON · count), in frame order as computeWeights adds them.
+   */
+  addRawWeights(row: number): void {
+    const { mem, width } = this;
+    const part = this.part!, sum = part.sum!;
+    if (part.first === 0) mem.run.fill(this.sum.at, width, EPSILON * part.count);
+    else mem.put(this.sum, sum, row * width, width);
+    this.rawWeights(row);
+    mem.take(this.sum, sum, row * width, width);
+  }
+
   private computeWeights(row: number): void {
-    const { mem, frames, width, height } = this;
+    const { mem, frames, width } = this;
     const { run } = mem;
-    const last = height - 1;
+    const first = this.part?.first ?? 0;
     if (this.exposure) {
-      this.planarUpTo(Math.min(row + 1, last));
+      if (this.total) mem.put(this.total, this.part!.sum!, row * width, width);
+      // streamed, the row's sum is scratch: the pass before added every frame's weights into `total`
       run.fill(this.sum.at, width, EPSILON * frames.length);
-      for (let k = 0; k < frames.length; k++) {
-        const greys = this.greys[k]!, [saturation, exposedness] = this.terms[k]![row % 2]!;
-        const up = greys[Math.max(row - 1, 0) % 3]!, mid = greys[row % 3]!, down = greys[Math.min(row + 1, last) % 3]!;
-        run.exposureWeight(up.at, mid.at, down.at, saturation.at, exposedness.at, this.weight(k, row).at, this.sum.at, width);
-      }
-      for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, this.sum.at, width, EPSILON);
+      this.rawWeights(row);
+      const sum = this.total ?? this.sum;
+      for (let k = 0; k < frames.length; k++) run.normalise(this.weight(k, row).at, sum.at, width, EPSILON);
     } else if (typeof this.levelZero === 'object' && 'choice' in this.levelZero) {
       this.planarUpTo(row);
       const choice = this.levelZero.choice;
       mem.put(this.source, choice, row * width, width);
       this.present.fill(false);
-      for (let x = row * width, end = x + width; x < end; x++) this.present[choice[x]!] = true;
-      for (let k = 0; k < frames.length; k++) run.oneHot(this.source.at, k, this.weight(k, row).at, width);
+      for (let x = row * width, end = x + width; x < end; x++) {
+        const k = choice[x]! - first;
+        if (k >= 0 && k < frames.length) this.present[k] = true;
+      }
+      for (let k = 0; k < frames.length; k++) run.oneHot(this.source.at, first + k, this.weight(k, row).at, width);
+    }
+  }
+
+  /** Mertens' weights of row `row` before normalisation, into each frame's weight row and added to the row's sum. */
+  private rawWeights(row: number): void {
+    const { mem, frames, width, height } = this;
+    const last = height - 1;
+    this.planarUpTo(Math.min(row + 1, last));
+    for (let k = 0; k < frames.length; k++) {
+      const greys = this.greys[k]!, [saturation, exposedness] = this.terms[k]![row % 2]!;
+      const up = greys[Math.max(row - 1, 0) % 3]!, mid = greys[row % 3]!, down = greys[Math.min(row + 1, last) % 3]!;
+      mem.run.exposureWeight(up.at, mid.at, down.at, saturation.at, exposedness.at, this.weight(k, row).at, this.sum.at, width);
     }
   }
 
@@ -97,9 +141,10 @@ export class LevelZeroRows {
    * exposure stand in for its own, mixed by the mask: row r of the frame's bytes in `source`.
    */
   private standIn({ reference, masks, spans, toFrame }: DeghostMasks, k: number, r: number): void {
-    const mask = masks[k], lut = toFrame[k], span = spans[k];
+    const frame = (this.part?.first ?? 0) + k;
+    const mask = masks[frame], lut = toFrame[frame], span = spans[frame];
     if (!mask || !lut) return;
-    const u8 = this.mem.u8, at = this.source.at, ref = this.frames[reference]!, o = r * this.width;
+    const u8 = this.mem.u8, at = this.source.at, ref = this.part?.reference ?? this.frames[reference]!, o = r * this.width;
     // outside its span the row's mask is 255: the frame's own pixels
     const [x0, x1] = span ? [span[2 * r]!, span[2 * r + 1]!] : [0, this.width];
     for (let x = x0; x < x1; x++) {

@@ -1,4 +1,4 @@
-import { type LevelZeroWeights, LevelZeroRows } from './level-zero.js';
+import { type StackPart, type LevelZeroWeights, LevelZeroRows } from './level-zero.js';
 import { type FixedPlane, LEVEL_ONE_STEPS, type Plane, WEIGHT_ONE } from './planes.js';
 import { clamp, Expander, Loader, RowRing } from './rows.js';
 import { rowMemory } from './simd.js';
@@ -18,7 +18,8 @@ const unitOf = { level: 1 / LEVEL_ONE_STEPS, weight: 1 / WEIGHT_ONE } as const;
 /**
  * Level 1 of every frame from the frames (level 0), rows [y0, y1): R, G, B into `firsts[k]`
  * (LEVEL_ONE_STEPS, exact) and the weight into `weights[k]` (WEIGHT_ONE). The level-0 weights
- * are made here, a few rows at a time, and dropped once reduced.
+ * are made here, a few rows at a time, and dropped once reduced. `part`: the frames are some of a
+ * streamed stack's (pyramid/level-zero.ts).
  */
 export function levelOneRows(
   frames: Uint8Array[],
@@ -29,9 +30,10 @@ export function levelOneRows(
   weights: FixedPlane[],
   y0: number,
   y1: number,
+  part: StackPart | null = null,
 ): void {
   const mem = rowMemory();
-  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 5);
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 5, part);
   const dw = weights[0]!.width;
   const sum16 = mem.row(width + 4, 2), sum32 = mem.row(width + 4, 4);
   const even = mem.row(dw + 16, 4), odd = mem.row(dw + 16, 4);
@@ -65,6 +67,12 @@ export function levelOneRows(
  * out = clip(round(expand(coarser) + Σ_k w_k · (frame_k − expand(firsts[k])))) per channel, where
  * `firsts[k]` is level 1 of frame k's R, G, B pyramids (fixed point, LEVEL_ONE_STEPS) and `coarser`
  * level 1 of the collapsed blend (both null when level 0 is the only level).
+ *
+ * Streamed (`part`, pyramid/level-zero.ts), the frames are some of the stack's and the sums are
+ * kept between calls in `level0` (R, G, B floats): the first frames start them from
+ * expand(coarser), the others from `level0`; the last frames write `out`, the others `level0`.
+ * Each pixel's sum takes the same steps in the same order as when every frame is at hand, so the
+ * bytes are the same.
  */
 export function collapseLevelZeroRows(
   frames: Uint8Array[],
@@ -76,9 +84,12 @@ export function collapseLevelZeroRows(
   height: number,
   y0: number,
   y1: number,
+  part: StackPart | null = null,
+  level0: Plane[] | null = null,
 ): void {
   const mem = rowMemory();
-  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 1);
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 1, part);
+  const starts = !part || part.first === 0, ends = !part || part.first + frames.length === part.count;
   const expandWidth = 2 * Math.ceil(width / 2);
   const sums = [0, 1, 2].map(() => mem.row(expandWidth, 4));
   const expanded = mem.row(expandWidth, 4), values = mem.row(width, 4);
@@ -91,8 +102,11 @@ export function collapseLevelZeroRows(
   zero.start(y0);
   for (let y = y0; y < y1; y++) {
     const present = zero.weightsUpTo(y);
+    // a streamed frame with no weight in the row leaves its sums as they are (most rows of a focus stack's frame)
+    if (!starts && !ends && !present.includes(true)) continue;
     for (let c = 0; c < 3; c++) {
-      if (coarse) coarse[c]!.expand(y, sums[c]!);
+      if (!starts) mem.put(sums[c]!, level0![c]!.data, y * width, width);
+      else if (coarse) coarse[c]!.expand(y, sums[c]!);
       else run.fill(sums[c]!.at, width, 0);
     }
     if (!kept) run.fill(expanded.at, width, 0);
@@ -108,9 +122,25 @@ export function collapseLevelZeroRows(
         }
       }
     }
+    if (!ends) {
+      for (let c = 0; c < 3; c++) mem.take(sums[c]!, level0![c]!.data, y * width, width);
+      continue;
+    }
     run.floatsToRgb(sums[0]!.at, sums[1]!.at, sums[2]!.at, rgb.at, width);
     mem.take(rgb, out, y * width * 3, width * 3);
   }
+}
+
+/**
+ * A streamed exposure's first pass (pyramid/level-zero.ts, StackPart): rows [y0, y1) of these
+ * frames' raw Mertens weights added to `part.sum`, the per-pixel normaliser of every later pass.
+ */
+export function exposureSumRows(frames: Uint8Array[], width: number, height: number, levelZero: LevelZeroWeights, part: StackPart, y0: number, y1: number): void {
+  const mem = rowMemory();
+  const zero = new LevelZeroRows(mem, frames, width, height, levelZero, 1, part);
+  mem.ready();
+  zero.start(y0);
+  for (let y = y0; y < y1; y++) zero.addRawWeights(y);
 }
 
 /** Level l + 1 from level l: rows [y0, y1) of every `dst[i]` from `src[i]` (fixed-point planes hold `kind`). */

@@ -78,6 +78,7 @@ export const TASKS = {
   accumulateRows: task(pyramid, 'accumulateRows'),
   expandIntoRows: task(pyramid, 'expandIntoRows'),
   collapseLevelZeroRows: task(pyramid, 'collapseLevelZeroRows'),
+  exposureSumRows: task(pyramid, 'exposureSumRows'),
   // composite and preserveBackground (composite/)
   plateMedianRows: task(compositeKernels, 'medianRows'),
   haloPlane: task(compositeKernels, 'haloPlane'),
