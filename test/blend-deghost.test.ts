@@ -5,8 +5,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { blendFrames } from '../src/blend/engine/blend.js';
-import { agreementMask, upsampleMaskRows } from '../src/blend/engine/deghost/agreement.js';
-import { agreementMaskReference } from '../src/blend/engine/deghost/agreement-reference.js';
+import { agreementGrid, agreementMask, sortFloats, upsampleMaskRows } from '../src/blend/engine/deghost/agreement.js';
+import { agreementMaskReference, blockMeansReference } from '../src/blend/engine/deghost/agreement-reference.js';
 import { deghostMasks } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
@@ -252,6 +252,31 @@ describe('agreement test in WebAssembly', () => {
   let people: RgbImage;
   before(async () => {
     people = await loadPhoto(path.join(FIXTURES, 'exposure-bracket/gt.png'), 416, 416);
+  });
+
+  it('brings thumbnails to the test\'s grid with the thumbnails\' kernel, to the byte of the JavaScript block means', () => {
+    const next = random(11);
+    for (const [width, height, step] of [[1000, 750, 2], [1001, 751, 2], [1499, 3, 3], [1, 1250, 3], [2251, 5, 5], [749, 500, 1]] as const) {
+      // bytes of every value, smooth and noisy, so that sums land on every rounding case
+      const rgb = Uint8Array.from({ length: 3 * width * height }, (_, i) => (next() < 0.5 ? Math.floor(next() * 256) : (i >> 4) & 255));
+      const grid = agreementGrid(rgb, width, height);
+      assert.deepEqual([grid.width, grid.height, grid.step], [Math.ceil(width / step), Math.ceil(height / step), step], `${width}×${height}`);
+      assert.deepEqual(grid.data, step === 1 ? rgb : blockMeansReference(rgb, width, height, step), `${width}×${height}, step ${step}`);
+    }
+  });
+
+  it('sorts floats by their bits as Float32Array sorts them: negatives, −0 before +0, infinities, ties', () => {
+    const next = random(7);
+    for (const n of [0, 1, 2, 3, 100, 4687, 37500]) {
+      const values = Float32Array.from({ length: n }, (_, i) => {
+        const pick = next();
+        if (pick < 0.05) return [-0, 0, Infinity, -Infinity, 1e-45, -1e-45][i % 6]!;
+        if (pick < 0.3) return Math.round(next() * 8) / 4 - 1;
+        return (next() - 0.2) * 10 ** Math.floor(next() * 8 - 4);
+      });
+      const expected = values.slice().sort();
+      assert.deepEqual(new Uint32Array(sortFloats(values).buffer), new Uint32Array(expected.buffer), `${n} values`);
+    }
   });
 
   it('makes the JavaScript\'s masks and tone maps to the byte, on walking scenes of real photos, odd shapes and tiny grids', async (t) => {

@@ -1,4 +1,4 @@
-import { type Code, F32, F64, fn, I32, instantiate, KernelArena, type ModuleSource } from '../wasm/assembler.js';
+import { type Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128 } from '../wasm/assembler.js';
 import { BAND_SHIFT, BANDS, DETAIL_CLASSES, HIGH, LOW, MOSTLY, RESIDUAL_BINS, RESIDUAL_STEPS, WINDOW } from './agreement-constants.js';
 
 /**
@@ -29,6 +29,20 @@ function pick(code: Code, a: () => void, b: () => void, which: 'i32.lt_s' | 'i32
 /** Pushes 1 where the byte in local `value` is clipped (≤ LOW or ≥ HIGH): value − (LOW + 1) > HIGH − LOW − 2, unsigned. */
 function clippedValue(code: Code, value: number): void {
   code.get(value).i32(LOW + 1).op('i32.sub').i32(HIGH - LOW - 2).op('i32.gt_u');
+}
+
+/** `valueCounts(rgb, pixels, counts)`: how many pixels of the RGB bytes at `rgb` hold each value, per channel (i32, 256 a channel, R, G, B, added to those at `counts`). */
+function valueCounts(): Code {
+  return fn({ params: { rgb: I32, pixels: I32, counts: I32 }, locals: { p: I32, q: I32, at: I32 } }, (code, { rgb, pixels, counts, p, q, at }) => {
+    code.get(rgb).set(q);
+    code.forStep(p, pixels, 1, () => {
+      for (let c = 0; c < 3; c++) {
+        code.get(q).load8(c).i32(2).op('i32.shl').get(counts).op('i32.add').set(at);
+        code.get(at).get(at).load32(1024 * c).i32(1).op('i32.add').store32(1024 * c);
+      }
+      code.get(q).i32(3).op('i32.add').set(q);
+    });
+  });
 }
 
 /**
@@ -144,33 +158,41 @@ function scores(): Code {
   );
 }
 
+/** Pushes the count of a window's pixels along one axis: min(size − 1, i + r) − max(0, i − r) + 1. */
+function windowSpan(code: Code, i: number, size: number, r: number): void {
+  pick(code, () => code.get(size).i32(1).op('i32.sub'), () => code.get(i).get(r).op('i32.add'), 'i32.lt_s');
+  pick(code, () => code.i32(0), () => code.get(i).get(r).op('i32.sub'), 'i32.gt_s');
+  code.op('i32.sub').i32(1).op('i32.add');
+}
+
 /**
- * `boxMean(values, out, counts, rows, sums, width, height, r)`: the mean (f32 at `out`) of the f32
- * `values` over the (2r + 1)² window around each pixel, cut at the edges, and where `counts` is
- * not 0 the window's pixel count (i32). As the JavaScript: each row's running sum in f64, stored
- * as f32 (`rows`), then each column's running sum of those in f64 divided by the count, in the
- * same order per column; the columns' sums (f64 at `sums`, width of them) run side by side, row by
- * row, where the JavaScript runs them one column after another. `out` may be `values`.
+ * `boxMean(values, out, rows, sums, spans, width, height, r)`: the mean (f32 at `out`) of the f32
+ * `values` over the (2r + 1)² window around each pixel, cut at the edges. As the JavaScript: each
+ * row's running sum in f64, stored as f32 (`rows`), then each column's running sum of those in f64
+ * divided by the window's pixel count, in the same order per column. The columns' sums (f64 at
+ * `sums`) run two at a time in SIMD, row by row, where the JavaScript runs one column after
+ * another; `spans` (f64) gets each column's window width. Scratch: `sums` and `spans` hold
+ * width + 1 values (an odd width's last pair reads one past it), and a pair's result is stored as
+ * four floats, the two after it overwritten by the next pair or, after the last row, in the
+ * buffer's margin. `out` may be `values`.
  */
 function boxMean(): Code {
   return fn(
     {
-      params: { values: I32, out: I32, counts: I32, rows: I32, sums: I32, width: I32, height: I32, r: I32 },
-      locals: { x: I32, y: I32, o: I32, end: I32, n: I32, span: I32, at: I32, sum: F64 },
+      params: { values: I32, out: I32, rows: I32, sums: I32, spans: I32, width: I32, height: I32, r: I32 },
+      locals: { x: I32, y: I32, o: I32, end: I32, sum: F64, added: I32, taken: I32, s: V128, counts: V128 },
     },
-    (code, { values, out, counts, rows, sums, width, height, r, x, y, o, end, n, span, at, sum }) => {
+    (code, { values, out, rows, sums, spans, width, height, r, x, y, o, end, sum, added, taken, s, counts }) => {
       const f32At = (base: number, index: () => void) => {
         code.get(base);
         index();
         code.i32(2).op('i32.shl', 'i32.add');
       };
-      const least = (a: () => void, b: () => void) => pick(code, a, b, 'i32.lt_s');
-      const most = (a: () => void, b: () => void) => pick(code, a, b, 'i32.gt_s');
       // the rows
       code.forStep(y, height, 1, () => {
         code.get(y).get(width).op('i32.mul').set(o);
         code.f64(0).set(sum);
-        least(() => code.get(r), () => code.get(width));
+        pick(code, () => code.get(r), () => code.get(width), 'i32.lt_s');
         code.set(end);
         code.forStep(x, end, 1, () => {
           code.get(sum);
@@ -192,45 +214,63 @@ function boxMean(): Code {
           });
         });
       });
-      // the columns, side by side
-      const columnSum = () => code.get(sums).get(x).i32(3).op('i32.shl', 'i32.add');
-      const addRow = (row: () => void, operation: 'f64.add' | 'f64.sub') => {
-        columnSum();
-        code.set(at).get(at).get(at).loadF64(0);
-        f32At(rows, () => {
-          row();
-          code.get(width).op('i32.mul').get(x).op('i32.add');
-        });
-        code.loadF32(0).op('f64.promote_f32', operation).storeF64(0);
+      // the columns, two at a time: sums[x], sums[x + 1] ± rows[row][x], rows[row][x + 1]
+      const pair = (base: number, shift: number) => code.get(base).get(x).i32(shift).op('i32.shl', 'i32.add');
+      const addRow = (row: number, operation: 'f64x2.add' | 'f64x2.sub') => {
+        code.get(s);
+        f32At(rows, () => code.get(row).get(width).op('i32.mul').get(x).op('i32.add'));
+        code.load64Splat(0).op('f64x2.promote_low_f32x4', operation).set(s);
       };
-      code.forStep(x, width, 1, () => void columnSum().f64(0).storeF64(0));
-      least(() => code.get(r), () => code.get(height));
+      code.forStep(x, width, 1, () => {
+        pair(spans, 3);
+        windowSpan(code, x, width, r);
+        code.op('f64.convert_i32_s').storeF64(0);
+        pair(sums, 3).f64(0).storeF64(0);
+      });
+      pick(code, () => code.get(r), () => code.get(height), 'i32.lt_s');
       code.set(end);
-      code.forStep(y, end, 1, () => code.forStep(x, width, 1, () => addRow(() => code.get(y), 'f64.add')));
+      code.forStep(y, end, 1, () =>
+        code.forStep(x, width, 2, () => {
+          pair(sums, 3).load(0).set(s);
+          addRow(y, 'f64x2.add');
+          pair(sums, 3).get(s).store(0);
+        }),
+      );
       code.forStep(y, height, 1, () => {
-        // the window's rows: min(height − 1, y + r) − max(0, y − r) + 1
-        least(() => code.get(height).i32(1).op('i32.sub'), () => code.get(y).get(r).op('i32.add'));
-        most(() => code.i32(0), () => code.get(y).get(r).op('i32.sub'));
-        code.op('i32.sub').i32(1).op('i32.add').set(span);
+        windowSpan(code, y, height, r);
+        code.op('f64.convert_i32_s', 'f64x2.splat').set(counts);
         code.get(y).get(width).op('i32.mul').set(o);
-        code.forStep(x, width, 1, () => {
-          code.get(y).get(r).op('i32.add').get(height).op('i32.lt_s').when(() => addRow(() => code.get(y).get(r).op('i32.add'), 'f64.add'));
-          // n = (min(width − 1, x + r) − max(0, x − r) + 1) · span
-          least(() => code.get(width).i32(1).op('i32.sub'), () => code.get(x).get(r).op('i32.add'));
-          most(() => code.i32(0), () => code.get(x).get(r).op('i32.sub'));
-          code.op('i32.sub').i32(1).op('i32.add').get(span).op('i32.mul').set(n);
+        code.get(y).get(r).op('i32.add').set(added);
+        code.get(y).get(r).op('i32.sub').set(taken);
+        code.forStep(x, width, 2, () => {
+          pair(sums, 3).load(0).set(s);
+          code.get(added).get(height).op('i32.lt_s').when(() => addRow(added, 'f64x2.add'));
           f32At(out, () => code.get(o).get(x).op('i32.add'));
-          columnSum();
-          code.loadF64(0).get(n).op('f64.convert_i32_s', 'f64.div', 'f32.demote_f64').storeF32(0);
-          code.get(counts).when(() => {
-            f32At(counts, () => code.get(o).get(x).op('i32.add'));
-            code.get(n).store32(0);
-          });
-          code.get(y).get(r).op('i32.ge_s').when(() => addRow(() => code.get(y).get(r).op('i32.sub'), 'f64.sub'));
+          code.get(s);
+          pair(spans, 3).load(0).get(counts).op('f64x2.mul', 'f64x2.div', 'f32x4.demote_f64x2_zero').store(0);
+          code.get(taken).i32(0).op('i32.ge_s').when(() => addRow(taken, 'f64x2.sub'));
+          pair(sums, 3).get(s).store(0);
         });
       });
     },
   );
+}
+
+/** `windowCounts(counts, width, height, r)`: the number of pixels (i32) of the (2r + 1)² window around each pixel, cut at the edges. */
+function windowCounts(): Code {
+  return fn({ params: { counts: I32, width: I32, height: I32, r: I32 }, locals: { x: I32, y: I32, span: I32, at: I32 } }, (code, { counts, width, height, r, x, y, span, at }) => {
+    code.get(counts).set(at);
+    code.forStep(y, height, 1, () => {
+      windowSpan(code, y, height, r);
+      code.set(span);
+      code.forStep(x, width, 1, () => {
+        code.get(at);
+        windowSpan(code, x, width, r);
+        code.get(span).op('i32.mul').store32(0);
+        code.get(at).i32(4).op('i32.add').set(at);
+      });
+    });
+  });
 }
 
 /** `lesser(a, b, pixels)`: a[p] = min(a[p], b[p]), f32. */
@@ -308,14 +348,16 @@ function maskBytes(): Code {
 
 /** The module of the agreement test's kernels. */
 export function agreementModule(): ModuleSource {
-  return { functions: { residuals: residuals(), scores: scores(), boxMean: boxMean(), lesser: lesser(), above: above(), disagree: disagree(), outside: outside(), maskBytes: maskBytes() }, pages: 1 };
+  return { functions: { valueCounts: valueCounts(), residuals: residuals(), scores: scores(), boxMean: boxMean(), windowCounts: windowCounts(), lesser: lesser(), above: above(), disagree: disagree(), outside: outside(), maskBytes: maskBytes() }, pages: 1 };
 }
 
 /** The kernels' exports (addresses are bytes of the kernel's memory). */
 export interface AgreementKernel {
+  valueCounts(rgb: number, pixels: number, counts: number): void;
   residuals(ref: number, own: number, pixels: number, c: number, tables: number, residual: number, byOwn: number, byRef: number, whole: number): void;
   scores(ref: number, own: number, width: number, height: number, c: number, tables: number, units: number, residual: number, z: number, refDetail: number, ownDetail: number): void;
-  boxMean(values: number, out: number, counts: number, rows: number, sums: number, width: number, height: number, r: number): void;
+  boxMean(values: number, out: number, rows: number, sums: number, spans: number, width: number, height: number, r: number): void;
+  windowCounts(counts: number, width: number, height: number, r: number): void;
   lesser(a: number, b: number, pixels: number): void;
   above(mean: number, detail: number, counts: number, levels: number, out: number, pixels: number): void;
   disagree(above: number, around: number, pixels: number, anyAt: number): void;

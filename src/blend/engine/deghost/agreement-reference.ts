@@ -85,6 +85,34 @@ function windowLimits(mean: Float32Array, count: Int32Array, detail: Float32Arra
   return limit;
 }
 
+/** Means (rounded) of step × step blocks of interleaved RGB bytes, the last ones cut short: what agreement.ts `agreementGrid` makes with the thumbnails' kernel. */
+export function blockMeansReference(rgb: Uint8Array, width: number, height: number, step: number): Uint8Array {
+  const [w, h] = [Math.ceil(width / step), Math.ceil(height / step)];
+  const sums = new Uint32Array(w * h * 3);
+  for (let y = 0, q = 0; y < height; y++) {
+    const row = Math.floor(y / step) * w * 3;
+    for (let x = 0, o = row; x < width; o += 3) {
+      const end = Math.min(width, x + step);
+      let r = 0, g = 0, b = 0;
+      for (; x < end; x++, q += 3) (r += rgb[q]!), (g += rgb[q + 1]!), (b += rgb[q + 2]!);
+      sums[o]! += r;
+      sums[o + 1]! += g;
+      sums[o + 2]! += b;
+    }
+  }
+  const out = new Uint8Array(sums.length);
+  for (let by = 0, o = 0; by < h; by++) {
+    const rows = Math.min(height, (by + 1) * step) - by * step;
+    for (let bx = 0; bx < w; bx++, o += 3) {
+      const n = rows * (Math.min(width, (bx + 1) * step) - bx * step);
+      out[o] = Math.round(sums[o]! / n);
+      out[o + 1] = Math.round(sums[o + 1]! / n);
+      out[o + 2] = Math.round(sums[o + 2]! / n);
+    }
+  }
+  return out;
+}
+
 /** Channel c (0 R, 1 G, 2 B) of interleaved RGB bytes. */
 function channel(rgb: Uint8Array, c: number, pixels: number): Uint8Array {
   const out = new Uint8Array(pixels);
