@@ -46,14 +46,15 @@ function valueCounts(): Code {
 }
 
 /**
- * `residuals(ref, own, pixels, c, tables, residual, byOwn, byRef, whole)`: channel c of each pixel
- * of the RGB bytes at `ref` and `own`: its residual (f32 at `residual`) and, where neither value is
- * clipped, its count in the i32 histograms by band of the frame's value, of the reference's, and of all.
+ * `residuals(ref, own, pixels, c, tables, residual, byOwn, byRef)`: channel c of each pixel of the
+ * RGB bytes at `ref` and `own`: its residual (f32 at `residual`) and, where neither value is
+ * clipped, its count in the i32 histograms by band of the frame's value and of the reference's
+ * (the histogram of all is the sum of the frame's bands).
  */
 function residuals(): Code {
   return fn(
-    { params: { ref: I32, own: I32, pixels: I32, c: I32, tables: I32, residual: I32, byOwn: I32, byRef: I32, whole: I32 }, locals: { p: I32, q: I32, r: I32, v: I32, rt: I32, vt: I32, bin: I32, at: I32, e: F64 } },
-    (code, { ref, own, pixels, c, tables, residual, byOwn, byRef, whole, p, q, r, v, rt, vt, bin, at, e }) => {
+    { params: { ref: I32, own: I32, pixels: I32, c: I32, tables: I32, residual: I32, byOwn: I32, byRef: I32 }, locals: { p: I32, q: I32, r: I32, v: I32, rt: I32, vt: I32, bin: I32, at: I32, e: F64 } },
+    (code, { ref, own, pixels, c, tables, residual, byOwn, byRef, p, q, r, v, rt, vt, bin, at, e }) => {
       const count = (address: () => void) => {
         address();
         code.set(at).get(at).get(at).load32(0).i32(1).op('i32.add').store32(0);
@@ -75,7 +76,6 @@ function residuals(): Code {
           code.get(e).f64(RESIDUAL_STEPS).op('f64.mul').f64(RESIDUAL_BINS - 1).op('f64.min', 'i32.trunc_f64_u').set(bin);
           count(() => code.get(v).i32(BAND_SHIFT).op('i32.shr_u').i32(RESIDUAL_BINS).op('i32.mul').get(bin).op('i32.add').i32(2).op('i32.shl').get(byOwn).op('i32.add'));
           count(() => code.get(r).i32(BAND_SHIFT).op('i32.shr_u').i32(RESIDUAL_BINS).op('i32.mul').get(bin).op('i32.add').i32(2).op('i32.shl').get(byRef).op('i32.add'));
-          count(() => code.get(bin).i32(2).op('i32.shl').get(whole).op('i32.add'));
         });
         code.get(q).i32(3).op('i32.add').set(q);
       });
@@ -188,30 +188,61 @@ function boxMean(): Code {
         index();
         code.i32(2).op('i32.shl', 'i32.add');
       };
-      // the rows
+      // the rows: x + r < width adds the value r on, x ≥ r takes off the one r back (after the store),
+      // in stretches [0, first) and [first, width) split where each starts or stops holding
+      const addAt = (offset: () => void) => {
+        code.get(sum);
+        f32At(values, () => {
+          code.get(o).get(x).op('i32.add');
+          offset();
+        });
+        code.loadF32(0).op('f64.promote_f32', 'f64.add').set(sum);
+      };
+      const store = () => {
+        f32At(rows, () => code.get(o).get(x).op('i32.add'));
+        code.get(sum).op('f32.demote_f64').storeF32(0);
+      };
+      const takeBack = () => {
+        code.get(sum);
+        f32At(values, () => code.get(o).get(x).op('i32.add').get(r).op('i32.sub'));
+        code.loadF32(0).op('f64.promote_f32', 'f64.sub').set(sum);
+      };
+      const next = () => code.get(x).i32(1).op('i32.add').set(x);
+      // adding holds for x < width − r, taking back for x ≥ r
+      const [adds, takes] = [added, taken];
+      // (loops compare unsigned: width − r is taken as 0 when r is wider)
+      pick(code, () => code.i32(0), () => code.get(width).get(r).op('i32.sub'), 'i32.gt_s');
+      code.set(adds);
+      pick(code, () => code.get(r), () => code.get(width), 'i32.lt_s');
+      code.set(takes);
       code.forStep(y, height, 1, () => {
         code.get(y).get(width).op('i32.mul').set(o);
         code.f64(0).set(sum);
-        pick(code, () => code.get(r), () => code.get(width), 'i32.lt_s');
+        code.forStep(x, takes, 1, () => addAt(() => {}));
+        code.i32(0).set(x);
+        // x < r: no taking back; of those, the ones below width − r add
+        pick(code, () => code.get(takes), () => code.get(adds), 'i32.lt_s');
         code.set(end);
-        code.forStep(x, end, 1, () => {
-          code.get(sum);
-          f32At(values, () => code.get(o).get(x).op('i32.add'));
-          code.loadF32(0).op('f64.promote_f32', 'f64.add').set(sum);
+        code.whileBelow(x, end, () => {
+          addAt(() => code.get(r).op('i32.add'));
+          store();
+          next();
         });
-        code.forStep(x, width, 1, () => {
-          code.get(x).get(r).op('i32.add').get(width).op('i32.lt_s').when(() => {
-            code.get(sum);
-            f32At(values, () => code.get(o).get(x).op('i32.add').get(r).op('i32.add'));
-            code.loadF32(0).op('f64.promote_f32', 'f64.add').set(sum);
-          });
-          f32At(rows, () => code.get(o).get(x).op('i32.add'));
-          code.get(sum).op('f32.demote_f64').storeF32(0);
-          code.get(x).get(r).op('i32.ge_s').when(() => {
-            code.get(sum);
-            f32At(values, () => code.get(o).get(x).op('i32.add').get(r).op('i32.sub'));
-            code.loadF32(0).op('f64.promote_f32', 'f64.sub').set(sum);
-          });
+        code.whileBelow(x, takes, () => {
+          store();
+          next();
+        });
+        // x ≥ r: taking back; first the ones that still add
+        code.whileBelow(x, adds, () => {
+          addAt(() => code.get(r).op('i32.add'));
+          store();
+          takeBack();
+          next();
+        });
+        code.whileBelow(x, width, () => {
+          store();
+          takeBack();
+          next();
         });
       });
       // the columns, two at a time: sums[x], sums[x + 1] ± rows[row][x], rows[row][x + 1]
@@ -354,7 +385,7 @@ export function agreementModule(): ModuleSource {
 /** The kernels' exports (addresses are bytes of the kernel's memory). */
 export interface AgreementKernel {
   valueCounts(rgb: number, pixels: number, counts: number): void;
-  residuals(ref: number, own: number, pixels: number, c: number, tables: number, residual: number, byOwn: number, byRef: number, whole: number): void;
+  residuals(ref: number, own: number, pixels: number, c: number, tables: number, residual: number, byOwn: number, byRef: number): void;
   scores(ref: number, own: number, width: number, height: number, c: number, tables: number, units: number, residual: number, z: number, refDetail: number, ownDetail: number): void;
   boxMean(values: number, out: number, rows: number, sums: number, spans: number, width: number, height: number, r: number): void;
   windowCounts(counts: number, width: number, height: number, r: number): void;
