@@ -4,7 +4,10 @@
 // after one warm-up job of each. The process's CPU time (every thread: pool, libvips) and wall time
 // per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
 // steadier ones. `--root DIR` runs the engine of another checkout (DIR/src), to compare two versions
-// with the same script on the same inputs. Not part of `npm run bench` (bench/README.md).
+// with the same script on the same inputs. Then the agreement test alone (src/blend/engine/deghost/),
+// one thread: CPU per frame of its WebAssembly kernels and of its JavaScript reference, alternating,
+// on the frames' grids (sharp's 1000 px thumbnails brought to the test's grid, 500 × 375).
+// Not part of `npm run bench` (bench/README.md).
 //
 //   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR]
 import fs from 'node:fs';
@@ -50,7 +53,7 @@ async function job(type, deghost) {
 }
 
 const sorted = (a) => [...a].sort((x, y) => x - y);
-const summary = (a) => `min ${sorted(a)[0].toFixed(0)}, median ${sorted(a)[a.length >> 1].toFixed(0)}`;
+const summary = (a, digits = 0) => `min ${sorted(a)[0].toFixed(digits)}, median ${sorted(a)[a.length >> 1].toFixed(digits)}`;
 console.log(`${frames.length} lined-up frames from ${dir}; engine of ${root}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 for (const type of types) {
   await job(type, true);
@@ -65,6 +68,33 @@ for (const type of types) {
   console.log(`${type}: wall ms, deghost on ${summary(on.map((x) => x.ms))}; off ${summary(off.map((x) => x.ms))}; deghosting costs ${summary(cost('ms'))}`);
   console.log(`${type}: stages of the last deghosted job (ms): ${JSON.stringify(on.at(-1).stages)}`);
 }
-console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 await engine.close();
+
+const reference = path.join(root, 'src/blend/engine/deghost/agreement-reference.ts');
+if (fs.existsSync(reference)) {
+  const { agreementGrid, agreementMask } = await import(path.join(root, 'src/blend/engine/deghost/agreement.ts'));
+  const { agreementMaskReference } = await import(reference);
+  const grids = await Promise.all(
+    bytes.map(async (b) => {
+      const { data, info } = await sharp(b).resize(1000).raw().toBuffer({ resolveWithObject: true });
+      return agreementGrid(new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height);
+    }),
+  );
+  const { width, height } = grids[0];
+  // CPU ms a frame of one pass over the frames against frame 0
+  const pass = (test) => {
+    const cpu = process.cpuUsage();
+    for (const g of grids.slice(1)) test(grids[0].data, g.data, width, height);
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / 1000 / (grids.length - 1);
+  };
+  pass(agreementMask);
+  pass(agreementMaskReference);
+  const [kernels, javascript] = [[], []];
+  for (let r = 0; r < 2 * rounds; r++) {
+    for (const wasm of r % 2 === 0 ? [true, false] : [false, true]) (wasm ? kernels : javascript).push(wasm ? pass(agreementMask) : pass(agreementMaskReference));
+  }
+  console.log(`agreement test on ${width} × ${height} grids, CPU ms a frame: kernels ${summary(kernels, 1)}; JavaScript reference ${summary(javascript, 1)}`);
+}
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 await removeInputs();
