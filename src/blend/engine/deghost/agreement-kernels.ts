@@ -180,16 +180,16 @@ function boxMean(): Code {
   return fn(
     {
       params: { values: I32, out: I32, rows: I32, sums: I32, spans: I32, width: I32, height: I32, r: I32 },
-      locals: { x: I32, y: I32, o: I32, end: I32, sum: F64, added: I32, taken: I32, s: V128, counts: V128 },
+      locals: { x: I32, y: I32, o: I32, end: I32, sum: F64, adds: I32, takes: I32, added: I32, taken: I32, s: V128, counts: V128 },
     },
-    (code, { values, out, rows, sums, spans, width, height, r, x, y, o, end, sum, added, taken, s, counts }) => {
+    (code, { values, out, rows, sums, spans, width, height, r, x, y, o, end, sum, adds, takes, added, taken, s, counts }) => {
       const f32At = (base: number, index: () => void) => {
         code.get(base);
         index();
         code.i32(2).op('i32.shl', 'i32.add');
       };
-      // the rows: x + r < width adds the value r on, x ≥ r takes off the one r back (after the store),
-      // in stretches [0, first) and [first, width) split where each starts or stops holding
+      // the rows: while x + r < width the value r on is added, from x = r on the one r back is taken
+      // off after the store; four stretches of x, split where the one stops and the other starts
       const addAt = (offset: () => void) => {
         code.get(sum);
         f32At(values, () => {
@@ -208,8 +208,7 @@ function boxMean(): Code {
         code.loadF32(0).op('f64.promote_f32', 'f64.sub').set(sum);
       };
       const next = () => code.get(x).i32(1).op('i32.add').set(x);
-      // adding holds for x < width − r, taking back for x ≥ r
-      const [adds, takes] = [added, taken];
+      // adding holds for x < adds = width − r, taking back for x ≥ takes = r (both at most width)
       // (loops compare unsigned: width − r is taken as 0 when r is wider)
       pick(code, () => code.i32(0), () => code.get(width).get(r).op('i32.sub'), 'i32.gt_s');
       code.set(adds);
