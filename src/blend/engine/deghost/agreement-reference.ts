@@ -1,5 +1,5 @@
-import { BAND_SHIFT, FEATHER, LOW, HIGH, MOSTLY, RESIDUAL_BINS, RESIDUAL_STEPS, WINDOW } from './agreement-constants.js';
-import { type AgreementMask, bandUnits, channelTables, detailClass, histogramMatch, theoryLevels, toFrameValues, valueCounts, windowLevels } from './agreement.js';
+import { BAND_SHIFT, BANDS, FEATHER, HIGH, LOW, MOSTLY, RESIDUAL_BINS, RESIDUAL_STEPS, WINDOW } from './agreement-constants.js';
+import { type AgreementMask, bandUnits, channelTables, detailClass, histogramMatch, theoryLevels, toFrameValues, windowLevels } from './agreement.js';
 
 /**
  * The agreement test (deghost/agreement.ts) in plain JavaScript, pixel by pixel: the reference the
@@ -16,7 +16,7 @@ export function agreementMaskReference(reference: Uint8Array, frame: Uint8Array,
   // per channel, made once: the residuals, the frame's values in the reference's (for the detail),
   // and histograms of the judged residuals by band of the frame's value, by band of the reference's, and of all
   const residual = new Float32Array(pixels), mapped = new Float64Array(pixels);
-  const bins = RESIDUAL_BINS, bands = 256 >> BAND_SHIFT;
+  const bins = RESIDUAL_BINS, bands = BANDS;
   const byOwn = new Int32Array(bands * bins), byRef = new Int32Array(bands * bins), whole = new Int32Array(bins);
   for (let c = 0; c < 3; c++) {
     const ref = channel(reference, c, pixels), own = channel(frame, c, pixels);
@@ -111,6 +111,13 @@ export function blockMeansReference(rgb: Uint8Array, width: number, height: numb
     }
   }
   return out;
+}
+
+/** How many of `values` hold each value. */
+function valueCounts(values: Uint8Array): Float64Array {
+  const counts = new Float64Array(256);
+  for (let p = 0; p < values.length; p++) counts[values[p]!]!++;
+  return counts;
 }
 
 /** Channel c (0 R, 1 G, 2 B) of interleaved RGB bytes. */

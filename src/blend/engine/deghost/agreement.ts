@@ -152,13 +152,6 @@ export function agreementMask(reference: Uint8Array, frame: Uint8Array, width: n
   return { mask: u8.slice(bytes, bytes + pixels), toFrame };
 }
 
-/** How many of `values` hold each value. */
-export function valueCounts(values: Uint8Array): Float64Array {
-  const counts = new Float64Array(256);
-  for (let p = 0; p < values.length; p++) counts[values[p]!]!++;
-  return counts;
-}
-
 /** Channel c of `toFrame` (the `agreementMask` field): a mapping's values rounded into bytes. */
 export function toFrameValues(mapping: Float64Array, toFrame: Uint8Array, c: number): void {
   mapping.forEach((v, r) => (toFrame[c * 256 + r] = Math.max(0, Math.min(255, Math.round(v)))));
