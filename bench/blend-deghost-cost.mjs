@@ -4,9 +4,10 @@
 // after one warm-up job of each. The process's CPU time (every thread: pool, libvips) and wall time
 // per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
 // steadier ones. `--root DIR` runs the engine of another checkout (DIR/src), to compare two versions
-// with the same script on the same inputs. Then the agreement test alone (src/blend/engine/deghost/),
-// one thread: CPU per frame of its WebAssembly kernels and of its JavaScript reference, alternating,
-// on the frames' grids (sharp's 1000 px thumbnails brought to the test's grid, 500 × 375).
+// with the same script on the same inputs. Then deghosting's grid and agreement test alone
+// (src/blend/engine/deghost/), one thread: CPU per frame of their WebAssembly kernels and of their
+// JavaScript references, alternating, on sharp's 1000 px thumbnails of the frames and their grids
+// (500 × 375).
 // Not part of `npm run bench` (bench/README.md).
 //
 //   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR]
@@ -73,28 +74,37 @@ await engine.close();
 const reference = path.join(root, 'src/blend/engine/deghost/agreement-reference.ts');
 if (fs.existsSync(reference)) {
   const { agreementGrid, agreementMask } = await import(path.join(root, 'src/blend/engine/deghost/agreement.ts'));
-  const { agreementMaskReference } = await import(reference);
-  const grids = await Promise.all(
-    bytes.map(async (b) => {
-      const { data, info } = await sharp(b).resize(1000).raw().toBuffer({ resolveWithObject: true });
-      return agreementGrid(new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height);
-    }),
-  );
-  const { width, height } = grids[0];
-  // CPU ms a frame of one pass over the frames against frame 0
-  const pass = (test) => {
+  const { agreementMaskReference, blockMeansReference } = await import(reference);
+  const thumbnails = await Promise.all(bytes.map((b) => sharp(b).resize(1000).raw().toBuffer({ resolveWithObject: true })));
+  const grids = thumbnails.map(({ data, info }) => agreementGrid(new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height));
+  const { width, height, step } = grids[0];
+  // CPU ms a frame of one pass over the frames: `work(k)` for frame k
+  const pass = (work) => {
     const cpu = process.cpuUsage();
-    for (const g of grids.slice(1)) test(grids[0].data, g.data, width, height);
+    for (let k = 1; k < grids.length; k++) work(k);
     const used = process.cpuUsage(cpu);
     return (used.user + used.system) / 1000 / (grids.length - 1);
   };
-  pass(agreementMask);
-  pass(agreementMaskReference);
-  const [kernels, javascript] = [[], []];
-  for (let r = 0; r < 2 * rounds; r++) {
-    for (const wasm of r % 2 === 0 ? [true, false] : [false, true]) (wasm ? kernels : javascript).push(wasm ? pass(agreementMask) : pass(agreementMaskReference));
-  }
-  console.log(`agreement test on ${width} × ${height} grids, CPU ms a frame: kernels ${summary(kernels, 1)}; JavaScript reference ${summary(javascript, 1)}`);
+  // the kernels' and the JavaScript's passes alternating, the order alternating per round, after one warm-up each
+  const compare = (kernel, javascript) => {
+    pass(kernel);
+    pass(javascript);
+    const times = [[], []];
+    for (let r = 0; r < 2 * rounds; r++) for (const which of r % 2 === 0 ? [0, 1] : [1, 0]) times[which].push(pass([kernel, javascript][which]));
+    return `kernels ${summary(times[0], 1)}; JavaScript reference ${summary(times[1], 1)}`;
+  };
+  const raw = (k) => {
+    const { data, info } = thumbnails[k];
+    return [new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height];
+  };
+  console.log(
+    `grid of a ${thumbnails[0].info.width} × ${thumbnails[0].info.height} thumbnail, CPU ms a frame: ${compare(
+      (k) => agreementGrid(...raw(k)),
+      (k) => blockMeansReference(...raw(k), step),
+    )}`,
+  );
+  const test = (mask) => (k) => mask(grids[0].data, grids[k].data, width, height);
+  console.log(`agreement test on ${width} × ${height} grids, CPU ms a frame: ${compare(test(agreementMask), test(agreementMaskReference))}`);
 }
 console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 await removeInputs();
