@@ -5,7 +5,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import sharp from 'sharp';
 import { blendFrames } from '../src/blend/engine/blend.js';
-import { upsampleMaskRows } from '../src/blend/engine/deghost/agreement.js';
+import { agreementGrid, agreementMask, selectFloats } from '../src/blend/engine/deghost/agreement.js';
+import { upsampleMaskRows } from '../src/blend/engine/deghost/upsample.js';
+import { agreementMaskReference, blockMeansReference } from '../src/blend/engine/deghost/agreement-reference.js';
 import { deghostMasks } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
@@ -219,6 +221,108 @@ describe('mask upsampling', () => {
       }
       assert.ok(skipped > 0, `${sw}×${sh}: the spans skip nothing`);
     }
+  });
+});
+
+describe('agreement test in WebAssembly', () => {
+  /** The pixels of `image` in the rectangle at (x, y), width × height. */
+  function crop(image: RgbImage, x: number, y: number, width: number, height: number): Uint8Array {
+    const out = new Uint8Array(3 * width * height);
+    for (let r = 0; r < height; r++) out.set(image.data.subarray(3 * ((y + r) * image.width + x), 3 * ((y + r) * image.width + x + width)), 3 * r * width);
+    return out;
+  }
+
+  /** Each frame of `frames` but the reference against it, whole and in the crops given (x, y, width, height): kernels and JavaScript to the byte; how many disagreed somewhere. */
+  function compare(frames: RgbImage[], reference: number, crops: Array<[number, number, number, number]>, label: string): { masks: number; agree: number } {
+    const { width, height } = frames[0]!;
+    let [masks, agree] = [0, 0];
+    for (const [x, y, w, h] of [[0, 0, width, height] as const, ...crops]) {
+      const ref = crop(frames[reference]!, x, y, w, h);
+      frames.forEach((frame, k) => {
+        if (k === reference) return;
+        const own = crop(frame, x, y, w, h);
+        const expected = agreementMaskReference(ref, own, w, h);
+        assert.deepEqual(agreementMask(ref, own, w, h), expected, `${label}, frame ${k}, ${w}×${h} at (${x}, ${y})`);
+        if (expected) masks++;
+        else agree++;
+      });
+    }
+    return { masks, agree };
+  }
+
+  let people: RgbImage;
+  before(async () => {
+    people = await loadPhoto(path.join(FIXTURES, 'exposure-bracket/gt.png'), 416, 416);
+  });
+
+  it('brings thumbnails to the test\'s grid with the thumbnails\' kernel, to the byte of the JavaScript block means', () => {
+    const next = random(11);
+    for (const [width, height, step] of [[1000, 750, 2], [1001, 751, 2], [1499, 3, 3], [1, 1250, 3], [2251, 5, 5], [749, 500, 1]] as const) {
+      // bytes of every value, smooth and noisy, so that sums land on every rounding case
+      const rgb = Uint8Array.from({ length: 3 * width * height }, (_, i) => (next() < 0.5 ? Math.floor(next() * 256) : (i >> 4) & 255));
+      const grid = agreementGrid(rgb, width, height);
+      assert.deepEqual([grid.width, grid.height, grid.step], [Math.ceil(width / step), Math.ceil(height / step), step], `${width}×${height}`);
+      assert.deepEqual(grid.data, step === 1 ? rgb : blockMeansReference(rgb, width, height, step), `${width}×${height}, step ${step}`);
+    }
+  });
+
+  it('selects the values of given ranks as a sort places them: negatives, zeros of both signs, infinities, ties', () => {
+    const next = random(7);
+    for (const n of [1, 2, 3, 100, 4687, 37500]) {
+      const values = Float32Array.from({ length: n }, (_, i) => {
+        const pick = next();
+        if (pick < 0.05) return [-0, 0, Infinity, -Infinity, 1e-45, -1e-45][i % 6]!;
+        if (pick < 0.4) return Math.round(next() * 8) / 4 - 1;
+        return (next() - 0.2) * 10 ** Math.floor(next() * 8 - 4);
+      });
+      const sorted = values.slice().sort();
+      for (const ranks of [[0], [n - 1], [n >> 2, n >> 1], Array.from({ length: 7 }, (_, k) => Math.floor(((k + 1) * n) / 8))]) {
+        const selected = selectFloats(values.slice(), ranks);
+        // −0 and +0 compare equal, as the levels use them
+        ranks.forEach((k, i) => assert.ok(selected[i] === sorted[k], `${n} values, rank ${k}: ${selected[i]}, sorted ${sorted[k]}`));
+      }
+    }
+  });
+
+  it('makes the JavaScript\'s masks and tone maps to the byte, on walking scenes of real photos, odd shapes and tiny grids', async (t) => {
+    let [masks, agree] = [0, 0];
+    const tally = (counts: { masks: number; agree: number }) => ((masks += counts.masks), (agree += counts.agree));
+    // odd widths and heights, a grid one pixel wide or high, and grids smaller than a window
+    const crops = (width: number, height: number): Array<[number, number, number, number]> => [
+      [1, 2, width - 1, height - 3],
+      [width >> 2, height >> 2, width >> 1 | 1, (height >> 1) | 1],
+      [0, height >> 1, width, 1],
+      [width >> 1, 0, 1, height],
+      [width >> 1, height >> 1, 1, 1],
+      [width >> 3, height >> 3, 3, 2],
+      [width >> 2, height >> 3, 6, 11],
+      [width >> 3, height >> 2, 13, 4],
+    ];
+    for (const [name, file] of Object.entries(PHOTOS)) {
+      for (const [width, height] of [[401, 299], [240, 160]] as const) {
+        const photo = await loadPhoto(file, width, height);
+        const mean = meanWithWalker(photo, people, 4, random(width + name.length));
+        tally(compare(mean.frames, mean.reference, crops(width, height), `${name} mean ${width}×${height}`));
+        const bracket = exposureWithWalker(photo, people, random(height + name.length));
+        tally(compare(bracket.frames, bracket.reference, crops(width, height), `${name} bracket ${width}×${height}`));
+      }
+    }
+    // a grid as large as the engine's (a 12 MP frame's: 500 × 375 and up), JPEG's blocks and a warp's smoothing in it
+    const photo = await loadPhoto(PHOTOS.crowd, 749, 562);
+    const scene = meanWithWalker(photo, people, 3, random(12), { noise: 4 });
+    const frames = await Promise.all(
+      scene.frames.map(async (f, k) => {
+        const frame = k === 0 ? f : moved(f, 0.4, 0.2, 0);
+        const { data, info } = await sharp(Buffer.from(frame.data), { raw: { width: frame.width, height: frame.height, channels: 3 } }).jpeg({ quality: 84 }).raw().toBuffer({ resolveWithObject: true });
+        return toShared(info.width, info.height, new Uint8Array(data.buffer, data.byteOffset, data.length));
+      }),
+    );
+    tally(compare(frames, 0, [], 'crowd 749×562 as JPEG'));
+    // nothing moves: no mask from either
+    const still = await Promise.all([1, 2, 3].map((i) => decode(path.join(FIXTURES, `noise-mean/${i}.png`))));
+    tally(compare(still, 0, [], 'noise-mean'));
+    t.diagnostic(`${masks} masks, ${agree} frames agreeing everywhere, all to the byte`);
+    assert.ok(masks >= 40 && agree >= 20, `${masks} masks and ${agree} frames agreeing: the cases no longer cover both`);
   });
 });
 

@@ -49,6 +49,15 @@ export const PLAIN = {
   'f64.max': 0xa5,
   'f32.demote_f64': 0xb6,
   'f64.promote_f32': 0xbb,
+  'f64.abs': 0x99,
+  'f64.convert_i32_s': 0xb7,
+  'f32.convert_i32_u': 0xb3,
+  'f64.gt': 0x64,
+  'f64.ge': 0x66,
+  'f32.ge': 0x60,
+  'f32.ne': 0x5c,
+  'f32.min': 0x96,
+  'i32.gt_s': 0x4a,
 } as const;
 
 /** SIMD instructions without immediates: the 0xfd prefix, then this LEB128 opcode. */
@@ -290,6 +299,12 @@ export class Code {
   /** f64.load at the address on the stack plus `offset`. */
   loadF64(offset = 0): this {
     this.bytes.push(0x2b, 3, ...unsigned(offset));
+    return this;
+  }
+
+  /** f64.store at the address under the value on the stack, plus `offset`. */
+  storeF64(offset = 0): this {
+    this.bytes.push(0x39, 3, ...unsigned(offset));
     return this;
   }
 

@@ -1,4 +1,5 @@
 import { warpModule } from '../align/warp-wasm.js';
+import { agreementModule } from '../deghost/agreement-kernels.js';
 import { compositeModule } from '../composite/simd.js';
 import { blocksModule } from '../image/blocks-simd.js';
 import { SIMD_MAX_FRAMES, stackModule, type StackStatistic } from '../point/stack-simd.js';
@@ -21,6 +22,7 @@ export function engineModules(): Map<string, () => ModuleSource> {
     ['rows', rowModule],
     ['composite', compositeModule],
     ['warp', warpModule],
+    ['agreement', agreementModule],
   ]);
   const statistics: StackStatistic[] = ['median', 'mean', 'lighten', 'darken'];
   for (const statistic of statistics) {

@@ -19,6 +19,7 @@ const MEMORY: Record<number, string> = {
   0x2f: 'i32.load16_u',
   0x36: 'i32.store',
   0x38: 'f32.store',
+  0x39: 'f64.store',
   0x3a: 'i32.store8',
   0x3b: 'i32.store16',
 };

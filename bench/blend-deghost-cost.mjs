@@ -1,0 +1,110 @@
+// What deghosting costs a blend job, in-process: the blend benchmark's lined-up scene (bench/blend.mjs
+// makeInputs: five 4000×3000 JPEGs of a static scene with two passers-by in each) through the engine
+// of src/blend/pipeline.ts with `deghost` on and off, interleaved (the order alternating per round),
+// after one warm-up job of each. The process's CPU time (every thread: pool, libvips) and wall time
+// per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
+// steadier ones. `--root DIR` runs the engine of another checkout (DIR/src), to compare two versions
+// with the same script on the same inputs. Then deghosting's grid and agreement test alone
+// (src/blend/engine/deghost/), one thread: CPU per frame of their WebAssembly kernels and of their
+// JavaScript references, alternating, on sharp's 1000 px thumbnails of the frames and their grids
+// (500 × 375).
+// Not part of `npm run bench` (bench/README.md).
+//
+//   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { makeInputs } from './blend.mjs';
+import { makeTempDir } from './lib.mjs';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const types = arg('types', 'mean').split(',');
+const rounds = Number(arg('rounds', '6'));
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
+const root = path.resolve(arg('root', path.join(import.meta.dirname, '..')));
+if (!fs.existsSync(path.join(root, 'src/blend/pipeline.ts'))) throw new Error(`--root ${root} holds no src/blend/pipeline.ts`);
+let dir = arg('inputs');
+let removeInputs = async () => {};
+if (!dir) {
+  ({ dir, remove: removeInputs } = makeTempDir('montage-bench-deghost-'));
+  await makeInputs(dir);
+}
+const frames = fs.readdirSync(dir).filter((f) => /^scene-\d+\.jpg$/.test(f)).sort();
+if (frames.length === 0) throw new Error(`no scene-N.jpg in ${dir}`);
+
+const { BlendEngine } = await import(path.join(root, 'src/blend/pipeline.ts'));
+const { loadConfig } = await import(path.join(root, 'src/config.ts'));
+const { addressPolicy } = await import(path.join(root, 'src/net/safe-http.ts'));
+const engine = new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid');
+const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
+const sizes = await Promise.all(bytes.map((b) => sharp(b).metadata()));
+const fetched = { sources: bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0), spool: null, discard: async () => {} };
+const spec = (blendType, deghost) => ({ images: frames, blendType, align: false, preserveBackground: false, deghost, outputFormat: 'jpeg' });
+
+async function job(type, deghost) {
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const result = await engine.run(spec(type, deghost), fetched);
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - started, cpu: (used.user + used.system) / 1000, stages: result.stages };
+}
+
+const sorted = (a) => [...a].sort((x, y) => x - y);
+const summary = (a, digits = 0) => `min ${sorted(a)[0].toFixed(digits)}, median ${sorted(a)[a.length >> 1].toFixed(digits)}`;
+console.log(`${frames.length} lined-up frames from ${dir}; engine of ${root}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+for (const type of types) {
+  await job(type, true);
+  await job(type, false);
+  const on = [];
+  const off = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const deghost of r % 2 === 0 ? [true, false] : [false, true]) (deghost ? on : off).push(await job(type, deghost));
+  }
+  const cost = (key) => on.map((x, r) => x[key] - off[r][key]);
+  console.log(`${type}: CPU ms, deghost on ${summary(on.map((x) => x.cpu))}; off ${summary(off.map((x) => x.cpu))}; deghosting costs ${summary(cost('cpu'))}`);
+  console.log(`${type}: wall ms, deghost on ${summary(on.map((x) => x.ms))}; off ${summary(off.map((x) => x.ms))}; deghosting costs ${summary(cost('ms'))}`);
+  console.log(`${type}: stages of the last deghosted job (ms): ${JSON.stringify(on.at(-1).stages)}`);
+}
+await engine.close();
+
+const reference = path.join(root, 'src/blend/engine/deghost/agreement-reference.ts');
+if (fs.existsSync(reference)) {
+  const { agreementGrid, agreementMask } = await import(path.join(root, 'src/blend/engine/deghost/agreement.ts'));
+  const { agreementMaskReference, blockMeansReference } = await import(reference);
+  const thumbnails = await Promise.all(bytes.map((b) => sharp(b).resize(1000).raw().toBuffer({ resolveWithObject: true })));
+  const grids = thumbnails.map(({ data, info }) => agreementGrid(new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height));
+  const { width, height, step } = grids[0];
+  // CPU ms a frame of one pass over the frames: `work(k)` for frame k
+  const pass = (work) => {
+    const cpu = process.cpuUsage();
+    for (let k = 1; k < grids.length; k++) work(k);
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / 1000 / (grids.length - 1);
+  };
+  // the kernels' and the JavaScript's passes alternating, the order alternating per round, after one warm-up each
+  const compare = (kernel, javascript) => {
+    pass(kernel);
+    pass(javascript);
+    const times = [[], []];
+    for (let r = 0; r < 2 * rounds; r++) for (const which of r % 2 === 0 ? [0, 1] : [1, 0]) times[which].push(pass([kernel, javascript][which]));
+    return `kernels ${summary(times[0], 1)}; JavaScript reference ${summary(times[1], 1)}`;
+  };
+  const raw = (k) => {
+    const { data, info } = thumbnails[k];
+    return [new Uint8Array(data.buffer, data.byteOffset, data.length), info.width, info.height];
+  };
+  console.log(
+    `grid of a ${thumbnails[0].info.width} × ${thumbnails[0].info.height} thumbnail, CPU ms a frame: ${compare(
+      (k) => agreementGrid(...raw(k)),
+      (k) => blockMeansReference(...raw(k), step),
+    )}`,
+  );
+  const test = (mask) => (k) => mask(grids[0].data, grids[k].data, width, height);
+  console.log(`agreement test on ${width} × ${height} grids, CPU ms a frame: ${compare(test(agreementMask), test(agreementMaskReference))}`);
+}
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+await removeInputs();
