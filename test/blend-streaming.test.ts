@@ -15,7 +15,7 @@ import { type StackFrames, streamPyramid } from '../src/blend/engine/pyramid-str
 import { BLEND_REGISTRY } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
-import { imageLimit, jobMemory, jobPixels, largestImageLimit } from '../src/blend/memory.js';
+import { HELD_PYRAMID_FRAMES, imageLimit, jobMemory, jobPixels, largestImageLimit, streamOf } from '../src/blend/memory.js';
 import type { BlendFailure } from '../src/blend/failures.js';
 import { BlendEngine, type BlendSpec } from '../src/blend/pipeline.js';
 import { Spool } from '../src/blend/spool.js';
@@ -171,6 +171,21 @@ describe('streaming stacks: limits and memory', () => {
     }
     assert.ok(jobMemory('median', false, 60e6, 256e6) > jobMemory('median', false, 60e6, 0), 'a median adds its band memory');
     assert.ok(jobPixels(frames(10)) > jobPixels(frames(5)));
+  });
+
+  test('exposure and focus hold up to HELD_PYRAMID_FRAMES frames (faster, the same bytes) and stream longer stacks; fold types and median always stream', () => {
+    for (const type of ['exposure', 'focus'] as const) {
+      assert.equal(streamOf(type, false, HELD_PYRAMID_FRAMES), null, type);
+      assert.equal(streamOf(type, false, HELD_PYRAMID_FRAMES + 1), 'pyramid', type);
+      assert.equal(streamOf(type, false), 'pyramid', `${type}: a job of any length`);
+      // held, the estimate grows with the frames; streamed, it does not
+      const px = (n: number) => jobPixels(Array.from({ length: n }, () => ({ width: 4000, height: 3000 })), streamOf(type, false, n) !== null);
+      assert.ok(jobMemory(type, false, px(10), 0, 10) > jobMemory(type, false, px(5), 0, 5), type);
+      assert.equal(jobMemory(type, false, px(11), 0, 11), jobMemory(type, false, px(90), 0, 90), type);
+    }
+    assert.equal(streamOf('lighten', false, 2), 'fold');
+    assert.equal(streamOf('median', false, 3), 'bands');
+    assert.equal(streamOf('exposure', true, 50), null, 'preserveBackground holds every frame');
   });
 
   test('per-type image limits: the largest is the schema\'s, each type has its own, preserveBackground holds every frame', () => {

@@ -40,11 +40,23 @@ export interface FrameSize {
   height: number;
 }
 
-/** How a job holds its frames (engine/registry.ts, `stream`): `auto` and preserveBackground need every frame at once. */
-export function streamOf(blendType: BlendType, preserveBackground: boolean): 'fold' | 'bands' | 'pyramid' | null {
+/**
+ * How a job of `frames` frames holds them (engine/registry.ts, `stream`): `auto` and
+ * preserveBackground need every frame at once. A pyramid type (exposure, focus) holds up to
+ * HELD_PYRAMID_FRAMES frames and streams longer stacks: both give the same bytes, and holding is
+ * about 1.45 times faster (no passes over the spool) at a memory that grows with the frames (1.5 GB
+ * for ten 12 MP frames, against 0.8 GB streamed at any count). Without `frames`, the way of a job
+ * of any length (the type's image limit).
+ */
+export function streamOf(blendType: BlendType, preserveBackground: boolean, frames = Infinity): 'fold' | 'bands' | 'pyramid' | null {
   const type = resolveBlendType(blendType);
-  return type === 'auto' || preserveBackground ? null : BLEND_REGISTRY[type].stream;
+  if (type === 'auto' || preserveBackground) return null;
+  const { stream } = BLEND_REGISTRY[type];
+  return stream === 'pyramid' && frames <= HELD_PYRAMID_FRAMES ? null : stream;
 }
+
+/** The longest exposure or focus stack that is held rather than streamed: the most any held job took before stacks streamed (MONTAGE_BLEND_MAX_IMAGES' default). */
+export const HELD_PYRAMID_FRAMES = 10;
 
 export type ImageLimits = Pick<BlendLimits, 'maxImages' | 'maxStreamingImages' | 'maxMedianImages' | 'maxPyramidImages'>;
 
@@ -85,11 +97,11 @@ export function jobPixels(frames: FrameSize[], streaming = false): number {
 }
 
 /**
- * The memory a job is expected to hold at its peak, in bytes; a median by bands adds the bytes its
- * bands may take (`bandBytes`, MONTAGE_BLEND_MEDIAN_BAND_MEMORY).
+ * The memory a job of `frames` frames is expected to hold at its peak, in bytes; a median by bands
+ * adds the bytes its bands may take (`bandBytes`, MONTAGE_BLEND_MEDIAN_BAND_MEMORY).
  */
-export function jobMemory(blendType: BlendType, preserveBackground: boolean, pixels: number, bandBytes = 0): number {
-  const stream = streamOf(blendType, preserveBackground);
+export function jobMemory(blendType: BlendType, preserveBackground: boolean, pixels: number, bandBytes = 0, frames = Infinity): number {
+  const stream = streamOf(blendType, preserveBackground, frames);
   if (stream === null) return Math.ceil(JOB_BASE_BYTES + pixels * bytesPerPixel(blendType, preserveBackground));
   const perPixel = BLEND_REGISTRY[resolveBlendType(blendType) as EngineBlendType].streamBytesPerPixel!;
   return Math.ceil(JOB_BASE_BYTES + pixels * perPixel + (stream === 'bands' ? bandBytes : 0));

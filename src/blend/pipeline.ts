@@ -206,7 +206,7 @@ export class BlendEngine {
     let done = 0;
     onProgress({ stage: 'fetching', done, total });
     // A streaming job fetches a few images at a time and writes each to its spool; the others fetch every image at once.
-    const streaming = streamOf(spec.blendType, spec.preserveBackground) !== null;
+    const streaming = streamOf(spec.blendType, spec.preserveBackground, total) !== null;
     const spool = streaming ? await Spool.create() : null;
     const slot = limiter(streaming ? STREAM_FETCHES : spec.images.length);
     let failed = false;
@@ -253,7 +253,7 @@ export class BlendEngine {
    * (memory.ts); resolves to the function that gives it back, once the job is over.
    */
   admit(spec: BlendSpec, fetched: FetchedImages, signal?: AbortSignal): Promise<() => void> {
-    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels, this.limits.medianBandBytes), signal);
+    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels, this.limits.medianBandBytes, spec.images.length), signal);
   }
 
   /** The job's pixels (memory.ts; a streaming job's: its largest frame's), or `job_too_large` when they exceed the budget. */
