@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import sharp from 'sharp';
+import { stackFrameFiles } from './blend-scenes.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { jobMemory, jobPixels, MemoryBudget } from '../src/blend/memory.js';
 import { Spool } from '../src/blend/spool.js';
@@ -103,32 +103,6 @@ for (const engine of ENGINES) {
 }
 
 describe('streamed exposure and focus stacks', () => {
-  /**
-   * A 1000 × 750 photo as `count` PNG frames: a bracket (¼, 1, 4 times its light, repeated), or
-   * for focus the photo blurred but for one band of rows per frame.
-   */
-  async function frames(dir: string, type: 'exposure' | 'focus', count: number): Promise<string[]> {
-    const [width, height] = [1000, 750];
-    const photo = await sharp(path.join(ROOT, 'test/fixtures/photos/chelsea.jpg')).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
-    const blurred = await sharp(photo, { raw: { width, height, channels: 3 } }).blur(3).raw().toBuffer();
-    return Promise.all(
-      Array.from({ length: count }, async (_, k) => {
-        let frame: Buffer;
-        if (type === 'exposure') {
-          const gain = [0.25, 1, 4][k % 3]!;
-          frame = Buffer.from(photo.map((v) => Math.round(255 * Math.min(1, gain * (v / 255) ** 2.2) ** (1 / 2.2))));
-        } else {
-          frame = Buffer.from(blurred);
-          const [y0, y1] = [Math.floor((k * height) / count), Math.floor(((k + 1) * height) / count)];
-          photo.copy(frame, y0 * width * 3, y0 * width * 3, y1 * width * 3);
-        }
-        const file = path.join(dir, `${type}-${k}.png`);
-        await sharp(frame, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 1 }).toFile(file);
-        return file;
-      }),
-    );
-  }
-
   test('32 frames peak no higher than 8 (held, the 24 frames more would add 54 MB of pixels alone)', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-pyramid-memory-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -145,7 +119,7 @@ describe('streamed exposure and focus stacks', () => {
       }
     };
     for (const type of ['exposure', 'focus'] as const) {
-      const sources = await frames(dir, type, 32);
+      const sources = await stackFrameFiles(dir, type, 32, { photo: 'chelsea.jpg', width: 1000, height: 750 });
       // the first job warms the threads' kernels and libvips up; then the peaks of 8 and of 32 frames
       await run(type, sources.slice(0, 3));
       const peak = async (n: number) => {

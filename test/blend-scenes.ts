@@ -1,3 +1,4 @@
+import path from 'node:path';
 import sharp from 'sharp';
 import { apply, type Homography, invert } from '../src/blend/engine/align/homography.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
@@ -207,4 +208,37 @@ export function starTrails(width: number, height: number, next: () => number, co
     }
     return out;
   });
+}
+
+/**
+ * `count` frames of a photo of test/fixtures/photos, `width` × `height`, as PNG files in `dir`: for
+ * `exposure` a bracket, the photo's linear light at ¼, 1 and 4 (−2, 0, +2 EV) repeated, each
+ * repeat `brighterBy` brighter than the one before; for `focus` the photo blurred but for its own
+ * band of rows, so each frame is the sharpest in one band. The streamed exposure and focus tests'
+ * frames.
+ */
+export async function stackFrameFiles(
+  dir: string,
+  type: 'exposure' | 'focus',
+  count: number,
+  { photo: name, width, height, brighterBy = 0 }: { photo: string; width: number; height: number; brighterBy?: number },
+): Promise<string[]> {
+  const photo = await sharp(path.resolve(import.meta.dirname, 'fixtures/photos', name)).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
+  const blurred = await sharp(photo, { raw: { width, height, channels: 3 } }).blur(3).raw().toBuffer();
+  return Promise.all(
+    Array.from({ length: count }, async (_, k) => {
+      let frame: Buffer;
+      if (type === 'exposure') {
+        const gain = [0.25, 1, 4][k % 3]! * (1 + brighterBy * Math.floor(k / 3));
+        frame = Buffer.from(photo.map((v) => Math.round(255 * Math.min(1, gain * (v / 255) ** 2.2) ** (1 / 2.2))));
+      } else {
+        frame = Buffer.from(blurred);
+        const [y0, y1] = [Math.floor((k * height) / count), Math.floor(((k + 1) * height) / count)];
+        photo.copy(frame, y0 * width * 3, y0 * width * 3, y1 * width * 3);
+      }
+      const file = path.join(dir, `${type}-${k}.png`);
+      await sharp(frame, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 1 }).toFile(file);
+      return file;
+    }),
+  );
 }

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import sharp from 'sharp';
+import { stackFrameFiles } from './blend-scenes.js';
 import { alignFrames } from '../src/blend/engine/align/align.js';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
@@ -292,33 +293,6 @@ async function smallFrames(dir: string, count: number): Promise<string[]> {
 }
 
 
-/**
- * `count` frames of a photo, 128 × 96, PNG: for `exposure` a bracket, the photo's linear light at
- * ¼, 1 and 4 (−2, 0, +2 EV) repeated, each repeat 2 % brighter than the one before; for `focus`
- * the photo blurred but for its own band of rows, so each frame is the sharpest in one band.
- */
-async function stackFrames(dir: string, type: 'exposure' | 'focus', count: number): Promise<string[]> {
-  const [width, height] = [128, 96];
-  const photo = await sharp(path.resolve(import.meta.dirname, 'fixtures/photos/astronaut.jpg')).resize(width, height, { fit: 'fill' }).removeAlpha().raw().toBuffer();
-  const blurred = await sharp(photo, { raw: { width, height, channels: 3 } }).blur(3).raw().toBuffer();
-  const files: string[] = [];
-  for (let k = 0; k < count; k++) {
-    let frame: Buffer;
-    if (type === 'exposure') {
-      const gain = [0.25, 1, 4][k % 3]! * (1 + 0.02 * Math.floor(k / 3));
-      frame = Buffer.from(photo.map((v) => Math.round(255 * Math.min(1, gain * (v / 255) ** 2.2) ** (1 / 2.2))));
-    } else {
-      frame = Buffer.from(blurred);
-      const [y0, y1] = [Math.floor((k * height) / count), Math.floor(((k + 1) * height) / count)];
-      photo.copy(frame, y0 * width * 3, y0 * width * 3, y1 * width * 3);
-    }
-    const file = path.join(dir, `${type}-${k}.png`);
-    await sharp(frame, { raw: { width, height, channels: 3 } }).png().toFile(file);
-    files.push(file);
-  }
-  return files;
-}
-
 async function start(api: TestApp, key: string, images: string[], options: Record<string, unknown>) {
   return api.fetch('/v1/blend/start', { method: 'POST', key, json: { projectId: 'stream', images, options } });
 }
@@ -382,7 +356,7 @@ for (const engine of ENGINES) {
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' }, { workers: true });
       const { key } = await api.account();
       for (const type of ['exposure', 'focus'] as const) {
-        const files = await stackFrames(dir, type, 24);
+        const files = await stackFrameFiles(dir, type, 24, { photo: 'astronaut.jpg', width: 128, height: 96, brighterBy: 0.02 });
         const res = await start(
           api,
           key,
