@@ -151,7 +151,11 @@ for (const engine of ENGINES) {
       const { api, c, accountId, event, standard } = await box(t, engine);
       const order = await paidOrder(c, event.id, [{ ticketTypeId: standard.id, quantity: 2 }]);
       // Paid through Stripe, and the account's Stripe is not set up (any more): the provider cannot be reached.
-      await api.database.db.updateTable('orders').set({ provider: 'stripe' }).where('id', '=', order.id).execute();
+      const paidVia = async (provider: string) => {
+        await api.database.db.updateTable('orders').set({ provider }).where('id', '=', order.id).execute();
+        await api.database.db.updateTable('payments').set({ provider }).where('orderId', '=', order.id).where('kind', '=', 'charge').execute();
+      };
+      await paidVia('stripe');
       const failed = await problem(await c.call('POST', `/v1/orders/${order.id}/refunds`, { amount: 500 }), 502, 'payment_provider_error');
       assert.equal(failed.failedPaymentIds.length, 1);
       await problem(await c.call('POST', `/v1/tickets/${order.tickets[0].id}/cancel`), 502, 'payment_provider_error');
@@ -161,7 +165,7 @@ for (const engine of ENGINES) {
       assert.equal(read.refundedAmount, 0);
       assert.deepEqual(await messagesOf(api, accountId, 'payment.refunded'), []);
       // Failed refunds hold nothing back: once the provider answers, the whole amount can be refunded.
-      await api.database.db.updateTable('orders').set({ provider: 'external' }).where('id', '=', order.id).execute();
+      await paidVia('external');
       assert.equal((await c.ok('POST', `/v1/orders/${order.id}/refunds`, {})).amount, 6000);
     });
 

@@ -382,6 +382,39 @@ for (const engine of ENGINES) {
       assert.deepEqual([call.method, call.path, call.idempotencyKey, call.body.payment_intent, call.body.amount], ['POST', '/v1/refunds', 'pmt_01m80eg3tperaacsapew6ns7zz', paymentIntent, '2500']);
     });
 
+    test('a Stripe order whose balance was paid by hand gives back through Stripe at most what Stripe took, and the rest as a manual refund', async (t) => {
+      const s = await standin(t);
+      const { c } = await stripeApp(t, engine, s);
+      const { event, type } = await paidEvent(c, { price: 2500, quantity: 5, holdMinutes: 45 });
+      const vip = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'VIP', price: 4000, quantity: 5 });
+      const pending = await c.expect(201, 'POST', `/events/${event.id}/orders`, {
+        buyer: { name: 'Ada Lovelace', email: 'ada@example.com' },
+        items: [{ ticketTypeId: type.id, quantity: 1 }],
+        payment: { provider: 'stripe', successUrl: 'https://shop.example.com/thanks' },
+      });
+      const sessionId = /\/c\/pay\/(cs_test_\w+)$/.exec(pending.payment.checkoutUrl)![1]!;
+      await s.pay(sessionId, 1);
+      const paid = await c.expect(200, 'GET', `/orders/${pending.id}`);
+      assert.equal(paid.status, 'completed');
+      // Moved to VIP: 1500 owed, paid at the desk.
+      const moved = await c.expect(200, 'POST', `/orders/${pending.id}/changes`, { changeTypes: [{ ticketId: paid.tickets[0].id, ticketTypeId: vip.id }] });
+      assert.equal(moved.balanceDue, 1500);
+      await c.expect(200, 'POST', `/orders/${pending.id}/confirm`, {});
+      const before = s.requests.filter((r) => r.path === '/v1/refunds').length;
+      // All of it back: 2500 through Stripe (what it took), 1500 by hand.
+      const refund = await c.expect(201, 'POST', `/orders/${pending.id}/refunds`, {});
+      assert.deepEqual([refund.provider, refund.amount, refund.status], ['stripe', 2500, 'succeeded']);
+      const calls = s.requests.filter((r) => r.path === '/v1/refunds').slice(before);
+      assert.deepEqual(calls.map((r) => r.body.amount), ['2500']);
+      const order = await c.expect(200, 'GET', `/orders/${pending.id}`);
+      assert.deepEqual(
+        order.payments.map((p: Json) => [p.kind, p.provider, p.amount, p.status]),
+        [['charge', 'stripe', 2500, 'succeeded'], ['charge', 'manual', 1500, 'succeeded'], ['refund', 'stripe', 2500, 'succeeded'], ['refund', 'manual', 1500, 'succeeded']],
+      );
+      assert.equal(order.refundedAmount, 4000);
+      await problem(await c.send('POST', `/orders/${pending.id}/refunds`, { amount: 1 }), 409, 'refund_exceeds_paid');
+    });
+
     test("an event's cancellation refunds its Stripe and manual orders through their providers, once; a refund without an answer stays pending and its job settles it with the same key", async (t) => {
       const s = await standin(t);
       const { api, account, c } = await stripeApp(t, engine, s);

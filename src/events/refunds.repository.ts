@@ -16,25 +16,35 @@ export async function lockOrderRow(tx: TenantScope, id: string): Promise<OrderRo
   return (onPostgres(tx.db) ? query.forUpdate() : query).executeTakeFirst();
 }
 
-export type OrderMoney = { paid: number; refunding: number; chargeReference: string | null };
+/** What one provider's charges of an order took, what its refunds took back or are taking, and its charge's id there. */
+export type ProviderMoney = { provider: string; paid: number; refunding: number; reference: string | null };
+
+/** An order's money in all, and by provider: the order's own provider first, then the others by name. */
+export type OrderMoney = { paid: number; refunding: number; byProvider: ProviderMoney[] };
 
 /**
  * What an order was paid (its charges that succeeded), what its refunds took or are taking (pending
- * and succeeded), and the provider's id of its charge through `provider` (a balance confirmed by
- * hand is a `manual` charge beside it): what a provider's refund names.
+ * and succeeded), in all and by provider (a balance confirmed by hand is a `manual` charge beside
+ * the provider's), with each provider's id of its charge: what that provider's refund names.
  */
 export async function moneyOfOrder(tx: TenantScope, order: Pick<OrderRow, 'id' | 'provider'>): Promise<OrderMoney> {
-  const row = await tx
+  const rows = await tx
     .selectFrom('payments')
     .select([
+      'provider',
       sql<number>`coalesce(sum(case when kind = 'charge' and status = 'succeeded' then amount else 0 end), 0)`.as('paid'),
       sql<number>`coalesce(sum(case when kind = 'refund' and status in ('pending', 'succeeded') then amount else 0 end), 0)`.as('refunding'),
-      sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' and provider = ${order.provider ?? ''} then reference end)`.as('chargeReference'),
+      sql<string | null>`min(case when kind = 'charge' and status = 'succeeded' then reference end)`.as('reference'),
     ])
     .where('orderId', '=', order.id)
     .where(ownMoney)
-    .executeTakeFirst();
-  return { paid: n(row?.paid), refunding: n(row?.refunding), chargeReference: row?.chargeReference ?? null };
+    .groupBy('provider')
+    .execute();
+  const rank = (provider: string) => (provider === (order.provider ?? 'external') ? '' : provider);
+  const byProvider = rows
+    .map((row) => ({ provider: row.provider, paid: n(row.paid), refunding: n(row.refunding), reference: row.reference ?? null }))
+    .sort((a, b) => (rank(a.provider) < rank(b.provider) ? -1 : 1));
+  return { paid: byProvider.reduce((sum, p) => sum + p.paid, 0), refunding: byProvider.reduce((sum, p) => sum + p.refunding, 0), byProvider };
 }
 
 export function findPayment(scope: TenantScope, id: string): Promise<PaymentRow | undefined> {

@@ -21,10 +21,10 @@ export interface RefundWish {
   reason: string | null;
 }
 
-/** Refunds written `pending`, and what the provider's refund call names: the order's charge. */
+/** Refunds written `pending`, and what each provider's refund call names: its charge of the order. */
 export interface ReservedRefunds {
   order: Pick<OrderRow, 'id' | 'provider'>;
-  chargeReference: string | null;
+  references: Map<string, string | null>;
   rows: PaymentRow[];
 }
 
@@ -46,34 +46,41 @@ export function requireCompleted(order: Pick<OrderRow, 'id' | 'status'>): void {
  * Writes refunds `pending`, in the caller's transaction, which holds the order's lock
  * (repo.lockOrderRow): what is left to refund is what the order was paid less every refund
  * pending or succeeded, counted under that lock, so concurrent refunds never give back more than
- * was paid. Each wish gets at most what is left (a wish of nothing is dropped). Each refund's
+ * was paid. Each wish gets at most what is left (a wish of nothing is dropped), taken from the
+ * charges of one provider after the other, the order's own provider first: a Stripe order whose
+ * balance was paid by hand (`manual`) gives back through Stripe at most what Stripe took, and the
+ * rest as a `manual` refund. So a wish may become one refund per provider. Each refund's
  * `refund.settle` job is queued in the same transaction: if the process dies before the provider
  * answered, or the provider could not be reached, a worker asks again with the same idempotency key.
  */
 export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: RefundWish[], now: number, money?: repo.OrderMoney): Promise<ReservedRefunds> {
   money ??= await repo.moneyOfOrder(tx, order);
-  let left = money.paid - money.refunding;
+  const left = new Map(money.byProvider.map((p) => [p.provider, Math.max(0, p.paid - p.refunding)]));
   const rows: PaymentRow[] = [];
   for (const wish of wishes) {
-    const amount = Math.min(wish.amount, left);
-    if (amount <= 0) continue;
-    left -= amount;
-    rows.push({
-      id: newId('payment'),
-      accountId: tx.accountId,
-      eventId: order.eventId,
-      orderId: order.id,
-      ticketId: wish.ticketId,
-      provider: order.provider ?? 'external',
-      kind: 'refund',
-      amount,
-      currency: order.currency,
-      status: 'pending',
-      reference: null,
-      reason: wish.reason,
-      createdAt: now,
-      updatedAt: now,
-    });
+    let wanted = wish.amount;
+    for (const { provider } of money.byProvider) {
+      const amount = Math.min(wanted, left.get(provider)!);
+      if (amount <= 0) continue;
+      left.set(provider, left.get(provider)! - amount);
+      wanted -= amount;
+      rows.push({
+        id: newId('payment'),
+        accountId: tx.accountId,
+        eventId: order.eventId,
+        orderId: order.id,
+        ticketId: wish.ticketId,
+        provider,
+        kind: 'refund',
+        amount,
+        currency: order.currency,
+        status: 'pending',
+        reference: null,
+        reason: wish.reason,
+        createdAt: now,
+        updatedAt: now,
+      });
+    }
   }
   await repo.insertPayments(tx, rows);
   await enqueueJobs(
@@ -81,7 +88,7 @@ export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: R
     rows.map((row) => ({ kind: SETTLE_REFUND_KIND, payload: { accountId: tx.accountId, paymentId: row.id } satisfies SettleRefundPayload, maxAttempts: SETTLE_REFUND_MAX_ATTEMPTS, runAt: now + SETTLE_REFUND_GRACE_MS })),
     now,
   );
-  return { order, chargeReference: money.chargeReference, rows };
+  return { order, references: new Map(money.byProvider.map((p) => [p.provider, p.reference])), rows };
 }
 
 /**
@@ -115,11 +122,11 @@ async function refunderOf(db: Db, accountId: string, provider: string | null): P
 /** What a provider's refund call came to: money moved, a definite refusal (nothing moved), or no answer to be sure of. */
 type Attempt = { status: 'succeeded'; reference: string | null } | { status: 'failed'; reason: string } | { status: 'unknown'; reason: string };
 
-/** Asks the order's provider to move a pending refund's money, with the refund's id as the idempotency key. */
-async function attemptRefund(scope: TenantScope, order: Pick<OrderRow, 'provider'>, chargeReference: string | null, row: PaymentRow): Promise<Attempt> {
+/** Asks the refund's provider to move its money back from that provider's charge (`chargeReference`), with the refund's id as the idempotency key. */
+async function attemptRefund(scope: TenantScope, chargeReference: string | null, row: PaymentRow): Promise<Attempt> {
   let provider: PaymentProvider | null;
   try {
-    provider = await refunderOf(scope.db as Db, scope.accountId, order.provider);
+    provider = await refunderOf(scope.db as Db, scope.accountId, row.provider);
   } catch (err) {
     // No provider to call (the account's Stripe keys are gone): nothing was sent, so nothing moved.
     return { status: 'failed', reason: err instanceof Error ? err.message : String(err) };
@@ -137,7 +144,7 @@ async function attemptRefund(scope: TenantScope, order: Pick<OrderRow, 'provider
 }
 
 /**
- * Moves the money of reserved refunds through the order's provider, outside any transaction (the
+ * Moves the money of reserved refunds through their providers, outside any transaction (the
  * call may wait on the network), one refund after the other, each with its payment id as the
  * idempotency key. A definite outcome is recorded in a transaction of its own: `succeeded` with the
  * money on the order and ticket and `payment.refunded`, or `failed` when the provider refused (its
@@ -149,7 +156,7 @@ async function attemptRefund(scope: TenantScope, order: Pick<OrderRow, 'provider
 export async function settleRefunds(scope: TenantScope, reserved: ReservedRefunds): Promise<PaymentRow[]> {
   const settled: PaymentRow[] = [];
   for (const row of reserved.rows) {
-    const attempt = await attemptRefund(scope, reserved.order, reserved.chargeReference, row);
+    const attempt = await attemptRefund(scope, reserved.references.get(row.provider) ?? null, row);
     settled.push(attempt.status === 'unknown' ? row : await recordOutcome(scope, row, attempt));
   }
   const failed = settled.filter((row) => row.status === 'failed');
@@ -173,8 +180,8 @@ export async function settlePendingRefund(db: Db, payload: SettleRefundPayload):
   if (!row || row.status !== 'pending') return { status: 'settled' };
   const order = await findOrder(scope, row.orderId);
   if (!order) return { status: 'settled' };
-  const { chargeReference } = await repo.moneyOfOrder(scope, order);
-  const attempt = await attemptRefund(scope, order, chargeReference, row);
+  const { byProvider } = await repo.moneyOfOrder(scope, order);
+  const attempt = await attemptRefund(scope, byProvider.find((p) => p.provider === row.provider)?.reference ?? null, row);
   if (attempt.status === 'unknown') return attempt;
   await recordOutcome(scope, row, attempt);
   return { status: 'settled' };
