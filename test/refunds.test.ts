@@ -169,6 +169,23 @@ for (const engine of ENGINES) {
       assert.equal((await c.ok('POST', `/v1/orders/${order.id}/refunds`, {})).amount, 6000);
     });
 
+    test('refunds split by provider never give back more than the order was paid in all, whatever rows of before say', async (t) => {
+      const { api, c, event, standard } = await box(t, engine);
+      const order = await paidOrder(c, event.id, [{ ticketTypeId: standard.id, quantity: 2 }]);
+      // A balance of 1000 paid by hand, and a refund of before the split, 6500, all put on the order's own (external) charge of 6000.
+      const row = { eventId: event.id, orderId: order.id, ticketId: null, currency: 'EUR', status: 'succeeded', reference: null, reason: null, createdAt: Date.now(), updatedAt: Date.now() };
+      const accountId = (await api.database.db.selectFrom('orders').select('accountId').where('id', '=', order.id).executeTakeFirstOrThrow()).accountId;
+      await api.database.db.insertInto('payments').values([
+        { ...row, accountId, id: 'pmt_01m8e0aaaaaaaaaaaaaaaaaaa1', provider: 'manual', kind: 'charge', amount: 1000 },
+        { ...row, accountId, id: 'pmt_01m8e0aaaaaaaaaaaaaaaaaaa2', provider: 'external', kind: 'refund', amount: 6500 },
+      ]).execute();
+      // 500 left in all: a cancelled ticket (worth 3000) gets 500 back, not the manual charge's 1000.
+      await c.ok('POST', `/v1/tickets/${order.tickets[0].id}/cancel`);
+      const read = await c.ok('GET', `/v1/orders/${order.id}`);
+      assert.deepEqual(refundsOf(read).filter((p: Json) => p.ticketId === order.tickets[0].id).map((p: Json) => [p.provider, p.amount, p.status]), [['manual', 500, 'succeeded']]);
+      await problem(await c.call('POST', `/v1/orders/${order.id}/refunds`, { amount: 1 }), 409, 'refund_exceeds_paid');
+    });
+
     test('order changes move money: a cheaper type refunds, a dearer one owes a balance that a cancel offsets and confirm settles; refund: false keeps it', async (t) => {
       const { c, event, standard, vip } = await box(t, engine);
       const order = await paidOrder(c, event.id, [{ ticketTypeId: vip.id, quantity: 2 }, { ticketTypeId: standard.id, quantity: 2 }], 'manual');

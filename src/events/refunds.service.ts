@@ -55,15 +55,19 @@ export function requireCompleted(order: Pick<OrderRow, 'id' | 'status'>): void {
  */
 export async function reserveRefunds(tx: TenantScope, order: OrderRow, wishes: RefundWish[], now: number, money?: repo.OrderMoney): Promise<ReservedRefunds> {
   money ??= await repo.moneyOfOrder(tx, order);
+  // What is left in all bounds every wish, as before refunds were split: a provider whose refunds
+  // passed its own charges (rows of before the split) may not let another give back more than paid.
+  let total = money.paid - money.refunding;
   const left = new Map(money.byProvider.map((p) => [p.provider, Math.max(0, p.paid - p.refunding)]));
   const rows: PaymentRow[] = [];
   for (const wish of wishes) {
-    let wanted = wish.amount;
+    let wanted = Math.min(wish.amount, total);
     for (const { provider } of money.byProvider) {
       const amount = Math.min(wanted, left.get(provider)!);
       if (amount <= 0) continue;
       left.set(provider, left.get(provider)! - amount);
       wanted -= amount;
+      total -= amount;
       rows.push({
         id: newId('payment'),
         accountId: tx.accountId,
