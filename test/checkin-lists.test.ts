@@ -286,7 +286,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await counts(c, event.id, multi.id), { inside: 2, entries: 3, exits: 0, admittedTickets: 2, conflicts: 0 });
     });
 
-    test('each scan writes a counter row of its own, and folds running beside scans keep the counts exact', async (t) => {
+    test('each scan writes a counter row of its own (PostgreSQL) or adds to row 0 (SQLite), and folds running beside scans keep the counts exact', async (t) => {
       const storage = await freshStorage(t, engine);
       const api = await startApp(t, storage);
       const { key, accountId } = await api.account();
@@ -314,9 +314,10 @@ for (const engine of ENGINES) {
       await foldCounts(scope, list.id);
       assert.equal(await rows(), 1);
       assert.deepEqual(await counts(c, event.id, list.id), expected);
-      // Scans after it add rows of their own again.
+      // Scans after it add rows of their own again on PostgreSQL; on SQLite (one writer at a time) they add to row 0.
       for (const ticket of tickets.slice(60, 63)) assert.equal((await scan(c, event.id, { listId: list.id, ticketId: ticket.id })).status, 201);
-      assert.ok((await rows()) >= 2);
+      if (engine === 'postgres') assert.ok((await rows()) >= 2);
+      else assert.equal(await rows(), 1);
       assert.equal((await counts(c, event.id, list.id)).entries, 103);
     });
 

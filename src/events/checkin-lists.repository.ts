@@ -1,6 +1,6 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { onPostgres } from '../db/prepared.js';
+import { onPostgres, preparedNamed } from '../db/prepared.js';
 import type { TenantScope } from '../db/tenant.js';
 import { keysetPage, type KeysetPage } from '../db/keyset.js';
 import type { CheckinListCountsTable, CheckinListTable, CheckinListTicketTable, CheckinScanTable } from './checkin-lists.table.js';
@@ -22,14 +22,15 @@ export const NO_COUNTS: Readonly<ListCounts> = Object.freeze(noCounts());
 export const EMPTY_STATE = Object.freeze({ inside: 0, entries: 0, keptScanId: null, keptScannedAt: null, keptDeviceId: null, keptRowId: null });
 
 /**
- * A list's counts are the sum of its rows in checkin_list_counts. Each transaction that changes
- * them inserts a row of its own (its `slot` drawn from 1..2³¹−1, so two scans practically never
+ * A list's counts are the sum of its rows in checkin_list_counts. On PostgreSQL each transaction
+ * that changes them inserts a row of its own (its `slot` drawn from 1..2³¹−1, so two scans practically never
  * meet; when they do, the insert adds to the row it met), and about one in FOLD_EVERY of them then
  * folds the list's rows into its row 0 (foldCounts). So a scan never updates a row another scan
  * updates: on PostgreSQL every update of a shared row (the 16 rows of before) leaves a dead version
  * on the same few pages and waits for the row's lock; 50 clients upserting a 16-row table slowed
  * from 3,540 to 2,770 a second within 24 s (pgbench), where plain inserts held 5,900-6,500. A read
- * sums row 0 and the rows since the last fold: about FOLD_EVERY rows.
+ * sums row 0 and the rows since the last fold: about FOLD_EVERY rows. SQLite writes one
+ * transaction at a time, so there a scan adds to row 0 itself (addCounts).
  */
 export const FOLD_EVERY = 256;
 const MAX_SLOT = 2 ** 31 - 1;
@@ -181,28 +182,50 @@ export async function lockListTickets(tx: TenantScope, pairs: Array<{ listId: st
   return found;
 }
 
-export async function insertScans(scope: TenantScope, rows: Array<Insertable<CheckinScanTable>>): Promise<void> {
+// One row's writes, the online entry's (checkin-lists.service.ts, admitAsRead), are prepared
+// statements (db/prepared.ts): built and compiled once, where building a Kysely insert costs more
+// than SQLite's running it. Batches of rows (a synced batch) are built as multi-row statements.
+
+const SCAN_COLUMNS = [
+  'id', 'accountId', 'eventId', 'listId', 'scanId', 'ticketId', 'direction', 'scannedAt', 'deviceId', 'gate', 'keyId', 'localResult', 'outcome', 'reason',
+  'keptScanId', 'keptScannedAt', 'keptDeviceId', 'conflictedAt', 'createdAt',
+] as const satisfies ReadonlyArray<keyof CheckinScanTable>;
+const insertScan = preparedNamed(SCAN_COLUMNS, (db: Db, row: ScanRow) => db.insertInto('checkinScans').values(row));
+
+export async function insertScans(scope: TenantScope, rows: ScanRow[]): Promise<void> {
+  if (rows.length === 1) {
+    await insertScan(scope.db as Db, rows[0]!);
+    return;
+  }
   for (const part of chunks(rows)) await scope.db.insertInto('checkinScans').values(part).execute();
 }
 
+const LIST_TICKET_COLUMNS = ['listId', 'ticketId', 'accountId', 'inside', 'entries', 'keptScanId', 'keptScannedAt', 'keptDeviceId', 'keptRowId'] as const satisfies ReadonlyArray<
+  keyof CheckinListTicketTable
+>;
+const saveListTicketsQuery = (db: Db, rows: ListTicketRow[]) =>
+  db
+    .insertInto('checkinListTickets')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['listId', 'ticketId']).doUpdateSet((eb) => ({
+        inside: eb.ref('excluded.inside'),
+        entries: eb.ref('excluded.entries'),
+        keptScanId: eb.ref('excluded.keptScanId'),
+        keptScannedAt: eb.ref('excluded.keptScannedAt'),
+        keptDeviceId: eb.ref('excluded.keptDeviceId'),
+        keptRowId: eb.ref('excluded.keptRowId'),
+      })),
+    );
+const saveListTicket = preparedNamed(LIST_TICKET_COLUMNS, (db: Db, row: ListTicketRow) => saveListTicketsQuery(db, [row]));
+
 /** Writes these per-ticket states, new or changed. */
 export async function saveListTickets(scope: TenantScope, rows: ListTicketRow[]): Promise<void> {
-  for (const part of chunks(rows)) {
-    await scope.db
-      .insertInto('checkinListTickets')
-      .values(part)
-      .onConflict((oc) =>
-        oc.columns(['listId', 'ticketId']).doUpdateSet((eb) => ({
-          inside: eb.ref('excluded.inside'),
-          entries: eb.ref('excluded.entries'),
-          keptScanId: eb.ref('excluded.keptScanId'),
-          keptScannedAt: eb.ref('excluded.keptScannedAt'),
-          keptDeviceId: eb.ref('excluded.keptDeviceId'),
-          keptRowId: eb.ref('excluded.keptRowId'),
-        })),
-      )
-      .execute();
+  if (rows.length === 1) {
+    await saveListTicket(scope.db as Db, rows[0]!);
+    return;
   }
+  for (const part of chunks(rows)) await saveListTicketsQuery(scope.db as Db, part).execute();
 }
 
 /** An admitted scan that a scan made earlier displaced: it becomes a conflict, naming the kept one. */
@@ -259,24 +282,35 @@ export async function setOutcome(scope: TenantScope, rowId: string, outcome: str
 export const countSlot = () => 1 + Math.floor(Math.random() * (MAX_SLOT - 1));
 
 /**
- * Adds to the list's counts in one statement: a counter row of its own (countSlot), which no
- * concurrent scan writes; about once in FOLD_EVERY calls the list's rows are then folded
- * (foldCounts) in the same transaction.
+ * Adds to the list's counts in one statement. On PostgreSQL into a counter row of its own
+ * (countSlot), which no concurrent scan writes; about once in FOLD_EVERY calls the list's rows are
+ * then folded (foldCounts) in the same transaction. On SQLite, which runs one write transaction at
+ * a time, nothing waits on a shared row: the change goes straight into row 0, with no new row to
+ * insert and index and none to fold later.
  */
 export async function addCounts(scope: TenantScope, listId: string, change: ListCounts): Promise<void> {
+  if (!onPostgres(scope.db)) {
+    await addToRow(scope, listId, 0, change);
+    return;
+  }
   await addToRow(scope, listId, countSlot(), change);
   if (foldNow()) await foldCounts(scope, listId);
 }
 
+const addToRowStatement = preparedNamed(
+  ['listId', 'slot', 'accountId', ...COUNT_COLUMNS] as const,
+  (db: Db, row: ListCounts & { listId: string; slot: number; accountId: string }) =>
+    db
+      .insertInto('checkinListCounts')
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(['listId', 'slot']).doUpdateSet((eb) => Object.fromEntries(COUNT_COLUMNS.map((column) => [column, eb(eb.ref(`checkinListCounts.${column}`), '+', eb.ref(`excluded.${column}`))]))),
+      ),
+);
+
 /** Adds `change` to the list's counter row `slot`, made if missing. */
 async function addToRow(scope: TenantScope, listId: string, slot: number, change: ListCounts): Promise<void> {
-  await scope.db
-    .insertInto('checkinListCounts')
-    .values({ listId, slot, accountId: scope.accountId, ...change })
-    .onConflict((oc) =>
-      oc.columns(['listId', 'slot']).doUpdateSet((eb) => Object.fromEntries(COUNT_COLUMNS.map((column) => [column, eb(eb.ref(`checkinListCounts.${column}`), '+', eb.ref(`excluded.${column}`))]))),
-    )
-    .execute();
+  await addToRowStatement(scope.db as Db, { listId, slot, accountId: scope.accountId, ...change });
 }
 
 /** Whether this write of a list's counts also folds them: about one in FOLD_EVERY. */
@@ -331,8 +365,12 @@ export function lastAdmittedEntry(scope: TenantScope, listId: string, ticketId: 
     .executeTakeFirst();
 }
 
-/** One page of the list's conflicts, newest first (by when each became one). */
+/**
+ * One page of the list's conflicts, newest first (by when each became one). The outcome is a
+ * literal, not a bound value: only then may either engine use the partial index of conflicts
+ * (migration 0023), whose condition it must match.
+ */
 export function pageConflicts(scope: TenantScope, listId: string, page: KeysetPage): Promise<ScanRow[]> {
-  const query = scope.selectFrom('checkinScans').selectAll().where('listId', '=', listId).where('outcome', '=', 'conflict');
+  const query = scope.selectFrom('checkinScans').selectAll().where('listId', '=', listId).where('outcome', '=', sql.lit('conflict'));
   return keysetPage(query, page, 'checkinScans.conflictedAt', 'checkinScans.id', 'desc').execute();
 }

@@ -17,8 +17,9 @@ export interface CheckinListTable {
 }
 
 /**
- * A list's counts, spread over a few rows (`slot`) that scans add to, summed on read: one row
- * updated by every scan of a busy list would make them wait for each other on PostgreSQL.
+ * A list's counts, spread over rows (`slot`) that scans add to, summed on read: one row updated by
+ * every scan of a busy list would make them wait for each other on PostgreSQL
+ * (checkin-lists.repository.ts, FOLD_EVERY says how).
  */
 export interface CheckinListCountsTable {
   listId: string;
