@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { api, type Page, Problem, type Session, when } from '../api.js';
+import { api, failure, type Page, type Session, when } from '../api.js';
 import { ErrorNote, useApi } from '../use-api.js';
+import { TwoStep } from '../two-step.js';
 
 interface ApiKey {
   id: string;
@@ -80,7 +81,7 @@ function CreateKey({ onCreated }: { onCreated: (key: ApiKey & { key: string }) =
       );
       formElement.reset();
     } catch (err) {
-      setError(err instanceof Problem ? err.detail : 'The server could not be reached.');
+      setError(failure(err));
     }
   };
   return (
@@ -167,29 +168,15 @@ function KeyTable({ keys, onRevoked }: { keys: ApiKey[]; onRevoked: () => void }
 
 /** Two steps, so a stray click cannot cut off a working integration. */
 function Revoke({ apiKey, onRevoked }: { apiKey: ApiKey; onRevoked: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState('');
-  if (!confirming) {
-    return (
-      <button type="button" class="danger" onClick={() => setConfirming(true)} aria-label={`Revoke ${apiKey.name} (${apiKey.prefix})`}>
-        Revoke
-      </button>
-    );
-  }
-  const revoke = async () => {
-    try {
-      await api(`/keys/${apiKey.id}/revoke`, { method: 'POST' });
-      onRevoked();
-    } catch (err) {
-      setError(err instanceof Problem ? err.detail : 'The server could not be reached.');
-    }
-  };
   return (
-    <span class="confirm" role="group" aria-label={`Confirm revoking ${apiKey.name}`}>
-      Revoke {apiKey.prefix}…? Clients using it stop working.{' '}
-      <button type="button" class="danger" onClick={revoke}>Yes, revoke</button>{' '}
-      <button type="button" class="secondary" onClick={() => setConfirming(false)}>Cancel</button>
-      {error && <span class="error" role="alert">{error}</span>}
-    </span>
+    <TwoStep
+      start="Revoke"
+      startLabel={`Revoke ${apiKey.name} (${apiKey.prefix})`}
+      question={`Revoke ${apiKey.prefix}…? Clients using it stop working.`}
+      questionLabel={`Confirm revoking ${apiKey.name}`}
+      yes="Yes, revoke"
+      back="Cancel"
+      run={() => api(`/keys/${apiKey.id}/revoke`, { method: 'POST' }).then(onRevoked)}
+    />
   );
 }

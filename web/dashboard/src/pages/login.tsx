@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Problem, request, type Session } from '../api.js';
+import { failure, request, type Session } from '../api.js';
 
 export function LoginPage({ signupAllowed, onSignedIn }: { signupAllowed: boolean; onSignedIn: (s: Session) => void }) {
   const [mode, setMode] = useState<'login' | 'signup'>('login');
@@ -14,7 +14,7 @@ export function LoginPage({ signupAllowed, onSignedIn }: { signupAllowed: boolea
     try {
       onSignedIn(await request<Session>(`/dashboard/api/${mode}`, { method: 'POST', json: { email: form.get('email'), password: form.get('password') } }));
     } catch (err) {
-      setError(err instanceof Problem ? err.detail : 'The server could not be reached.');
+      setError(failure(err));
     } finally {
       setBusy(false);
     }

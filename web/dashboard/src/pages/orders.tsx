@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failure, minorUnits, money, Problem, when } from '../api.js';
 import { ErrorNote, Pager, timeLeft, useApi, useNow, usePaged } from '../use-api.js';
+import { TwoStep } from '../two-step.js';
 
 /** The Order of GET /v1/orders/:id and GET /v1/events/:id/orders (OrderSchema in src/events/events.schemas.ts). */
 interface Order {
@@ -233,40 +234,17 @@ function ConfirmPayment({ order, onDone }: { order: Order; onDone: () => void })
 }
 
 function CancelOrder({ order, onDone }: { order: Order; onDone: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState('');
-  if (!confirming) {
-    return (
-      <button type="button" class="danger" onClick={() => setConfirming(true)} aria-label={`Cancel ${order.buyer.name}'s order`}>
-        Cancel order
-      </button>
-    );
-  }
-  const cancel = async () => {
-    try {
-      await api(`/orders/${encodeURIComponent(order.id)}/cancel`, { method: 'POST' });
-      onDone();
-    } catch (err) {
-      setError(failure(err));
-    }
-  };
   return (
-    <div class="confirm-box" role="group" aria-label={`Confirm cancelling ${order.buyer.name}'s order`}>
-      <p>Cancel this order? Its {places(order)} held places go back on sale.</p>
-      <div class="actions">
-        <button type="button" class="danger" onClick={cancel}>
-          Yes, cancel order
-        </button>
-        <button type="button" class="secondary" onClick={() => setConfirming(false)}>
-          Keep it
-        </button>
-      </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-    </div>
+    <TwoStep
+      boxed
+      start="Cancel order"
+      startLabel={`Cancel ${order.buyer.name}'s order`}
+      question={`Cancel this order? Its ${places(order)} held places go back on sale.`}
+      questionLabel={`Confirm cancelling ${order.buyer.name}'s order`}
+      yes="Yes, cancel order"
+      back="Keep it"
+      run={() => api(`/orders/${encodeURIComponent(order.id)}/cancel`, { method: 'POST' }).then(onDone)}
+    />
   );
 }
 

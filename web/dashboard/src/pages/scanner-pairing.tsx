@@ -1,6 +1,6 @@
 import QRCode from 'qrcode';
 import { useEffect, useState } from 'preact/hooks';
-import { api, Problem, when } from '../api.js';
+import { api, failure, when } from '../api.js';
 import { allPages } from '../use-api.js';
 
 interface CheckinListItem {
@@ -34,7 +34,7 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
     if (!open || lists) return;
     allPages<CheckinListItem>(`/events/${encodeURIComponent(eventId)}/checkin-lists`).then(
       (page) => setLists(page.data),
-      (err: unknown) => setError(err instanceof Problem ? err.detail : 'The server could not be reached.'),
+      (err: unknown) => setError(failure(err)),
     );
   }, [open, lists, eventId]);
 
@@ -70,7 +70,7 @@ export function ScannerPairing({ eventId, eventName }: { eventId: string; eventN
       const link = `${location.origin}/scanner#${fragment.toString()}`;
       setPaired({ link, qr: await QRCode.toDataURL(link, { width: 280, margin: 2, errorCorrectionLevel: 'M' }), expiresAt: created.expiresAt });
     } catch (err) {
-      setError(err instanceof Problem ? err.detail : 'The server could not be reached.');
+      setError(failure(err));
     }
   };
 

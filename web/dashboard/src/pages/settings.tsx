@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, Problem, request, type Session, when } from '../api.js';
+import { api, failure, Problem, request, type Session, when } from '../api.js';
 import { link } from '../router.js';
 import { ErrorNote, useApi } from '../use-api.js';
 import { KeysPage, PlanRequired } from './keys.js';
@@ -295,7 +295,7 @@ function WebhookSecretSettings({ session }: { session: Session }) {
       setCopied(false);
       setRevealed(true);
     } catch (err) {
-      setError(err instanceof Problem ? err.detail : 'The server could not be reached.');
+      setError(failure(err));
     }
   };
 

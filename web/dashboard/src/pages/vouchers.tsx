@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, failure, minorUnits, money, Problem, when } from '../api.js';
 import { ErrorNote, Pager, useNow, usePaged } from '../use-api.js';
+import { TwoStep } from '../two-step.js';
 import type { TypeNames } from './orders.js';
 
 /** A voucher of GET /v1/events/:id/vouchers (docs/events.md, "Vouchers"). */
@@ -300,37 +301,15 @@ function EndVoucher({ path, voucher, onDone }: { path: string; voucher: Voucher;
 
 /** Two steps; only an unused voucher can be deleted (the API refuses others with voucher_in_use). */
 function DeleteVoucher({ path, voucher, onDone }: { path: string; voucher: Voucher; onDone: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState('');
-  if (!confirming) {
-    return (
-      <button type="button" class="danger" onClick={() => setConfirming(true)} aria-label={`Delete voucher ${voucher.code}`}>
-        Delete…
-      </button>
-    );
-  }
-  const remove = async () => {
-    try {
-      await api(path, { method: 'DELETE' });
-      onDone();
-    } catch (err) {
-      setError(failure(err));
-    }
-  };
   return (
-    <span class="confirm" role="group" aria-label={`Confirm deleting voucher ${voucher.code}`}>
-      Delete {voucher.code}?{' '}
-      <button type="button" class="danger" onClick={remove}>
-        Yes, delete
-      </button>{' '}
-      <button type="button" class="secondary" onClick={() => setConfirming(false)}>
-        Keep it
-      </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
-    </span>
+    <TwoStep
+      start="Delete…"
+      startLabel={`Delete voucher ${voucher.code}`}
+      question={`Delete ${voucher.code}?`}
+      questionLabel={`Confirm deleting voucher ${voucher.code}`}
+      yes="Yes, delete"
+      back="Keep it"
+      run={() => api(path, { method: 'DELETE' }).then(onDone)}
+    />
   );
 }

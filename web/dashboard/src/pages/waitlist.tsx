@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { api, failure, when } from '../api.js';
+import { api, when } from '../api.js';
 import { ErrorNote, Pager, timeLeft, useNow, usePaged } from '../use-api.js';
+import { TwoStep } from '../two-step.js';
 import type { TypeNames } from './orders.js';
 
 /** An entry of GET /v1/events/:id/waitlist (docs/events.md, "Waiting list"). */
@@ -125,37 +126,15 @@ function Offer({ entry, now }: { entry: Entry; now: number }) {
 
 /** Two steps: removing an entry ends its open offer, and its place goes to the next in line. */
 function RemoveEntry({ path, entry, onDone }: { path: string; entry: Entry; onDone: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState('');
-  if (!confirming) {
-    return (
-      <button type="button" class="danger" onClick={() => setConfirming(true)} aria-label={`Remove ${entry.name} from the waiting list`}>
-        Remove…
-      </button>
-    );
-  }
-  const remove = async () => {
-    try {
-      await api(path, { method: 'DELETE' });
-      onDone();
-    } catch (err) {
-      setError(failure(err));
-    }
-  };
   return (
-    <span class="confirm" role="group" aria-label={`Confirm removing ${entry.name}`}>
-      Remove {entry.name}?{entry.status === 'offered' && ' Their offer ends.'}{' '}
-      <button type="button" class="danger" onClick={remove}>
-        Yes, remove
-      </button>{' '}
-      <button type="button" class="secondary" onClick={() => setConfirming(false)}>
-        Keep
-      </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
-    </span>
+    <TwoStep
+      start="Remove…"
+      startLabel={`Remove ${entry.name} from the waiting list`}
+      question={`Remove ${entry.name}?${entry.status === 'offered' ? ' Their offer ends.' : ''}`}
+      questionLabel={`Confirm removing ${entry.name}`}
+      yes="Yes, remove"
+      back="Keep"
+      run={() => api(path, { method: 'DELETE' }).then(onDone)}
+    />
   );
 }
