@@ -16,7 +16,7 @@ import type { Engine } from '../src/db/database.js';
 import { idBytes, idFromBytes, newId } from '../src/ids.js';
 import { CODE_LENGTH, decodeCode, encodePayload, newKeyPair, privateKeyObject, publicKeyObject, revocationText, signCode, verifyCode } from '../src/events/ticket-codes.js';
 import { Verifier } from '../web/scanner/src/verify.js';
-import { type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { AccountClient as Client, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
 type Json = any;
 
@@ -142,40 +142,6 @@ function sharedServer(engine: Engine): () => TestApp {
 /** Every body this test file was answered, to search for private keys at the end. */
 const answered: string[] = [];
 
-class Client {
-  constructor(
-    readonly api: TestApp,
-    readonly accountId: string,
-    readonly key: string,
-  ) {}
-
-  static async create(api: TestApp): Promise<Client> {
-    const { accountId, key } = await api.account('business');
-    return new Client(api, accountId, key);
-  }
-
-  async withScopes(scopes: string[]): Promise<Client> {
-    return new Client(this.api, this.accountId, await this.api.key(this.accountId, 'business', { scopes }));
-  }
-
-  async send(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-    const res = await this.api.fetch(`/v1${path}`, { method, key: this.key, json, headers });
-    const body = Buffer.from(await res.arrayBuffer());
-    answered.push(body.toString('latin1'), [...res.headers].join('\n'));
-    return new Response(res.status === 304 || res.status === 204 ? null : body, { status: res.status, headers: res.headers }) as ApiResponse;
-  }
-
-  get = (path: string) => this.send('GET', path);
-  post = (path: string, json?: unknown) => this.send('POST', path, json);
-
-  async expect(status: number, method: string, path: string, json?: unknown): Promise<Json> {
-    const res = await this.send(method, path, json);
-    const text = await res.text();
-    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  }
-}
-
 let sequence = 0;
 
 async function publishedEvent(c: Client, types = [{ name: 'General', price: 2500, quantity: 100 }]) {
@@ -257,7 +223,7 @@ async function decodeQrInPdf(pdf: Buffer): Promise<string | undefined> {
 for (const engine of ENGINES) {
   describe(`at the door (${engine})`, () => {
     const api = sharedServer(engine);
-    const client = () => Client.create(api());
+    const client = () => Client.create(api(), (body, headers) => answered.push(body, headers));
 
     test('a new event has one active key; its tickets carry codes it signed, which check in; a tampered or other event\'s code is 404', async () => {
       const c = await client();

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { parse as parseCsvWith } from 'csv-parse/sync';
 import type { Engine } from '../src/db/database.js';
-import { type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { AccountClient as Client, type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
 type Json = any;
@@ -42,42 +42,6 @@ function sharedServer(engine: Engine): () => TestApp {
     for (const fn of cleanups.reverse()) await fn();
   });
   return () => api!;
-}
-
-/** One account speaking to the API with one key (a full-scope key unless told otherwise). */
-class Client {
-  constructor(
-    readonly api: TestApp,
-    readonly accountId: string,
-    readonly key: string,
-  ) {}
-
-  static async create(api: TestApp): Promise<Client> {
-    const { accountId, key } = await api.account('business');
-    return new Client(api, accountId, key);
-  }
-
-  /** The same account with a key restricted to `scopes`. */
-  async withScopes(scopes: string[]): Promise<Client> {
-    return new Client(this.api, this.accountId, await this.api.key(this.accountId, 'business', { scopes }));
-  }
-
-  send(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-    return this.api.fetch(`/v1${path}`, { method, key: this.key, json, headers });
-  }
-
-  get = (path: string) => this.send('GET', path);
-  post = (path: string, json?: unknown) => this.send('POST', path, json);
-  patch = (path: string, json: unknown) => this.send('PATCH', path, json);
-  delete = (path: string) => this.send('DELETE', path);
-
-  /** Sends, asserts the status (showing the body when it differs) and returns the parsed body. */
-  async expect(status: number, method: string, path: string, json?: unknown): Promise<Json> {
-    const res = await this.send(method, path, json);
-    const text = await res.text();
-    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

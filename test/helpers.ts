@@ -264,6 +264,51 @@ export function jsonClient(api: TestApp, key: string) {
 }
 export type JsonClient = ReturnType<typeof jsonClient>;
 
+/**
+ * One account speaking to the API with one key (a full-scope key unless told otherwise): `send`
+ * answers the response, `expect` checks its status and answers its body. `onAnswer`, when given,
+ * sees every answer's body and headers as text (a test that searches everything it was sent).
+ */
+export class AccountClient {
+  constructor(
+    readonly api: TestApp,
+    readonly accountId: string,
+    readonly key: string,
+    private readonly onAnswer?: (body: string, headers: string) => void,
+  ) {}
+
+  static async create(api: TestApp, onAnswer?: (body: string, headers: string) => void): Promise<AccountClient> {
+    const { accountId, key } = await api.account('business');
+    return new AccountClient(api, accountId, key, onAnswer);
+  }
+
+  /** The same account with a key restricted to `scopes`. */
+  async withScopes(scopes: string[]): Promise<AccountClient> {
+    return new AccountClient(this.api, this.accountId, await this.api.key(this.accountId, 'business', { scopes }), this.onAnswer);
+  }
+
+  async send(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
+    const res = await this.api.fetch(`/v1${path}`, { method, key: this.key, json, headers });
+    if (!this.onAnswer) return res;
+    const body = Buffer.from(await res.arrayBuffer());
+    this.onAnswer(body.toString('latin1'), [...res.headers].join('\n'));
+    return new Response(res.status === 304 || res.status === 204 ? null : body, { status: res.status, headers: res.headers }) as ApiResponse;
+  }
+
+  get = (path: string) => this.send('GET', path);
+  post = (path: string, json?: unknown) => this.send('POST', path, json);
+  patch = (path: string, json: unknown) => this.send('PATCH', path, json);
+  delete = (path: string) => this.send('DELETE', path);
+
+  /** Sends, asserts the status (showing the body when it differs) and returns the parsed body. */
+  async expect(status: number, method: string, path: string, json?: unknown): Promise<any> {
+    const res = await this.send(method, path, json);
+    const text = await res.text();
+    assert.equal(res.status, status, `${method} ${path} answered ${res.status}: ${text}`);
+    return text ? JSON.parse(text) : null;
+  }
+}
+
 /** A webhook receiver on loopback that answers 200 and keeps the bodies it got, closed when the test ends. */
 export async function hookReceiver(t: TestContext): Promise<{ url: string; got: any[] }> {
   const got: any[] = [];
