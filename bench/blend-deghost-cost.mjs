@@ -4,13 +4,17 @@
 // after one warm-up job of each. The process's CPU time (every thread: pool, libvips) and wall time
 // per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
 // steadier ones. `--root DIR` runs the engine of another checkout (DIR/src), to compare two versions
-// with the same script on the same inputs. Then deghosting's grid and agreement test alone
+// with the same script on the same inputs; `--base DIR` runs a second checkout's engine in the same
+// process, its jobs interleaved with the first's (each round: every engine, deghost on and off), and
+// adds the per-round differences between the two (an A/B that the machine's load wanders through
+// alike). `--align` runs the jobs with alignment on, as a job runs by default (the blend benchmark's
+// lined-up rows). Then deghosting's grid and agreement test alone
 // (src/blend/engine/deghost/), one thread: CPU per frame of their WebAssembly kernels and of their
 // JavaScript references, alternating, on sharp's 1000 px thumbnails of the frames and their grids
 // (500 × 375).
 // Not part of `npm run bench` (bench/README.md).
 //
-//   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR]
+//   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR] [--base DIR] [--align]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +30,9 @@ const types = arg('types', 'mean').split(',');
 const rounds = Number(arg('rounds', '6'));
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
 const root = path.resolve(arg('root', path.join(import.meta.dirname, '..')));
-if (!fs.existsSync(path.join(root, 'src/blend/pipeline.ts'))) throw new Error(`--root ${root} holds no src/blend/pipeline.ts`);
+const roots = [root, ...(arg('base') ? [path.resolve(arg('base'))] : [])];
+for (const r of roots) if (!fs.existsSync(path.join(r, 'src/blend/pipeline.ts'))) throw new Error(`${r} holds no src/blend/pipeline.ts`);
+const align = process.argv.includes('--align');
 let dir = arg('inputs');
 let removeInputs = async () => {};
 if (!dir) {
@@ -36,16 +42,19 @@ if (!dir) {
 const frames = fs.readdirSync(dir).filter((f) => /^scene-\d+\.jpg$/.test(f)).sort();
 if (frames.length === 0) throw new Error(`no scene-N.jpg in ${dir}`);
 
-const { BlendEngine } = await import(path.join(root, 'src/blend/pipeline.ts'));
-const { loadConfig } = await import(path.join(root, 'src/config.ts'));
-const { addressPolicy } = await import(path.join(root, 'src/net/safe-http.ts'));
-const engine = new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid');
+const engines = [];
+for (const r of roots) {
+  const { BlendEngine } = await import(path.join(r, 'src/blend/pipeline.ts'));
+  const { loadConfig } = await import(path.join(r, 'src/config.ts'));
+  const { addressPolicy } = await import(path.join(r, 'src/net/safe-http.ts'));
+  engines.push(new BlendEngine(loadConfig({}).blend, addressPolicy(true), 'http://montage.invalid'));
+}
 const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
 const sizes = await Promise.all(bytes.map((b) => sharp(b).metadata()));
 const fetched = { sources: bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0), spool: null, discard: async () => {} };
-const spec = (blendType, deghost) => ({ images: frames, blendType, align: false, preserveBackground: false, deghost, outputFormat: 'jpeg' });
+const spec = (blendType, deghost) => ({ images: frames, blendType, align, preserveBackground: false, deghost, outputFormat: 'jpeg' });
 
-async function job(type, deghost) {
+async function job(engine, type, deghost) {
   const cpu = process.cpuUsage();
   const started = performance.now();
   const result = await engine.run(spec(type, deghost), fetched);
@@ -55,21 +64,31 @@ async function job(type, deghost) {
 
 const sorted = (a) => [...a].sort((x, y) => x - y);
 const summary = (a, digits = 0) => `min ${sorted(a)[0].toFixed(digits)}, median ${sorted(a)[a.length >> 1].toFixed(digits)}`;
-console.log(`${frames.length} lined-up frames from ${dir}; engine of ${root}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const minus = (a, b, key) => a.map((x, r) => x[key] - b[r][key]);
+console.log(`${frames.length} lined-up frames from ${dir}, align ${align ? 'on' : 'off'}; engines of ${roots.join(' and ')}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 for (const type of types) {
-  await job(type, true);
-  await job(type, false);
-  const on = [];
-  const off = [];
+  for (const engine of engines) for (const deghost of [true, false]) await job(engine, type, deghost);
+  // runs[e][deghost ? 0 : 1]: engine e's jobs, one a round
+  const runs = engines.map(() => [[], []]);
   for (let r = 0; r < rounds; r++) {
-    for (const deghost of r % 2 === 0 ? [true, false] : [false, true]) (deghost ? on : off).push(await job(type, deghost));
+    const order = engines.flatMap((_, e) => [[e, true], [e, false]]);
+    for (const [e, deghost] of r % 2 === 0 ? order : order.reverse()) runs[e][deghost ? 0 : 1].push(await job(engines[e], type, deghost));
   }
-  const cost = (key) => on.map((x, r) => x[key] - off[r][key]);
-  console.log(`${type}: CPU ms, deghost on ${summary(on.map((x) => x.cpu))}; off ${summary(off.map((x) => x.cpu))}; deghosting costs ${summary(cost('cpu'))}`);
-  console.log(`${type}: wall ms, deghost on ${summary(on.map((x) => x.ms))}; off ${summary(off.map((x) => x.ms))}; deghosting costs ${summary(cost('ms'))}`);
-  console.log(`${type}: stages of the last deghosted job (ms): ${JSON.stringify(on.at(-1).stages)}`);
+  runs.forEach(([on, off], e) => {
+    const name = engines.length > 1 ? `${type} (${roots[e]})` : type;
+    console.log(`${name}: CPU ms, deghost on ${summary(on.map((x) => x.cpu))}; off ${summary(off.map((x) => x.cpu))}; deghosting costs ${summary(minus(on, off, 'cpu'))}`);
+    console.log(`${name}: wall ms, deghost on ${summary(on.map((x) => x.ms))}; off ${summary(off.map((x) => x.ms))}; deghosting costs ${summary(minus(on, off, 'ms'))}`);
+    const stages = (jobs) => Object.fromEntries(Object.keys(jobs[0].stages).map((k) => [k, sorted(jobs.map((x) => x.stages[k]))[jobs.length >> 1]]));
+    console.log(`${name}: stages (ms, median of each), deghost on ${JSON.stringify(stages(on))}; off ${JSON.stringify(stages(off))}`);
+  });
+  if (engines.length > 1) {
+    const [[on, off], [baseOn, baseOff]] = runs;
+    for (const key of ['ms', 'cpu']) {
+      console.log(`${type}: ${key === 'ms' ? 'wall' : 'CPU'} ms, first engine minus base, deghost on ${summary(minus(on, baseOn, key))}; off ${summary(minus(off, baseOff, key))}`);
+    }
+  }
 }
-await engine.close();
+await Promise.all(engines.map((e) => e.close()));
 
 const reference = path.join(root, 'src/blend/engine/deghost/agreement-reference.ts');
 if (fs.existsSync(reference)) {

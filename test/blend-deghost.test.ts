@@ -8,7 +8,7 @@ import { blendFrames } from '../src/blend/engine/blend.js';
 import { agreementGrid, agreementMask, selectFloats } from '../src/blend/engine/deghost/agreement.js';
 import { upsampleMaskRows } from '../src/blend/engine/deghost/upsample.js';
 import { agreementMaskReference, blockMeansReference } from '../src/blend/engine/deghost/agreement-reference.js';
-import { deghostMasks } from '../src/blend/engine/deghost/deghost.js';
+import { deghostMasks, type GridMask } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
 import { weightedMeanRows, weightedPixels } from '../src/blend/engine/point/stack-weighted.js';
@@ -65,25 +65,49 @@ function dilated(mask: Uint8Array, width: number, height: number, r: number): Ui
 describe('weighted mean kernel', () => {
   const width = 37, height = 11, next = random(7);
   const frames = Array.from({ length: 5 }, () => Uint8Array.from({ length: width * height * 3 }, () => Math.floor(next() * 256)));
+  /** A mask of frame pixels as the kernel takes masks: on a grid of the frame's size (factor 1 interpolates nothing). */
+  const exact = (data: Uint8Array): GridMask => ({ data, width, height, factor: 1 });
+  /** Grid masks 10 × 4 that a factor of 3.7 brings to full size, below 255 in patches (0 and partial). */
+  const patchy = (draw: () => number): GridMask => {
+    const data = new Uint8Array(10 * 4).fill(255);
+    for (let j = 0; j < 4; j++) data[Math.floor(draw() * 40)] = j % 2 === 0 ? 0 : Math.floor(draw() * 255);
+    return { data, width: 10, height: 4, factor: 3.7 };
+  };
+  /** The masks at full size (upsampleMaskRows). */
+  const fullSize = (masks: Array<GridMask | null>) =>
+    masks.map((m) => {
+      if (!m) return null;
+      const mask = new Uint8Array(width * height);
+      upsampleMaskRows(m.data, m.width, m.height, m.factor, mask, width, 0, height);
+      return mask;
+    });
+  /** What the kernel stands for: the masks at full size, the plain mean, then the weighted one at every pixel some mask is below 255. */
+  function reference(many: Uint8Array[], masks: Array<GridMask | null>): Uint8Array {
+    const full = fullSize(masks);
+    const out = new Uint8Array(width * height * 3);
+    meanRows(many, width, out, 0, height);
+    weightedPixels(many, full, out, 0, width * height);
+    return out;
+  }
 
   it('is the plain mean to the byte where every mask is 255', () => {
     const [plain, weighted, full] = [sharedImage(width, height), sharedImage(width, height), sharedImage(width, height)];
     meanRows(frames, width, plain.data, 0, height);
     weightedMeanRows(frames, frames.map(() => null), width, weighted.data, 0, height);
-    weightedMeanRows(frames, frames.map((_, k) => (k === 0 ? null : new Uint8Array(width * height).fill(255))), width, full.data, 0, height);
+    weightedMeanRows(frames, frames.map((_, k) => (k === 0 ? null : { data: new Uint8Array(40).fill(255), width: 10, height: 4, factor: 3.7 })), width, full.data, 0, height);
     assert.deepEqual(weighted.data, plain.data);
     assert.deepEqual(full.data, plain.data);
   });
 
   it('is Σ m·v / Σ m rounded half up where masks are partial', () => {
-    const masks = frames.map((_, k) => (k === 0 ? null : Uint8Array.from({ length: width * height }, (_, p) => (p % 3 === 0 ? 255 : Math.floor(next() * 256)))));
+    const masks = frames.map((_, k) => (k === 0 ? null : exact(Uint8Array.from({ length: width * height }, (_, p) => (p % 3 === 0 ? 255 : Math.floor(next() * 256))))));
     const out = sharedImage(width, height);
     weightedMeanRows(frames, masks, width, out.data, 0, height);
     for (let p = 0; p < width * height; p++) {
       for (let c = 0; c < 3; c++) {
         let num = 0, den = 0;
         frames.forEach((f, k) => {
-          const m = masks[k]?.[p] ?? 255;
+          const m = masks[k]?.data[p] ?? 255;
           num += m * f[3 * p + c]!;
           den += m;
         });
@@ -91,43 +115,33 @@ describe('weighted mean kernel', () => {
       }
     }
   });
-  it('with the masks\' spans, computes what it computes without them', () => {
-    // masks below 255 only in patches, their spans as upsampleMaskRows gives them
-    const small = [7, 11].map((seed) => {
-      const draw = random(seed), mask = new Uint8Array(10 * 4).fill(255);
-      for (let k = 0; k < 3; k++) mask[Math.floor(draw() * 40)] = Math.floor(draw() * 255);
-      return mask;
-    });
-    const masks: Array<Uint8Array | null> = [null, null, null, new Uint8Array(width * height), new Uint8Array(width * height)];
-    const spans: Array<Int32Array | null> = [null, null, null, new Int32Array(2 * height), new Int32Array(2 * height)];
-    small.forEach((m, k) => upsampleMaskRows(m, 10, 4, 3.7, masks[k + 3]!, width, 0, height, spans[k + 3]!));
-    const [withSpans, without] = [sharedImage(width, height), sharedImage(width, height)];
-    weightedMeanRows(frames, masks, width, withSpans.data, 0, height, spans);
-    weightedMeanRows(frames, masks, width, without.data, 0, height);
-    assert.deepEqual(withSpans.data, without.data);
+
+  it('brings grid masks to full size as upsampleMaskRows does, over any split of the rows', () => {
+    const draw = random(11);
+    const masks = [null, null, null, patchy(draw), patchy(draw)];
+    const expected = reference(frames, masks);
+    const [whole, split] = [sharedImage(width, height), sharedImage(width, height)];
+    weightedMeanRows(frames, masks, width, whole.data, 0, height);
+    for (const [y0, y1] of [[0, 4], [4, 5], [5, height]]) weightedMeanRows(frames, masks, width, split.data, y0!, y1!);
+    assert.deepEqual(whole.data, expected);
+    assert.deepEqual(split.data, expected);
   });
 
-  it('over more frames than the WebAssembly takes (33), with spans, is Σ m·v / Σ m rounded half up', () => {
+  it('over more frames than the WebAssembly takes (33) is Σ m·v / Σ m rounded half up', () => {
     const n = 33, draw = random(33);
     const many = Array.from({ length: n }, () => Uint8Array.from({ length: width * height * 3 }, () => Math.floor(draw() * 256)));
-    // every fourth frame's mask below 255 in patches (0, partial), with their spans; the reference's null
-    const masks: Array<Uint8Array | null> = many.map(() => null);
-    const spans: Array<Int32Array | null> = many.map(() => null);
-    for (let k = 1; k < n; k += 4) {
-      const small = new Uint8Array(10 * 4).fill(255);
-      for (let j = 0; j < 4; j++) small[Math.floor(draw() * 40)] = j % 2 === 0 ? 0 : Math.floor(draw() * 255);
-      [masks[k], spans[k]] = [new Uint8Array(width * height), new Int32Array(2 * height)];
-      upsampleMaskRows(small, 10, 4, 3.7, masks[k]!, width, 0, height, spans[k]!);
-    }
+    // every fourth frame's mask below 255 in patches (0, partial); the reference's null
+    const masks = many.map((_, k) => (k % 4 === 1 ? patchy(draw) : null));
     const out = sharedImage(width, height);
-    weightedMeanRows(many, masks, width, out.data, 0, height, spans);
+    weightedMeanRows(many, masks, width, out.data, 0, height);
+    const full = fullSize(masks);
     let partial = 0;
     for (let p = 0; p < width * height; p++) {
-      if (masks.some((m) => m !== null && m[p]! < 255)) partial++;
+      if (full.some((m) => m !== null && m[p]! < 255)) partial++;
       for (let c = 0; c < 3; c++) {
         let num = 0, den = 0;
         many.forEach((f, k) => {
-          const m = masks[k]?.[p] ?? 255;
+          const m = full[k]?.[p] ?? 255;
           num += m * f[3 * p + c]!;
           den += m;
         });
@@ -160,6 +174,14 @@ describe('weighted mean kernel', () => {
       weightedMeanPixels(many, masks, part, 5, pixels - 3);
       assert.deepEqual(part.subarray(15, 3 * (pixels - 3)), scalar.subarray(15, 3 * (pixels - 3)), `${n} frames, part`);
       assert.ok(part.subarray(0, 15).every((v) => v === 7) && part.subarray(3 * (pixels - 3)).every((v) => v === 7), `${n} frames, outside`);
+      // masks that begin at the range's first pixel (maskBase), as the kernel's rows hand them
+      const based = new Uint8Array(3 * pixels).fill(7);
+      weightedMeanPixels(many, masks.map((m) => m?.slice(5) ?? null), based, 5, pixels - 3, 5);
+      assert.deepEqual(based, part, `${n} frames, masks from the range's start`);
+      const basedScalar = new Uint8Array(3 * pixels);
+      meanRows(many, pixels, basedScalar, 0, 1);
+      weightedPixels(many, masks.map((m) => m?.slice(5) ?? null), basedScalar, 5, pixels, 5);
+      assert.deepEqual(basedScalar.subarray(15), scalar.subarray(15), `${n} frames, JavaScript, masks from the range's start`);
     }
   });
 });

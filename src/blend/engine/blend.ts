@@ -3,7 +3,7 @@ import type { TaskArgs, TaskName, TaskResult, WorkerPool } from './threads/pool.
 import type { LevelZeroWeights } from './pyramid/level-zero.js';
 import { type FixedPlane, levelSizes, type Plane, sharedFixedPlane, sharedPlane } from './pyramid/planes.js';
 import { BLEND_REGISTRY, type BlendTypeOf } from './registry.js';
-import { deghostMasks, type DeghostMasks } from './deghost/deghost.js';
+import { deghostMasks, type DeghostMasks, gridMasks } from './deghost/deghost.js';
 
 /** The blend types computed from the frames' pixels alone (alignment and segmentation come before): the registry's point and pyramid families. */
 export type PixelBlendType = BlendTypeOf<'point' | 'pyramid'>;
@@ -35,14 +35,16 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   const shared = frames.map((f) => toShared(f.width, f.height, f.data));
   const { width, height } = shared[0]!;
   const { kernel, deghost: reference } = BLEND_REGISTRY[type];
-  const masks = deghost && reference !== null && frames.length > 1 ? await deghostMasks(pool, shared, reference, thumbnails) : null;
-  if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared, masks);
+  const deghosted = deghost && reference !== null && frames.length > 1;
+  if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared, deghosted ? await deghostMasks(pool, shared, reference, thumbnails) : null);
   const out = sharedImage(width, height);
   const data = shared.map((f) => f.data);
+  // a point type's masks stay on the test's grid: its kernel brings them to full size row by row
+  const masks = deghosted ? await gridMasks(pool, shared, reference, thumbnails) : null;
   if (masks) {
     const weighted = WEIGHTED_KERNELS[type as keyof typeof WEIGHTED_KERNELS];
     if (!weighted) throw new Error(`${type} has no kernel for deghosted frames`);
-    await overRows(pool, weighted, height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1, masks.spans]);
+    await overRows(pool, weighted, height, (y0, y1) => [data, masks.masks, width, out.data, y0, y1]);
     return out;
   }
   await overRows(pool, kernel, height, (y0, y1) => [data, width, out.data, y0, y1]);

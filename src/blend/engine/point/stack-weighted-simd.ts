@@ -102,16 +102,16 @@ function kernelFor(n: number): Kernel {
 
 /**
  * Pixels [from, to) of `out` as the weighted mean of the frames (RGB bytes) with `masks` (a byte a
- * pixel; null counts 255 everywhere), for 1 ≤ n ≤ SIMD_MAX_FRAMES frames.
+ * pixel, pixel p's at p − maskBase; null counts 255 everywhere), for 1 ≤ n ≤ SIMD_MAX_FRAMES frames.
  */
-export function weightedMeanPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number): void {
+export function weightedMeanPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number, maskBase = 0): void {
   const n = frames.length;
   const { run, memory } = kernelFor(n);
   inChunks(from, to, WEIGHTED_CHUNK, (p0, pixels) => {
     for (let k = 0; k < n; k++) {
       memory.set(frames[k]!.subarray(3 * p0, 3 * (p0 + pixels)), frameAt(k));
       const mask = masks[k];
-      if (mask) memory.set(mask.subarray(p0, p0 + pixels), maskAt(n, k));
+      if (mask) memory.set(mask.subarray(p0 - maskBase, p0 - maskBase + pixels), maskAt(n, k));
       else memory.fill(255, maskAt(n, k), maskAt(n, k) + pixels);
     }
     // the tail of a short chunk is computed from stale bytes and not copied out

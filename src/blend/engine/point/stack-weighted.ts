@@ -1,4 +1,5 @@
-import { fullOutside } from '../image/image.js';
+import type { GridMask } from '../deghost/masks.js';
+import { maskRows, type MaskRows } from '../deghost/upsample.js';
 import { SIMD_MAX_FRAMES } from './stack-simd.js';
 import { meanBytes, meanRows } from './stack.js';
 import { weightedMeanPixels } from './stack-weighted-simd.js';
@@ -11,44 +12,51 @@ import { weightedMeanPixels } from './stack-weighted-simd.js';
  * where a frame stops counting, the columns outside of which every mask is 255 are computed again:
  * in WebAssembly SIMD (point/stack-weighted-simd.ts) up to SIMD_MAX_FRAMES frames, by the
  * JavaScript of `weightedPixels` for more (the two agree to the byte).
+ * The masks come on the agreement test's grid and are brought to full size here a row at a time
+ * (deghost/upsample.ts `maskRows`, the values upsampleMaskRows writes): a full-size mask is written
+ * once and read once, and its fresh memory (a byte a pixel and frame) cost more than the
+ * interpolation itself.
  */
-export function weightedMeanRows(frames: Uint8Array[], masks: Array<Uint8Array | null>, width: number, out: Uint8Array, y0: number, y1: number, spans?: Array<Int32Array | null>): void {
+export function weightedMeanRows(frames: Uint8Array[], masks: Array<GridMask | null>, width: number, out: Uint8Array, y0: number, y1: number): void {
   const simd = frames.length <= SIMD_MAX_FRAMES;
+  const rows = masks.map((m) => (m ? maskRows(m.data, m.width, m.height, m.factor, width) : null));
+  // each mask's row across the columns some mask is below 255 at (`span`), 255 around its own span
+  const row = masks.map((m) => (m ? new Uint8Array(width) : null));
   const span = new Int32Array(2);
   for (let y = y0; y < y1; ) {
     let end = y;
-    while (end < y1 && !masked(masks, spans, width, end, span)) end++;
+    while (end < y1 && !masked(rows, width, end, span)) end++;
     if (end > y) {
       meanRows(frames, width, out, y, end);
       y = end;
-    } else {
-      const [from, to] = [y * width + span[0]!, y * width + span[1]!];
-      // the plain mean beside the span, the weighted one (which is the plain one where every mask is 255) in it
-      meanBytes(frames, out, 3 * y * width, 3 * from);
-      meanBytes(frames, out, 3 * to, 3 * (y + 1) * width);
-      if (simd) weightedMeanPixels(frames, masks, out, from, to);
-      else {
-        // weightedPixels skips the pixels whose masks are all 255: they get the plain mean first
-        meanBytes(frames, out, 3 * from, 3 * to);
-        weightedPixels(frames, masks, out, from, to);
-      }
-      y++;
+      continue;
     }
+    const x0 = span[0]!, x1 = span[1]!;
+    rows.forEach((r, k) => {
+      if (!r) return;
+      row[k]!.fill(255, x0, x1);
+      r.row(y, row[k]!, 0);
+    });
+    const [from, to] = [y * width + x0, y * width + x1];
+    // the plain mean beside the span, the weighted one (which is the plain one where every mask is 255) in it
+    meanBytes(frames, out, 3 * y * width, 3 * from);
+    meanBytes(frames, out, 3 * to, 3 * (y + 1) * width);
+    if (simd) weightedMeanPixels(frames, row, out, from, to, y * width);
+    else {
+      // weightedPixels skips the pixels whose masks are all 255: they get the plain mean first
+      meanBytes(frames, out, 3 * from, 3 * to);
+      weightedPixels(frames, row, out, from, to, y * width);
+    }
+    y++;
   }
 }
 
-/**
- * Whether any mask is below 255 in row y; if so, `span` gets the columns [x0, x1) outside of which
- * every mask is 255: the union of the masks' spans where the caller has them (deghost/masks.ts),
- * else read off the masks.
- */
-function masked(masks: Array<Uint8Array | null>, spans: Array<Int32Array | null> | undefined, width: number, y: number, span: Int32Array): boolean {
+/** Whether any mask is below 255 in row y; if so, `span` gets the columns [x0, x1) outside of which every mask is 255 (the union of the masks' spans). */
+function masked(rows: Array<MaskRows | null>, width: number, y: number, span: Int32Array): boolean {
   let x0 = width, x1 = 0;
-  for (let k = 0; k < masks.length; k++) {
-    const mask = masks[k];
-    if (!mask) continue;
-    const own = spans?.[k];
-    const [first, last] = own ? [own[2 * y]!, own[2 * y + 1]!] : fullOutside(mask, y * width, width);
+  for (const r of rows) {
+    if (!r) continue;
+    const [first, last] = r.span(y);
     if (first < last) (x0 = Math.min(x0, first)), (x1 = Math.max(x1, last));
   }
   span[0] = x0;
@@ -56,16 +64,19 @@ function masked(masks: Array<Uint8Array | null>, spans: Array<Int32Array | null>
   return x0 < x1;
 }
 
-/** Pixels [from, to) of `out` where some mask is below 255, in JavaScript (the others hold the plain mean already). */
-export function weightedPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number): void {
+/**
+ * Pixels [from, to) of `out` where some mask is below 255, in JavaScript (the others hold the plain
+ * mean already); pixel p's mask bytes at p − maskBase (for masks of one row, its first pixel).
+ */
+export function weightedPixels(frames: Uint8Array[], masks: Array<Uint8Array | null>, out: Uint8Array, from: number, to: number, maskBase = 0): void {
   const present = masks.filter((m): m is Uint8Array => m !== null);
   for (let p = from; p < to; p++) {
     let full = true;
-    for (let k = 0; k < present.length && full; k++) full = present[k]![p] === 255;
+    for (let k = 0; k < present.length && full; k++) full = present[k]![p - maskBase] === 255;
     if (full) continue;
     let weights = 0, r = 0, g = 0, b = 0;
     for (let k = 0; k < frames.length; k++) {
-      const m = masks[k]?.[p] ?? 255;
+      const m = masks[k]?.[p - maskBase] ?? 255;
       if (m === 0) continue;
       const f = frames[k]!, q = 3 * p;
       weights += m;
