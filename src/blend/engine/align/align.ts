@@ -320,6 +320,17 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
       const candidates = candidatesOf(lineUp, e, null, scale);
       first = await judge(candidates.map((c) => c.homography));
       if (confirms(first)) return { ...decide(index, candidates, first, e, scale), route: 'features' };
+      // Passers-by make more than a tenth of the blocks fail under any motion. The blocks that
+      // still show the scene then say whether the homography, corrected by their residual motion,
+      // lines up as closely as a frame left as it is must (linesUp): if so, no other motion could
+      // bring it closer by the same measure.
+      const after = await pool.run('lineUpAfter', [reference, grey, lineUp.smoothed, thumbWidth, thumbHeight, e.homography!]);
+      if (after.drift * factor <= LINED_UP_PIXELS && isPlausible(after.homography, thumbWidth, thumbHeight)) {
+        const corrected = { ...e, homography: after.homography, correlation: after.correlation };
+        const [underCorrected] = (await judge([after.homography])).scores;
+        const agreement = { textured: first.textured, scores: [first.scores[0]!, underCorrected!] };
+        return { ...decide(index, candidatesOf(lineUp, corrected, null, scale), agreement, corrected, scale), route: 'features' };
+      }
     }
     const g = await globalEstimate();
     const candidates = candidatesOf(lineUp, e, g, scale);
