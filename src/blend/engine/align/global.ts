@@ -107,7 +107,7 @@ function isTextured(ref: Float32Array, width: number, [x0, x1, y0, y1]: [number,
 }
 
 /** `frame` brought onto the reference by `h`, bilinear, into `warped`; `valid` marks the pixels whose source lies inside the frame. */
-export function warpOnto(frame: Float32Array, width: number, height: number, h: Homography, warped: Float32Array, valid: Uint8Array): void {
+function warpOnto(frame: Float32Array, width: number, height: number, h: Homography, warped: Float32Array, valid: Uint8Array): void {
   valid.fill(0);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {

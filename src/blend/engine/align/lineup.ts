@@ -1,6 +1,6 @@
-import { agreeingShare, agreementAsIs, agreementLevel, soften, warpOnto } from './global.js';
+import { agreeingShare, agreementAsIs, agreementLevel, soften, toHalved } from './global.js';
 import { multiply, normalise, type Homography } from './homography.js';
-import { ENOUGH_SAMPLES, correlation, correlationAfterWarp, gridStep, halve, smooth } from './grey.js';
+import { ENOUGH_SAMPLES, correlation, correlationAfterWarp, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
 import { sharedFloats } from '../image/image.js';
 import { solveSymmetric } from './linear.js';
 
@@ -71,7 +71,8 @@ interface ClippedSums {
  * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
  * ones that decide whether a frame already lines up. `ref` and `frame` are the smoothed
  * thumbnails, or those halved `scale` − 1 times; a sample is skipped where its value or its
- * gradient draws on a pixel `clipped` flags.
+ * gradient draws on a pixel `clipped` flags, or where the frame is NaN (a warped frame that does
+ * not cover it).
  */
 function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number): BlockShift[] {
   const shifts: BlockShift[] = [];
@@ -101,10 +102,11 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
             if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
           }
           const i = y * width + x;
+          const f = frame[i]!;
+          if (Number.isNaN(f)) continue;
           const r = ref[i]!;
           const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
           const gy = (ref[i + width]! - ref[i - width]!) / 2;
-          const f = frame[i]!;
           rr += r * r;
           r1 += r;
           rgx += r * gx;
@@ -406,29 +408,23 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
  */
 function residualOf(ref: LineUpReference, measured: Float32Array, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
   const [w, h] = [width >> 1, height >> 1];
-  const motion = (shifts: BlockShift[], dw: number, dh: number) => residualMotion(unchangedBlocks(shifts), shifts.length, dw, dh);
-  const coarse = 2 * cornerDrift(motion(blockShifts(ref.halved, halved, w, h, clipped, 2), w, h), w, h);
-  return coarse <= REACH ? motion(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : null;
+  const shifts = blockShifts(ref.halved, halved, w, h, clipped, 2);
+  const coarse = 2 * cornerDrift(residualMotion(unchangedBlocks(shifts), shifts.length, w, h), w, h);
+  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured, width, height, clipped)) : null;
 }
 
-/** The frame's smoothed thumbnail brought onto the reference by `h`, and its residual motion there, measured as the line-up check does. */
-function residualAfter(ref: LineUpReference, smoothed: Float32Array, width: number, height: number, h: Homography): Affine | null {
-  const warped = new Float32Array(width * height);
-  const valid = new Uint8Array(width * height);
-  warpOnto(smoothed, width, height, h, warped, valid);
-  // The pixels the frame does not cover count as clipped: no sample draws on them.
-  const stride = width + 1;
-  const sums = new Int32Array(stride * (height + 1));
-  for (let y = 0, i = 0; y < height; y++) {
-    let row = 0;
-    for (let x = 0, o = (y + 1) * stride + 1; x < width; x++, i++, o++) {
-      row += 1 - valid[i]!;
-      sums[o] = sums[o - stride]! + row;
-    }
-  }
-  return residualOf(ref, warped, halve(warped, width, height), { sums, width, height }, width, height);
+/** residualMotion's arguments for the blocks' shifts at full resolution. */
+function fineShifts(ref: LineUpReference, measured: Float32Array, width: number, height: number, clipped: ClippedSums | null = null): [BlockShift[], number, number, number] {
+  const shifts = blockShifts(ref.smoothed, measured, width, height, clipped, 1);
+  return [unchangedBlocks(shifts), shifts.length, width, height];
 }
 
+/** `image` (width × height) brought onto the reference by `h`, bilinear: NaN where `h` takes a pixel outside it. */
+function warpedOnto(image: Float32Array, width: number, height: number, h: Homography): Float32Array {
+  const out = new Float32Array(width * height);
+  for (let y = 0, i = 0; y < height; y++) for (let x = 0; x < width; x++, i++) out[i] = sampleThroughHomography(image, width, height, h, x, y);
+  return out;
+}
 /** What lineUpAfter makes of a motion. */
 export interface LinedUpMotion {
   /** The motion corrected by the residual it leaves (reference thumbnail pixel → frame thumbnail pixel). */
@@ -452,7 +448,10 @@ export interface LinedUpMotion {
 export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Float32Array, width: number, height: number, h: Homography): LinedUpMotion {
   const counts = histogram(grey);
   if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity, correlation: NaN };
-  const residual = residualAfter(ref, smoothed, width, height, h);
+  // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
+  const [w, hh] = [width >> 1, height >> 1];
+  const halved = warpedOnto(halve(smoothed, width, height), w, hh, toHalved(h, 1));
+  const residual = residualOf(ref, warpedOnto(smoothed, width, height, h), halved, null, width, height);
   if (!residual) return { homography: h, drift: Infinity, correlation: NaN };
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
   const unit = unitOf(width, height);
@@ -463,7 +462,8 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   const corrected = normalise(multiply(h, back));
   return {
     homography: corrected,
-    drift: cornerDrift(residualAfter(ref, smoothed, width, height, corrected), width, height),
+    // What is left after the correction is within the reach the first measure already saw.
+    drift: cornerDrift(residualMotion(...fineShifts(ref, warpedOnto(smoothed, width, height, corrected), width, height)), width, height),
     correlation: correlationAfterWarp(ref.smoothed, smoothed, width, height, corrected),
   };
 }
