@@ -425,6 +425,7 @@ function warpedOnto(image: Float32Array, width: number, height: number, h: Homog
   for (let y = 0, i = 0; y < height; y++) for (let x = 0; x < width; x++, i++) out[i] = sampleThroughHomography(image, width, height, h, x, y);
   return out;
 }
+
 /** What lineUpAfter makes of a motion. */
 export interface LinedUpMotion {
   /** The motion corrected by the residual it leaves (reference thumbnail pixel → frame thumbnail pixel). */
@@ -449,16 +450,13 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   const counts = histogram(grey);
   if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity, correlation: NaN };
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
-  const [w, hh] = [width >> 1, height >> 1];
-  const halved = warpedOnto(halve(smoothed, width, height), w, hh, toHalved(h, 1));
+  const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
   const residual = residualOf(ref, warpedOnto(smoothed, width, height, h), halved, null, width, height);
   if (!residual) return { homography: h, drift: Infinity, correlation: NaN };
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
-  const unit = unitOf(width, height);
   const half = Math.max(width, height) / 2;
-  const [a0, a1, a2, b0, b1, b2] = residual as unknown as number[] as [number, number, number, number, number, number];
-  const [cu, cv] = unit(0, 0);
-  const back = [1 - a1 / half, -a2 / half, -(a0 + a1 * cu + a2 * cv), -b1 / half, 1 - b2 / half, -(b0 + b1 * cu + b2 * cv), 0, 0, 1];
+  const [x0, y0] = shiftAt(residual, unitOf(width, height)(0, 0));
+  const back = [1 - residual[1]! / half, -residual[2]! / half, -x0, -residual[4]! / half, 1 - residual[5]! / half, -y0, 0, 0, 1];
   const corrected = normalise(multiply(h, back));
   return {
     homography: corrected,
