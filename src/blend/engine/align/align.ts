@@ -12,8 +12,8 @@ import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
  * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed (by its
  * blocks, or by the line-up check once corrected), a global estimate (align/global.ts) are weighed
  * by how many of the frame's blocks each makes agree with the reference, then the frame gets a
- * full-size bilinear warp. Only a frame that agrees under no
- * motion fails: it shows another scene. All pixel work runs in the pool.
+ * full-size bilinear warp. Only a frame that agrees under no motion fails: it shows another scene.
+ * All pixel work runs in the pool.
  */
 
 export interface FrameReport {
@@ -276,8 +276,9 @@ export const REFERENCE_REPORT: FrameReport = { index: 0, method: 'reference', sh
  * (`refGrey`); `reference` is its line-up reference when the caller started it (checkLineUps).
  * The evidence goes from strong to weak: a frame that lines up as it is stays; the others get a
  * feature homography (AKAZE + RANSAC, refined), which decides alone when it is strong and its
- * blocks confirm it or, corrected by their residual motion, it lines up; otherwise a global estimate (phase correlation of gradients, refined) joins
- * it, and the block agreement chooses among those and leaving the frame as it is.
+ * blocks confirm it or, corrected by their residual motion, it lines up; otherwise a global
+ * estimate (phase correlation of gradients, refined) joins it, and the block agreement chooses
+ * among those and leaving the frame as it is.
  */
 export function frameAligner(pool: WorkerPool, width: number, height: number, refGrey: Uint8Array, reference?: Promise<LineUpReference>): FrameAligner {
   const factor = thumbnailFactor(width, height);
