@@ -9,10 +9,11 @@ import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
 /**
  * Pipeline step 3 (docs/blend.md, How the engine works): brings every frame onto frame 0.
  * Decisions are taken on grey thumbnails (~1000 px): a frame that already lines up is left alone;
- * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed, a global
- * estimate (align/global.ts) are weighed by how many of the frame's blocks each makes agree with
- * the reference, then the frame gets a full-size bilinear warp. Only a frame that agrees under no
- * motion fails: it shows another scene. All pixel work runs in the pool.
+ * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed (by its
+ * blocks, or by the line-up check once corrected), a global estimate (align/global.ts) are weighed
+ * by how many of the frame's blocks each makes agree with the reference, then the frame gets a
+ * full-size bilinear warp. Only a frame that agrees under no motion fails: it shows another scene.
+ * All pixel work runs in the pool.
  */
 
 export interface FrameReport {
@@ -36,8 +37,9 @@ export interface FrameReport {
   homography: Homography;
   /**
    * How the motion was found: 'lined-up' for a frame left as it is without estimates (and the
-   * reference); 'features' when a strong feature homography that its blocks confirm decided alone
-   * (confirms); 'weighed' when the global estimate joined it and the blocks chose among them all.
+   * reference); 'features' when a strong feature homography decided alone, its blocks confirming
+   * it (confirms) or, corrected by their residual motion, lining up (align/lineup.ts lineUpAfter);
+   * 'weighed' when the global estimate joined it and the blocks chose among them all.
    */
   route: 'lined-up' | 'features' | 'weighed';
 }
@@ -274,8 +276,9 @@ export const REFERENCE_REPORT: FrameReport = { index: 0, method: 'reference', sh
  * (`refGrey`); `reference` is its line-up reference when the caller started it (checkLineUps).
  * The evidence goes from strong to weak: a frame that lines up as it is stays; the others get a
  * feature homography (AKAZE + RANSAC, refined), which decides alone when it is strong and its
- * blocks confirm it; otherwise a global estimate (phase correlation of gradients, refined) joins
- * it, and the block agreement chooses among those and leaving the frame as it is.
+ * blocks confirm it or, corrected by their residual motion, it lines up; otherwise a global
+ * estimate (phase correlation of gradients, refined) joins it, and the block agreement chooses
+ * among those and leaving the frame as it is.
  */
 export function frameAligner(pool: WorkerPool, width: number, height: number, refGrey: Uint8Array, reference?: Promise<LineUpReference>): FrameAligner {
   const factor = thumbnailFactor(width, height);
@@ -314,12 +317,24 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
     const globalEstimate = () => pool.run('globalEstimate', [reference.smoothed, reference.level, lineUp.smoothed, lineUp.level, thumbWidth, thumbHeight]);
     // A strong feature homography that the blocks confirm leaves the global estimate nothing to add
     // (confirms). The global estimate starts as soon as a frame is known to need it: at once when
-    // its features are not strong, after the blocks' judgement when they do not confirm them.
+    // its features are not strong, after the blocks' judgement and the line-up check when neither
+    // lets them decide.
     let first: Agreement | null = null;
     if (e && strongFeatures(e, lineUp, scale)) {
       const candidates = candidatesOf(lineUp, e, null, scale);
       first = await judge(candidates.map((c) => c.homography));
       if (confirms(first)) return { ...decide(index, candidates, first, e, scale), route: 'features' };
+      // Passers-by make more than a tenth of the blocks fail under any motion. The blocks that
+      // still show the scene then say whether the homography, corrected by their residual motion,
+      // lines up as closely as a frame left as it is must (linesUp): if so, no other motion could
+      // bring it closer by the same measure.
+      const after = await pool.run('lineUpAfter', [reference, grey, lineUp.smoothed, thumbWidth, thumbHeight, e.homography!]);
+      if (after.drift * factor <= LINED_UP_PIXELS && isPlausible(after.homography, thumbWidth, thumbHeight)) {
+        const corrected = { ...e, homography: after.homography, correlation: after.correlation };
+        const [underCorrected] = (await judge([after.homography])).scores;
+        const agreement = { textured: first.textured, scores: [first.scores[0]!, underCorrected!] };
+        return { ...decide(index, candidatesOf(lineUp, corrected, null, scale), agreement, corrected, scale), route: 'features' };
+      }
     }
     const g = await globalEstimate();
     const candidates = candidatesOf(lineUp, e, g, scale);

@@ -1,5 +1,6 @@
-import { agreeingShare, agreementAsIs, agreementLevel, soften } from './global.js';
-import { ENOUGH_SAMPLES, correlation, gridStep, halve, smooth } from './grey.js';
+import { agreeingShare, agreementAsIs, agreementLevel, soften, toHalved } from './global.js';
+import { multiply, normalise, type Homography } from './homography.js';
+import { ENOUGH_SAMPLES, correlation, correlationAfterWarp, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
 import { sharedFloats } from '../image/image.js';
 import { solveSymmetric } from './linear.js';
 
@@ -70,7 +71,8 @@ interface ClippedSums {
  * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
  * ones that decide whether a frame already lines up. `ref` and `frame` are the smoothed
  * thumbnails, or those halved `scale` − 1 times; a sample is skipped where its value or its
- * gradient draws on a pixel `clipped` flags.
+ * gradient draws on a pixel `clipped` flags, or where the frame is NaN (a warped frame that does
+ * not cover it).
  */
 function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number): BlockShift[] {
   const shifts: BlockShift[] = [];
@@ -100,10 +102,11 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
             if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
           }
           const i = y * width + x;
+          const f = frame[i]!;
+          if (Number.isNaN(f)) continue;
           const r = ref[i]!;
           const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
           const gy = (ref[i + width]! - ref[i - width]!) / 2;
-          const f = frame[i]!;
           rr += r * r;
           r1 += r;
           rgx += r * gx;
@@ -171,14 +174,21 @@ function unchangedBlocks(shifts: BlockShift[]): BlockShift[] {
   return shifts.filter((b) => b.residual <= CHANGED * quiet);
 }
 
+/** A thumbnail pixel (x, y) in the centred coordinates of an Affine, scaled by half the longest side. */
+const unitOf =
+  (width: number, height: number) =>
+  (x: number, y: number): [number, number] => {
+    const half = Math.max(width, height) / 2;
+    return [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
+  };
+
 /**
  * The affine motion most blocks agree with (each triple of blocks proposes one; with ≤ 36 blocks
  * trying them all is cheap), refitted to those blocks, so moving objects covering many blocks do
- * not pull it. Returns how far that motion moves the worst corner; Infinity when too few agree.
+ * not pull it; null when too few agree.
  */
-function cornerDrift(shifts: BlockShift[], textured: number, width: number, height: number): number {
-  const half = Math.max(width, height) / 2;
-  const unit = (x: number, y: number): [number, number] => [(x - (width - 1) / 2) / half, (y - (height - 1) / 2) / half];
+function residualMotion(shifts: BlockShift[], textured: number, width: number, height: number): Affine | null {
+  const unit = unitOf(width, height);
   // Weighted by each block's information, so blocks that pin their shift down (texture, low
   // noise) count for more, and in the direction they pin it (an edge tells nothing along itself).
   const fit = (kept: BlockShift[]): Affine | null => {
@@ -200,12 +210,8 @@ function cornerDrift(shifts: BlockShift[], textured: number, width: number, heig
     }
     return solveSymmetric(m, t, 6);
   };
-  const at = (a: Affine, x: number, y: number): [number, number] => {
-    const [u, v] = unit(x, y);
-    return [a[0]! + a[1]! * u + a[2]! * v, a[3]! + a[4]! * u + a[5]! * v];
-  };
   const n = shifts.length;
-  if (n < MIN_BLOCKS) return Infinity;
+  if (n < MIN_BLOCKS) return null;
   const us = new Float64Array(n);
   const vs = new Float64Array(n);
   shifts.forEach(({ x, y }, k) => ([us[k], vs[k]] = unit(x, y)));
@@ -245,18 +251,26 @@ function cornerDrift(shifts: BlockShift[], textured: number, width: number, heig
   const seedModel = fit(seed.map((k) => shifts[k]!));
   const best = seedModel
     ? shifts.filter(({ x, y, dx, dy }) => {
-        const [fx, fy] = at(seedModel, x, y);
+        const [fx, fy] = shiftAt(seedModel, unit(x, y));
         return Math.hypot(dx - fx, dy - fy) <= AGREEMENT;
       })
     : [];
   // A third of all the textured blocks, not only of those left: when the blocks that moved are
   // the ones left out (their fit at no motion leaves far more than the still ones'), a still third
   // must not speak for the frame.
-  if (best.length < Math.max(MIN_BLOCKS, textured / 3)) return Infinity;
-  const model = fit(best);
-  if (!model) return Infinity;
+  if (best.length < Math.max(MIN_BLOCKS, textured / 3)) return null;
+  return fit(best);
+}
+
+/** The shift an Affine gives at centred coordinates (u, v). */
+const shiftAt = (a: Affine, [u, v]: [number, number]): [number, number] => [a[0]! + a[1]! * u + a[2]! * v, a[3]! + a[4]! * u + a[5]! * v];
+
+/** How far `motion` moves the worst corner (thumbnail pixels); Infinity without a motion. */
+function cornerDrift(motion: Affine | null, width: number, height: number): number {
+  if (!motion) return Infinity;
+  const unit = unitOf(width, height);
   let drift = 0;
-  for (const [x, y] of [[0, 0], [width - 1, 0], [0, height - 1], [width - 1, height - 1]] as const) drift = Math.max(drift, Math.hypot(...at(model, x, y)));
+  for (const [x, y] of [[0, 0], [width - 1, 0], [0, height - 1], [width - 1, height - 1]] as const) drift = Math.max(drift, Math.hypot(...shiftAt(motion, unit(x, y))));
   return drift;
 }
 
@@ -372,18 +386,82 @@ function inReferenceTones(ref: LineUpReference, frame: Uint8Array, width: number
 export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: number, height: number): LineUp {
   const b = smooth(frame, width, height);
   const other = inReferenceTones(ref, frame, width, height);
-  const [measured, clipped] = other ? [other.mapped, other.clipped] : [b, null];
-  const [w, h] = [width >> 1, height >> 1];
-  const drift = (shifts: BlockShift[], dw: number, dh: number) => cornerDrift(unchangedBlocks(shifts), shifts.length, dw, dh);
   const halved = halve(b, width, height);
-  const coarse = 2 * drift(blockShifts(ref.halved, other ? halve(measured, width, height) : halved, w, h, clipped, 2), w, h);
+  const [w, h] = [width >> 1, height >> 1];
   const level = soften(halved, w, h); // agreementLevel(b)
   const asIs = agreementAsIs(ref.level, level, w, h);
   return {
     correlation: correlation(ref.smoothed, b),
-    drift: coarse <= REACH ? drift(blockShifts(ref.smoothed, measured, width, height, clipped, 1), width, height) : Infinity,
+    drift: cornerDrift(other ? residualOf(ref, other.mapped, halve(other.mapped, width, height), other.clipped, width, height) : residualOf(ref, b, halved, null, width, height), width, height),
     agreement: agreeingShare(asIs, asIs.scores[0]!),
     smoothed: shared(b),
     level: shared(level),
+  };
+}
+
+/**
+ * The residual motion of `measured` (a smoothed thumbnail in the reference's tones; `halved`, it
+ * halved) against the reference, leaving out blocks whose content changed and samples that draw
+ * on a pixel `clipped` flags: at half the resolution first and, where that sees a motion within
+ * REACH, at full resolution (one Lucas–Kanade step measures a sub-pixel shift exactly); null when
+ * too few blocks agree or the motion is beyond that reach.
+ */
+function residualOf(ref: LineUpReference, measured: Float32Array, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
+  const [w, h] = [width >> 1, height >> 1];
+  const shifts = blockShifts(ref.halved, halved, w, h, clipped, 2);
+  const coarse = 2 * cornerDrift(residualMotion(unchangedBlocks(shifts), shifts.length, w, h), w, h);
+  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured, width, height, clipped)) : null;
+}
+
+/** residualMotion's arguments for the blocks' shifts at full resolution. */
+function fineShifts(ref: LineUpReference, measured: Float32Array, width: number, height: number, clipped: ClippedSums | null = null): [BlockShift[], number, number, number] {
+  const shifts = blockShifts(ref.smoothed, measured, width, height, clipped, 1);
+  return [unchangedBlocks(shifts), shifts.length, width, height];
+}
+
+/** `image` (width × height) brought onto the reference by `h`, bilinear: NaN where `h` takes a pixel outside it. */
+function warpedOnto(image: Float32Array, width: number, height: number, h: Homography): Float32Array {
+  const out = new Float32Array(width * height);
+  for (let y = 0, i = 0; y < height; y++) for (let x = 0; x < width; x++, i++) out[i] = sampleThroughHomography(image, width, height, h, x, y);
+  return out;
+}
+
+/** What lineUpAfter makes of a motion. */
+export interface LinedUpMotion {
+  /** The motion corrected by the residual it leaves (reference thumbnail pixel → frame thumbnail pixel). */
+  homography: Homography;
+  /** The drift (LineUp.drift) the corrected motion leaves; Infinity where it cannot be measured. */
+  drift: number;
+  /** Normalised correlation with the reference (smoothed thumbnails) under the corrected motion. */
+  correlation: number;
+}
+
+/**
+ * Motion `h` (reference thumbnail pixel → frame thumbnail pixel) corrected by the residual motion
+ * the line-up check measures once the frame is brought onto the reference by it, and the drift
+ * left after the correction. The blocks measure each its own shift and those whose content
+ * changed (someone walked in or out) are left out, so passers-by do not pull the correction, where
+ * Lucas–Kanade over all pixels (align/refine.ts) only clips their residuals. `smoothed` is the
+ * frame's smoothed thumbnail (LineUp.smoothed), `grey` its grey thumbnail: a frame of another
+ * exposure is left to the global estimate (drift Infinity), as its tones and clipping would have
+ * to be mapped and warped as well.
+ */
+export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Float32Array, width: number, height: number, h: Homography): LinedUpMotion {
+  const counts = histogram(grey);
+  if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity, correlation: NaN };
+  // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
+  const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
+  const residual = residualOf(ref, warpedOnto(smoothed, width, height, h), halved, null, width, height);
+  if (!residual) return { homography: h, drift: Infinity, correlation: NaN };
+  // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
+  const half = Math.max(width, height) / 2;
+  const [x0, y0] = shiftAt(residual, unitOf(width, height)(0, 0));
+  const back = [1 - residual[1]! / half, -residual[2]! / half, -x0, -residual[4]! / half, 1 - residual[5]! / half, -y0, 0, 0, 1];
+  const corrected = normalise(multiply(h, back));
+  return {
+    homography: corrected,
+    // What is left after the correction is within the reach the first measure already saw.
+    drift: cornerDrift(residualMotion(...fineShifts(ref, warpedOnto(smoothed, width, height, corrected), width, height)), width, height),
+    correlation: correlationAfterWarp(ref.smoothed, smoothed, width, height, corrected),
   };
 }

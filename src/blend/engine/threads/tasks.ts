@@ -96,6 +96,7 @@ export const TASKS = {
   // alignment (align/); the OpenCV.js tasks run on thread 0 only
   lineUpReference: task(lineup, 'lineUpReference'),
   checkLineUp: task(lineup, 'checkLineUp'),
+  lineUpAfter: task(lineup, 'lineUpAfter'),
   globalEstimate: task(global, 'globalEstimate'),
   judgeMotions: task(global, 'judgeMotions'),
   loadOpenCv: task(cv, 'loadOpenCv'),
