@@ -9,25 +9,13 @@
 //   node --import tsx bench/blend-buffers.mjs --base DIR [--types median,mean] [--rounds 5] [--inputs DIR]
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeInputs } from './blend.mjs';
-import { makeTempDir } from './lib.mjs';
+import { inputFrames } from './blend.mjs';
+import { option as arg, roundsOption } from './lib.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
 const types = arg('types', 'median,mean').split(',');
-const rounds = Number(arg('rounds', '5'));
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
+const rounds = roundsOption(5);
 const roots = [path.join(import.meta.dirname, '..'), ...(arg('base') ? [path.resolve(arg('base'))] : [])];
-let dir = arg('inputs');
-let removeInputs = async () => {};
-if (!dir) {
-  ({ dir, remove: removeInputs } = makeTempDir('montage-bench-buffers-'));
-  await makeInputs(dir);
-}
-const frames = fs.readdirSync(dir).filter((f) => /^scene-\d+\.jpg$/.test(f)).sort();
-if (frames.length === 0) throw new Error(`no scene-N.jpg in ${dir}`);
+const { dir, frames, remove: removeInputs } = await inputFrames(arg('inputs'), 'scene');
 const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
 const minorFaults = () => Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[7]);
 
