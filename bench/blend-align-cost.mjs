@@ -10,24 +10,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { makeInputs } from './blend.mjs';
-import { makeTempDir } from './lib.mjs';
+import { inputFrames } from './blend.mjs';
+import { option as arg, roundsOption } from './lib.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
 const types = arg('types', 'median,mean').split(',');
-const rounds = Number(arg('rounds', '5'));
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
-let dir = arg('inputs');
-let removeInputs = async () => {};
-if (!dir) {
-  ({ dir, remove: removeInputs } = makeTempDir('montage-bench-align-'));
-  await makeInputs(dir);
-}
-const frames = fs.readdirSync(dir).filter((f) => /^drifted-\d+\.jpg$/.test(f)).sort();
-if (frames.length === 0) throw new Error(`no drifted-N.jpg in ${dir}`);
+const rounds = roundsOption(5);
+const { dir, frames, remove: removeInputs } = await inputFrames(arg('inputs'), 'drifted');
 
 const { BlendEngine } = await import('../src/blend/pipeline.ts');
 const { loadConfig } = await import('../src/config.ts');

@@ -19,28 +19,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { makeInputs } from './blend.mjs';
-import { makeTempDir } from './lib.mjs';
+import { inputFrames } from './blend.mjs';
+import { option as arg, roundsOption } from './lib.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
 const types = arg('types', 'mean').split(',');
-const rounds = Number(arg('rounds', '6'));
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${arg('rounds')}`);
+const rounds = roundsOption(6);
 const root = path.resolve(arg('root', path.join(import.meta.dirname, '..')));
 const roots = [root, ...(arg('base') ? [path.resolve(arg('base'))] : [])];
 for (const r of roots) if (!fs.existsSync(path.join(r, 'src/blend/pipeline.ts'))) throw new Error(`${r} holds no src/blend/pipeline.ts`);
 const align = process.argv.includes('--align');
-let dir = arg('inputs');
-let removeInputs = async () => {};
-if (!dir) {
-  ({ dir, remove: removeInputs } = makeTempDir('montage-bench-deghost-'));
-  await makeInputs(dir);
-}
-const frames = fs.readdirSync(dir).filter((f) => /^scene-\d+\.jpg$/.test(f)).sort();
-if (frames.length === 0) throw new Error(`no scene-N.jpg in ${dir}`);
+const { dir, frames, remove: removeInputs } = await inputFrames(arg('inputs'), 'scene');
 
 const engines = [];
 for (const r of roots) {

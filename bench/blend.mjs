@@ -121,6 +121,21 @@ function drift(data, dx, dy, degrees) {
  * Five frames per kind of input: a static scene with passers-by, the same scene as a drifting
  * tripod sees it (DRIFT), an exposure bracket, a focus bracket, a group shot.
  */
+/**
+ * The frames `<set>-N.jpg` (a set of makeInputs) in `dir`, or, without `dir`, in a temporary
+ * directory makeInputs fills; `remove` deletes what was made (nothing for a given `dir`).
+ */
+export async function inputFrames(dir, set) {
+  let remove = async () => {};
+  if (!dir) {
+    ({ dir, remove } = makeTempDir(`montage-bench-${set}-`));
+    await makeInputs(dir);
+  }
+  const frames = fs.readdirSync(dir).filter((f) => new RegExp(`^${set}-\\d+\\.jpg$`).test(f)).sort();
+  if (frames.length === 0) throw new Error(`no ${set}-N.jpg in ${dir}`);
+  return { dir, frames, remove };
+}
+
 export async function makeInputs(dir) {
   const started = Date.now();
   const coffee = await scene('median-crowd/gt.png');

@@ -114,6 +114,19 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
+/** The value after `--name` on this process's command line, or `fallback`. */
+export function option(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+}
+
+/** `--rounds`: a whole number of at least 1, `fallback` when not given. */
+export function roundsOption(fallback) {
+  const rounds = Number(option('rounds', String(fallback)));
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${option('rounds')}`);
+  return rounds;
+}
+
 export function makeTempDir(prefix) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   tempDirs.add(dir);

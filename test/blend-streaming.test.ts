@@ -9,6 +9,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import sharp from 'sharp';
 import { stackFrameFiles } from './blend-scenes.js';
 import { alignFrames } from '../src/blend/engine/align/align.js';
+import { BufferPool } from '../src/blend/engine/image/buffers.js';
 import { blendFrames, type PixelBlendType } from '../src/blend/engine/blend.js';
 import { type RgbImage, sharedImage } from '../src/blend/engine/image/image.js';
 import { lightenRows } from '../src/blend/engine/point/stack.js';
@@ -29,6 +30,12 @@ const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
 const LIMITS = loadConfig({}).blend;
 
 let pool: WorkerPool;
+/**
+ * The streamed stacks run as a job would, their buffers from an arena, every size kept: a case after
+ * another of the same frame size reuses its buffers as they were left, so a byte read before it is
+ * written would change the result.
+ */
+const buffers = new BufferPool(Infinity, 60_000, 0);
 before(() => {
   pool = new WorkerPool(2);
 });
@@ -54,7 +61,11 @@ async function streamed(t: TestContext, type: PixelBlendType, sources: Array<Buf
   const spool = await Spool.create();
   onCleanup(t, () => spool.discard());
   const progress: BlendProgress[] = [];
-  const stack = await streamStack({ pool, limits, type, align, deghost, sources, spool, signal: new AbortController().signal, onProgress: (p) => progress.push(p) });
+  // the result is copied out before the job's buffers go back (nothing reads them after)
+  const stack = await buffers.run(async () => {
+    const made = await streamStack({ pool, limits, type, align, deghost, sources, spool, signal: new AbortController().signal, onProgress: (p) => progress.push(p) });
+    return { ...made, result: { ...made.result, data: made.result.data.slice() } };
+  });
   return { ...stack, progress };
 }
 

@@ -3,6 +3,7 @@ import type { AddressPolicy } from '../net/safe-http.js';
 import { chooseBlendType } from './choose.js';
 import { alignFrames, checkLineUps, type FrameReport, type LineUps } from './engine/align/align.js';
 import type { FrameStats } from './engine/image/analysis.js';
+import { BufferPool } from './engine/image/buffers.js';
 import { collectGarbage } from './engine/threads/gc.js';
 import { blendFrames, type PixelBlendType } from './engine/blend.js';
 import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType } from './engine/registry.js';
@@ -85,6 +86,9 @@ export interface FetchedImages {
   discard(): Promise<void>;
 }
 
+/** Time without a job after which the engine's kept buffers are given back (engine/image/buffers.ts). */
+const BUFFERS_IDLE_MS = 30_000;
+
 /** Images a streaming job fetches at once: its bytes go to disk, so more at once would only add memory. */
 const STREAM_FETCHES = 4;
 
@@ -118,6 +122,8 @@ function handled<T>(work: Promise<T>): Promise<T> {
  */
 export class BlendEngine {
   private readonly pool: WorkerPool;
+  /** Large buffers kept from job to job: at most a job's share of the memory budget, dropped when idle (docs/blend.md, "Memory"). */
+  readonly buffers: BufferPool;
   /** This process's blend memory (memory.ts): jobs wait for their estimate to fit. */
   readonly memory: MemoryBudget;
   /** The spool directories of processes that died, removed as the engine starts (spool.ts): their names. */
@@ -134,6 +140,7 @@ export class BlendEngine {
     configureMedia(limits.threads);
     this.pool = new WorkerPool(limits.threads);
     this.memory = new MemoryBudget(limits.memoryBytes);
+    this.buffers = new BufferPool(Math.floor(limits.memoryBytes / limits.concurrency), BUFFERS_IDLE_MS);
     this.orphansRemoved = removeOrphanSpools();
   }
 
@@ -144,9 +151,14 @@ export class BlendEngine {
    * and the run fails with the signal's reason; a job that fails stops the rest of its work the
    * same way. Either way the run settles only when none of its tasks runs any more, so the memory
    * it held is free. `onProgress` hears of each stage and frame done (BlendProgress); a streaming
-   * job (stream.ts) of each frame it uses and of its encoding.
+   * job (stream.ts) of each frame it uses and of its encoding. The job's large buffers come from
+   * its arena and return to `buffers` once it has settled and its result is encoded.
    */
-  async run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress = noProgress): Promise<BlendResult> {
+  run(spec: BlendSpec, fetched?: FetchedImages, signal = new AbortController().signal, onProgress = noProgress): Promise<BlendResult> {
+    return this.buffers.run(() => this.runJob(spec, fetched, signal, onProgress));
+  }
+
+  private async runJob(spec: BlendSpec, fetched: FetchedImages | undefined, signal: AbortSignal, onProgress: OnProgress): Promise<BlendResult> {
     const failed = new AbortController();
     const stopped = AbortSignal.any([signal, failed.signal]);
     const pool = this.pool.forJob(stopped);

@@ -4,6 +4,7 @@ import { AlignmentFailed, type FrameAligner, frameAligner, type FrameReport, REF
 import { overRows } from './engine/blend.js';
 import { frameMask } from './engine/deghost/deghost.js';
 import type { FrameStats } from './engine/image/analysis.js';
+import { bufferDone, sharedBuffer } from './engine/image/buffers.js';
 import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
 import { makeThumbnail, type Thumbnail, thumbnailFactor } from './engine/image/thumbnails.js';
 import { collectGarbage } from './engine/threads/gc.js';
@@ -165,6 +166,8 @@ export async function streamStack(job: StackJob): Promise<StreamedStack> {
       ahead[i] = undefined;
       start(i + WINDOW);
       await use.add(i, frame);
+      // the frame's pixels are used: the frames still to come take their buffer (image/buffers.ts)
+      bufferDone(frame.frame.data.buffer);
       inputs.push(frame.stats);
       if (frame.correlation !== null) correlations.push(frame.correlation);
       if (frame.report) reports.push(frame.report);
@@ -189,7 +192,9 @@ function stats(pool: WorkerPool, small: RgbImage): Promise<FrameStats> {
 
 /** Decodes frame `index` to frame 0's size, aligns it to frame 0 (when the job aligns), measures it and makes its deghosting mask. */
 async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, decoding: Promise<RgbImage>, deghost: boolean): Promise<Prepared> {
-  const frame = await resizeTo(await decoding, ref.width, ref.height);
+  const decoded = await decoding;
+  const frame = await resizeTo(decoded, ref.width, ref.height);
+  if (frame !== decoded) bufferDone(decoded.data.buffer);
   const thumbnail = await makeThumbnail(pool, frame, ref.aligner !== null);
   const before = stats(pool, thumbnail.rgb);
   // not awaited when alignment moves the frame: its failure (the job stopped) must not go unhandled
@@ -203,6 +208,7 @@ async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, dec
       throw err;
     });
     aligned = await warpFrame(pool, frame, report);
+    if (aligned !== frame) bufferDone(frame.data.buffer);
   }
   // A frame alignment moved is measured again, as the held pipeline measures it.
   const small = aligned === frame ? thumbnail.rgb : (await makeThumbnail(pool, aligned, false)).rgb;
@@ -226,15 +232,16 @@ interface StackUse {
 function foldInto(pool: WorkerPool, type: FoldType, ref: Reference, count: number): StackUse {
   const { width, height } = ref;
   const values = width * height * 3;
+  // the first frame's fold writes every value (point/fold.ts foldFirstRows): a reused buffer needs no zeroing
   const acc: FoldAccumulator = {
     type,
     width,
     values:
       type === 'lighten' || type === 'darken'
-        ? new Uint8Array(new SharedArrayBuffer(values))
+        ? new Uint8Array(sharedBuffer(values, true))
         : type === 'mean'
-          ? new Uint32Array(new SharedArrayBuffer(values * 4))
-          : new Float64Array(new SharedArrayBuffer(values * 8)),
+          ? new Uint32Array(sharedBuffer(values * 4, true))
+          : new Float64Array(sharedBuffer(values * 8, true)),
     weights: null,
   };
   return {
@@ -245,7 +252,7 @@ function foldInto(pool: WorkerPool, type: FoldType, ref: Reference, count: numbe
         return;
       }
       // the first frame with a mask starts the weights: every frame before it counted everywhere
-      if (mask && !acc.weights) acc.weights = new Uint32Array(new SharedArrayBuffer(width * height * 4)).fill(255 * index);
+      if (mask && !acc.weights) acc.weights = new Uint32Array(sharedBuffer(width * height * 4, true)).fill(255 * index);
       await overRows(pool, 'foldFrameRows', height, (y0, y1) => [acc, frame.data, mask, y0, y1]);
     },
     async finish() {
@@ -281,7 +288,8 @@ async function bandedMedian(job: StackJob, ref: Reference): Promise<StackUse> {
       const bandRows = Math.max(1, Math.min(height, Math.floor(job.limits.medianBandBytes / (count * rowBytes))));
       const bands = rowRanges(height, Math.ceil(height / bandRows));
       const tallest = Math.max(...bands.map(([y0, y1]) => y1 - y0));
-      const buffers = Array.from({ length: count }, () => new Uint8Array(new SharedArrayBuffer(tallest * rowBytes)));
+      // each band's rows are read in before medianRows reads them, and rows past a shorter band are never read: no zeroing
+      const buffers = Array.from({ length: count }, () => new Uint8Array(sharedBuffer(tallest * rowBytes, true)));
       for (const [b, [y0, y1]] of bands.entries()) {
         job.signal.throwIfAborted();
         const bytes = (y1 - y0) * rowBytes;

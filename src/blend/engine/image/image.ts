@@ -1,6 +1,9 @@
+import { sharedBuffer } from './buffers.js';
+
 /**
  * The engine's picture: 8-bit RGB, interleaved, rows top to bottom. Pixel buffers live in
- * SharedArrayBuffers so worker threads read and write them without copies.
+ * SharedArrayBuffers so worker threads read and write them without copies; a job's large ones
+ * come from its arena (buffers.ts).
  */
 export interface RgbImage {
   width: number;
@@ -11,7 +14,7 @@ export interface RgbImage {
 
 /** A zeroed RGB image whose pixels can be shared with worker threads. */
 export function sharedImage(width: number, height: number): RgbImage {
-  return { width, height, data: new Uint8Array(new SharedArrayBuffer(width * height * 3)) };
+  return { width, height, data: new Uint8Array(sharedBuffer(width * height * 3)) };
 }
 
 /** A Float32Array over shared memory (weights, pyramids, planes). */
@@ -22,7 +25,8 @@ export function sharedFloats(length: number): Float32Array {
 /** Copies `bytes` into shared memory, unless they already are. */
 export function toShared(width: number, height: number, bytes: Uint8Array): RgbImage {
   if (bytes.buffer instanceof SharedArrayBuffer) return { width, height, data: bytes };
-  const image = sharedImage(width, height);
+  // every byte is copied over: a reused buffer needs no zeroing
+  const image = { width, height, data: new Uint8Array(sharedBuffer(width * height * 3, true)) };
   image.data.set(bytes);
   return image;
 }
