@@ -392,7 +392,11 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   const asIs = agreementAsIs(ref.level, level, w, h);
   return {
     correlation: correlation(ref.smoothed, b),
-    drift: cornerDrift(other ? residualOf(ref, other.mapped, halve(other.mapped, width, height), other.clipped, width, height) : residualOf(ref, b, halved, null, width, height), width, height),
+    drift: cornerDrift(
+      other ? residualOf(ref, () => other.mapped, halve(other.mapped, width, height), other.clipped, width, height) : residualOf(ref, () => b, halved, null, width, height),
+      width,
+      height,
+    ),
     agreement: agreeingShare(asIs, asIs.scores[0]!),
     smoothed: shared(b),
     level: shared(level),
@@ -400,17 +404,18 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
 }
 
 /**
- * The residual motion of `measured` (a smoothed thumbnail in the reference's tones; `halved`, it
+ * The residual motion of `measured()` (a smoothed thumbnail in the reference's tones; `halved`, it
  * halved) against the reference, leaving out blocks whose content changed and samples that draw
  * on a pixel `clipped` flags: at half the resolution first and, where that sees a motion within
  * REACH, at full resolution (one Lucas–Kanade step measures a sub-pixel shift exactly); null when
- * too few blocks agree or the motion is beyond that reach.
+ * too few blocks agree or the motion is beyond that reach. `measured` is asked for only then (a
+ * warped thumbnail is not made for a motion the half resolution already rules out).
  */
-function residualOf(ref: LineUpReference, measured: Float32Array, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
+function residualOf(ref: LineUpReference, measured: () => Float32Array, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
   const [w, h] = [width >> 1, height >> 1];
   const shifts = blockShifts(ref.halved, halved, w, h, clipped, 2);
   const coarse = 2 * cornerDrift(residualMotion(unchangedBlocks(shifts), shifts.length, w, h), w, h);
-  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured, width, height, clipped)) : null;
+  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured(), width, height, clipped)) : null;
 }
 
 /** residualMotion's arguments for the blocks' shifts at full resolution. */
@@ -451,7 +456,7 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity, correlation: NaN };
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
   const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
-  const residual = residualOf(ref, warpedOnto(smoothed, width, height, h), halved, null, width, height);
+  const residual = residualOf(ref, () => warpedOnto(smoothed, width, height, h), halved, null, width, height);
   if (!residual) return { homography: h, drift: Infinity, correlation: NaN };
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
   const half = Math.max(width, height) / 2;
