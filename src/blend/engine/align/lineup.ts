@@ -72,9 +72,12 @@ interface ClippedSums {
  * ones that decide whether a frame already lines up. `ref` and `frame` are the smoothed
  * thumbnails, or those halved `scale` − 1 times; a sample is skipped where its value or its
  * gradient draws on a pixel `clipped` flags, or where the frame is NaN (a warped frame that does
- * not cover it).
+ * not cover it). With `through`, `frame` is the unwarped frame and each sample is taken through
+ * that homography (reference pixel → frame pixel) as it is read, the value warpedOnto would have
+ * put there: only the samples are warped (a quarter of the pixels at full resolution), not the
+ * whole thumbnail.
  */
-function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number): BlockShift[] {
+function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number, through: Homography | null = null): BlockShift[] {
   const shifts: BlockShift[] = [];
   const sums = clipped?.sums ?? null;
   const fullWidth = clipped?.width ?? 0;
@@ -102,7 +105,8 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
             if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
           }
           const i = y * width + x;
-          const f = frame[i]!;
+          // rounded to float32 as a warped thumbnail holds it
+          const f = through ? Math.fround(sampleThroughHomography(frame, width, height, through, x, y)) : frame[i]!;
           if (Number.isNaN(f)) continue;
           const r = ref[i]!;
           const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
@@ -393,7 +397,7 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
   return {
     correlation: correlation(ref.smoothed, b),
     drift: cornerDrift(
-      other ? residualOf(ref, () => other.mapped, halve(other.mapped, width, height), other.clipped, width, height) : residualOf(ref, () => b, halved, null, width, height),
+      other ? residualOf(ref, other.mapped, null, halve(other.mapped, width, height), other.clipped, width, height) : residualOf(ref, b, null, halved, null, width, height),
       width,
       height,
     ),
@@ -404,23 +408,24 @@ export function checkLineUp(ref: LineUpReference, frame: Uint8Array, width: numb
 }
 
 /**
- * The residual motion of `measured()` (a smoothed thumbnail in the reference's tones; `halved`, it
- * halved) against the reference, leaving out blocks whose content changed and samples that draw
- * on a pixel `clipped` flags: at half the resolution first and, where that sees a motion within
- * REACH, at full resolution (one Lucas–Kanade step measures a sub-pixel shift exactly); null when
- * too few blocks agree or the motion is beyond that reach. `measured` is asked for only then (a
- * warped thumbnail is not made for a motion the half resolution already rules out).
+ * The residual motion of `measured` (a smoothed thumbnail in the reference's tones, seen through
+ * homography `through` where one is given; `halved`, that halved and brought onto the reference)
+ * against the reference, leaving out blocks whose content changed and samples that draw on a pixel
+ * `clipped` flags: at half the resolution first and, where that sees a motion within REACH, at
+ * full resolution (one Lucas–Kanade step measures a sub-pixel shift exactly), its samples taken
+ * through `through` as they are read (blockShifts); null when too few blocks agree or the motion
+ * is beyond that reach.
  */
-function residualOf(ref: LineUpReference, measured: () => Float32Array, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
+function residualOf(ref: LineUpReference, measured: Float32Array, through: Homography | null, halved: Float32Array, clipped: ClippedSums | null, width: number, height: number): Affine | null {
   const [w, h] = [width >> 1, height >> 1];
   const shifts = blockShifts(ref.halved, halved, w, h, clipped, 2);
   const coarse = 2 * cornerDrift(residualMotion(unchangedBlocks(shifts), shifts.length, w, h), w, h);
-  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured(), width, height, clipped)) : null;
+  return coarse <= REACH ? residualMotion(...fineShifts(ref, measured, through, width, height, clipped)) : null;
 }
 
 /** residualMotion's arguments for the blocks' shifts at full resolution. */
-function fineShifts(ref: LineUpReference, measured: Float32Array, width: number, height: number, clipped: ClippedSums | null = null): [BlockShift[], number, number, number] {
-  const shifts = blockShifts(ref.smoothed, measured, width, height, clipped, 1);
+function fineShifts(ref: LineUpReference, measured: Float32Array, through: Homography | null, width: number, height: number, clipped: ClippedSums | null = null): [BlockShift[], number, number, number] {
+  const shifts = blockShifts(ref.smoothed, measured, width, height, clipped, 1, through);
   return [unchangedBlocks(shifts), shifts.length, width, height];
 }
 
@@ -456,7 +461,7 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity, correlation: NaN };
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
   const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
-  const residual = residualOf(ref, () => warpedOnto(smoothed, width, height, h), halved, null, width, height);
+  const residual = residualOf(ref, smoothed, h, halved, null, width, height);
   if (!residual) return { homography: h, drift: Infinity, correlation: NaN };
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
   const half = Math.max(width, height) / 2;
@@ -466,7 +471,7 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   return {
     homography: corrected,
     // What is left after the correction is within the reach the first measure already saw.
-    drift: cornerDrift(residualMotion(...fineShifts(ref, warpedOnto(smoothed, width, height, corrected), width, height)), width, height),
+    drift: cornerDrift(residualMotion(...fineShifts(ref, smoothed, corrected, width, height)), width, height),
     correlation: correlationAfterWarp(ref.smoothed, smoothed, width, height, corrected),
   };
 }
