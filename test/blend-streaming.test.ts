@@ -17,7 +17,7 @@ import { type StackFrames, streamPyramid } from '../src/blend/engine/pyramid-str
 import { BLEND_REGISTRY } from '../src/blend/engine/registry.js';
 import { WorkerPool } from '../src/blend/engine/threads/pool.js';
 import { decodeImage, resizeTo } from '../src/blend/media.js';
-import { HELD_PYRAMID_FRAMES, imageLimit, jobMemory, jobPixels, largestImageLimit, streamOf } from '../src/blend/memory.js';
+import { HELD_FRAMES, imageLimit, jobMemory, jobPixels, largestImageLimit, streamOf } from '../src/blend/memory.js';
 import type { BlendFailure } from '../src/blend/failures.js';
 import { BlendEngine, type BlendSpec } from '../src/blend/pipeline.js';
 import { Spool } from '../src/blend/spool.js';
@@ -185,19 +185,19 @@ describe('streaming stacks: limits and memory', () => {
     assert.ok(jobPixels(frames(10)) > jobPixels(frames(5)));
   });
 
-  test('exposure and focus hold up to HELD_PYRAMID_FRAMES frames (faster, the same bytes) and stream longer stacks; fold types and median always stream', () => {
-    for (const type of ['exposure', 'focus'] as const) {
-      assert.equal(streamOf(type, false, HELD_PYRAMID_FRAMES), null, type);
-      assert.equal(streamOf(type, false, HELD_PYRAMID_FRAMES + 1), 'pyramid', type);
-      assert.equal(streamOf(type, false), 'pyramid', `${type}: a job of any length`);
+  test('every type that can stream holds up to HELD_FRAMES frames (faster, the same bytes) and streams longer stacks', () => {
+    for (const [type, way] of [['exposure', 'pyramid'], ['focus', 'pyramid'], ['mean', 'fold'], ['lighten', 'fold'], ['overlay', 'fold'], ['median', 'bands']] as const) {
+      assert.equal(streamOf(type, false, HELD_FRAMES), null, type);
+      assert.equal(streamOf(type, false, 2), null, type);
+      assert.equal(streamOf(type, false, HELD_FRAMES + 1), way, type);
+      assert.equal(streamOf(type, false), way, `${type}: a job of any length`);
       // held, the estimate grows with the frames; streamed, it does not
       const px = (n: number) => jobPixels(Array.from({ length: n }, () => ({ width: 4000, height: 3000 })), streamOf(type, false, n) !== null);
       assert.ok(jobMemory(type, false, px(10), 0, 10) > jobMemory(type, false, px(5), 0, 5), type);
       assert.equal(jobMemory(type, false, px(11), 0, 11), jobMemory(type, false, px(90), 0, 90), type);
     }
-    assert.equal(streamOf('lighten', false, 2), 'fold');
-    assert.equal(streamOf('median', false, 3), 'bands');
     assert.equal(streamOf('exposure', true, 50), null, 'preserveBackground holds every frame');
+    assert.equal(streamOf('composite', false, 50), null, 'composite holds every frame');
   });
 
   test('per-type image limits: the largest is the schema\'s, each type has its own, preserveBackground holds every frame', () => {
@@ -226,7 +226,8 @@ describe('the spool of a streaming job', () => {
     const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
     onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
-    const files = await smallFrames(dir, 6);
+    // a long stack (more than HELD_FRAMES) streams: its images go to the spool as they arrive
+    const files = await smallFrames(dir, HELD_FRAMES + 2);
     // The first frame comes at once; the others only after a while, so they are still arriving when the job is refused.
     let started = 0;
     let answered = 0;
@@ -252,6 +253,37 @@ describe('the spool of a streaming job', () => {
     assert.ok(started > 1, 'other images were being fetched when the first refused the job');
     assert.equal(answered, started, 'the refusal came once every fetch begun had ended');
     assert.deepEqual(spools(temp), [], 'the spool is removed');
+  });
+});
+
+describe('short stacks are held unless they only fit streamed', () => {
+  test('a short stack over the job pixel budget held streams from its fetched bytes, with the bytes a held job gives', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    const files = await smallFrames(dir, 8);
+    const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')))));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'mean', align: false, deghost: true, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
+    const frame = 64 * 48;
+    const results: Buffer[] = [];
+    // held: 8 frames' pixels fit; then a budget of 6 frames, which eight held exceed and five (what a stream holds) do not
+    for (const [maxJobPixels, streams] of [[8 * frame, false], [6 * frame, true]] as const) {
+      const engine = new BlendEngine({ ...LIMITS, maxJobPixels }, addressPolicy(true), 'http://montage.invalid');
+      onCleanup(t, () => engine.close());
+      const fetched = await engine.fetch(spec);
+      onCleanup(t, () => fetched.discard());
+      assert.equal(fetched.spool !== null, streams, `budget ${maxJobPixels}: streams`);
+      assert.ok(fetched.sources.every((s) => Buffer.isBuffer(s)), 'a short stack is fetched into memory either way');
+      assert.equal(fetched.pixels, (streams ? 5 : 8) * frame);
+      results.push((await engine.run(spec, fetched)).image);
+    }
+    assert.ok(results[0]!.equals(results[1]!), 'held and streamed give the same bytes');
+    // a budget under what even a stream holds refuses the job
+    const small = new BlendEngine({ ...LIMITS, maxJobPixels: 5 * frame - 1 }, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => small.close());
+    await assert.rejects(small.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
   });
 });
 

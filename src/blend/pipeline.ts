@@ -209,16 +209,20 @@ export class BlendEngine {
   /**
    * Every image of the job, fetched, with its header read (nothing decoded yet), within the job
    * pixel budget. A job whose first image alone shows it too large (frames × the first frame's
-   * pixels) is refused then, without waiting for the others. A streaming job's images are fetched
-   * STREAM_FETCHES at a time and each written to the job's spool as it arrives; once one fails,
-   * those not started yet are not fetched. `onProgress` hears of each image fetched.
+   * pixels, or its streamed count for a type that can stream) is refused then, without waiting for
+   * the others. A long stack's images (memory.ts `streamOf`) are fetched STREAM_FETCHES at a time
+   * and each written to the job's spool as it arrives; once one fails, those not started yet are
+   * not fetched. A short stack of a type that can stream is fetched into memory and held, unless
+   * its frames together exceed the job pixel budget: then it streams from those bytes (the spool
+   * made then), as a long stack would. `onProgress` hears of each image fetched.
    */
   async fetch(spec: BlendSpec, onProgress = noProgress): Promise<FetchedImages> {
     const total = spec.images.length;
     let done = 0;
     onProgress({ stage: 'fetching', done, total });
-    // A streaming job fetches a few images at a time and writes each to its spool; the others fetch every image at once.
+    // A long stack fetches a few images at a time and writes each to its spool; the others fetch every image at once.
     const streaming = streamOf(spec.blendType, spec.preserveBackground, total) !== null;
+    const canStream = streamOf(spec.blendType, spec.preserveBackground) !== null;
     const spool = streaming ? await Spool.create() : null;
     const slot = limiter(streaming ? STREAM_FETCHES : spec.images.length);
     let failed = false;
@@ -239,14 +243,20 @@ export class BlendEngine {
     const fetching = spec.images.map((url, i) => handled(fetchOne(url, i)));
     const tooLargeAlready = handled(
       fetching[0]!.then((first) => {
-        this.checkJobPixels(spec.images.map(() => first.size), streaming);
+        this.checkJobPixels(spec.images.map(() => first.size), canStream);
         return new Promise<never>(() => {});
       }),
     );
     try {
       const fetched = await Promise.race([firstFailureInOrder(fetching), tooLargeAlready]);
       const sizes = fetched.map((f) => f.size);
-      return { sources: fetched.map((f) => f.source), pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
+      const sources = fetched.map((f) => f.source);
+      if (!streaming && canStream && jobPixels(sizes) > this.limits.maxJobPixels) {
+        // too large to hold, small enough to stream: streamed from the bytes fetched
+        const late = await Spool.create();
+        return { sources, pixels: this.checkJobPixels(sizes, true), spool: late, discard: () => late.discard() };
+      }
+      return { sources, pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
     } catch (err) {
       failed = true;
       if (spool) {
@@ -265,7 +275,9 @@ export class BlendEngine {
    * (memory.ts); resolves to the function that gives it back, once the job is over.
    */
   admit(spec: BlendSpec, fetched: FetchedImages, signal?: AbortSignal): Promise<() => void> {
-    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels, this.limits.medianBandBytes, spec.images.length), signal);
+    // a job with a spool streams, whatever its length (fetch)
+    const frames = fetched.spool ? Infinity : spec.images.length;
+    return this.memory.acquire(jobMemory(spec.blendType, spec.preserveBackground, fetched.pixels, this.limits.medianBandBytes, frames), signal);
   }
 
   /** The job's pixels (memory.ts; a streaming job's: its largest frame's), or `job_too_large` when they exceed the budget. */
