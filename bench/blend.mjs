@@ -218,7 +218,7 @@ function anchors(sets, dir) {
 // ---------------------------------------------------------------------------------------------
 // Montage
 
-function fileServer(dir) {
+export function fileServer(dir) {
   const server = http.createServer((req, res) => {
     const file = path.join(dir, path.basename(req.url ?? '/'));
     if (!fs.existsSync(file)) return res.writeHead(404).end();
@@ -240,7 +240,7 @@ async function startMontage(dir, extra = {}) {
   return { proc, base, apiKey };
 }
 
-async function runJob(montage, images, blendType, sampleMemory, align = true) {
+export async function runJob(montage, images, blendType, sampleMemory, align = true) {
   const headers = { authorization: `Bearer ${montage.apiKey}`, 'content-type': 'application/json' };
   let peak = 0;
   const sampler = sampleMemory
@@ -269,7 +269,7 @@ async function runJob(montage, images, blendType, sampleMemory, align = true) {
 
 
 // The input set of each kind of frames a blend type is made for (its `input` in src/blend/engine/registry.ts).
-const INPUT_SETS = { scene: 'scene', bracket: 'bracket', 'focus-bracket': 'focus', group: 'group' };
+export const INPUT_SETS = { scene: 'scene', bracket: 'bracket', 'focus-bracket': 'focus', group: 'group' };
 
 export async function run() {
   const rounds = seconds('BENCH_ROUNDS', 3, 1);
