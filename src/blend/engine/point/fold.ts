@@ -1,5 +1,6 @@
 import type { GridMask } from '../deghost/masks.js';
 import { maskRows } from '../deghost/upsample.js';
+import { finishMeanPixels, foldMeanPixels } from './fold-simd.js';
 import { stackBytes } from './stack-simd.js';
 import { FOLD_STEPS, type LayerMode } from './layers.js';
 
@@ -17,6 +18,8 @@ import { FOLD_STEPS, type LayerMode } from './layers.js';
  * to full size a row at a time as they are folded (deghost/upsample.ts `maskRows`, the values
  * upsampleMaskRows writes), as the held weighted mean does (point/stack-weighted.ts): a full-size
  * mask would be written once and read once, a byte a pixel of fresh memory for each frame.
+ * A mean's sums, weights and result are computed in WebAssembly SIMD (point/fold-simd.ts), to the
+ * value of the definition above (test/blend-wasm.test.ts holds it in JavaScript and compares).
  */
 
 export type FoldType = 'mean' | 'lighten' | 'darken' | LayerMode;
@@ -38,7 +41,7 @@ export function foldFirstRows(acc: FoldAccumulator, frame: Uint8Array, y0: numbe
   const [from, to] = [3 * y0 * acc.width, 3 * y1 * acc.width];
   const { values } = acc;
   if (acc.type === 'lighten' || acc.type === 'darken') (values as Uint8Array).set(frame.subarray(from, to), from);
-  else if (acc.type === 'mean') for (let p = from; p < to; p++) values[p] = 255 * frame[p]!;
+  else if (acc.type === 'mean') foldMeanPixels(values as Uint32Array, null, frame, null, 0, y0 * acc.width, y1 * acc.width, true);
   else for (let p = from; p < to; p++) values[p] = frame[p]! * UNIT;
 }
 
@@ -62,11 +65,12 @@ export function foldFrameRows(acc: FoldAccumulator, frame: Uint8Array, mask: Gri
 
 /**
  * Σ m·v and Σ m over rows [y0, y1): a row's mask is 255 outside its span (`maskRows`), so the rows
- * without one, and each masked row beside its span, fold as a frame that counts everywhere.
+ * without one fold as a frame that counts everywhere, and a masked row takes the mask's values in
+ * its span and 255 around it.
  */
 function foldMean(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Array, mask: GridMask | null, width: number, y0: number, y1: number): void {
   if (!mask) {
-    foldEverywhere(sums, weights, frame, y0 * width, y1 * width);
+    foldMeanPixels(sums, weights, frame, null, 0, y0 * width, y1 * width);
     return;
   }
   const rows = maskRows(mask.data, mask.width, mask.height, mask.factor, width);
@@ -79,34 +83,16 @@ function foldMean(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Ar
       if (x0 < x1) break;
     }
     if (end > y) {
-      foldEverywhere(sums, weights, frame, y * width, end * width);
+      foldMeanPixels(sums, weights, frame, null, 0, y * width, end * width);
       y = end;
       continue;
     }
     const [x0, x1] = rows.span(y);
-    const p = y * width;
+    row.fill(255, 0, x0);
     rows.row(y, row, 0);
-    foldEverywhere(sums, weights, frame, p, p + x0);
-    foldMasked(sums, weights!, frame, row, p + x0, p + x1, p);
-    foldEverywhere(sums, weights, frame, p + x1, p + width);
+    row.fill(255, x1, width);
+    foldMeanPixels(sums, weights, frame, row, y * width, y * width, (y + 1) * width);
     y++;
-  }
-}
-
-/** Pixels [p0, p1) of a frame that counts there (m = 255); `weights` null while every frame so far counted everywhere. */
-function foldEverywhere(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Array, p0: number, p1: number): void {
-  for (let q = 3 * p0; q < 3 * p1; q++) sums[q]! += 255 * frame[q]!;
-  if (weights) for (let p = p0; p < p1; p++) weights[p]! += 255;
-}
-
-/** Pixels [p0, p1) weighted by the mask's values, pixel p's at mask[p − maskBase]. */
-function foldMasked(sums: Uint32Array, weights: Uint32Array, frame: Uint8Array, mask: Uint8Array, p0: number, p1: number, maskBase: number): void {
-  for (let p = p0, q = 3 * p0; p < p1; p++, q += 3) {
-    const m = mask[p - maskBase]!;
-    weights[p]! += m;
-    sums[q]! += m * frame[q]!;
-    sums[q + 1]! += m * frame[q + 1]!;
-    sums[q + 2]! += m * frame[q + 2]!;
   }
 }
 
@@ -117,15 +103,7 @@ export function finishFoldRows(acc: FoldAccumulator, frames: number, out: Uint8A
   if (type === 'lighten' || type === 'darken') {
     if (out !== values) out.set((values as Uint8Array).subarray(from, to), from);
   } else if (type === 'mean') {
-    const sums = values as Uint32Array;
-    const every = 255 * frames;
-    for (let p = y0 * width, q = from; p < y1 * width; p++, q += 3) {
-      const w = weights ? weights[p]! : every;
-      const twice = 2 * w;
-      out[q] = Math.floor((2 * sums[q]! + w) / twice);
-      out[q + 1] = Math.floor((2 * sums[q + 1]! + w) / twice);
-      out[q + 2] = Math.floor((2 * sums[q + 2]! + w) / twice);
-    }
+    finishMeanPixels(values as Uint32Array, weights, 255 * frames, out, y0 * width, y1 * width);
   } else {
     // every mode keeps 0..1, so rounding needs no clamp
     for (let p = from; p < to; p++) out[p] = (values[p]! * 255 + 0.5) | 0;
