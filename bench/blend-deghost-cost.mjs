@@ -8,13 +8,15 @@
 // process, its jobs interleaved with the first's (each round: every engine, deghost on and off), and
 // adds the per-round differences between the two (an A/B that the machine's load wanders through
 // alike). `--align` runs the jobs with alignment on, as a job runs by default (the blend benchmark's
-// lined-up rows). Then deghosting's grid and agreement test alone
+// lined-up rows). `--streamed`: a type that streams (src/blend/memory.ts streamOf; a mean of five
+// frames does) reads its images from a spool and streams as the server runs it; without it every
+// job holds its frames. Then deghosting's grid and agreement test alone
 // (src/blend/engine/deghost/), one thread: CPU per frame of their WebAssembly kernels and of their
 // JavaScript references, alternating, on sharp's 1000 px thumbnails of the frames and their grids
 // (500 × 375).
 // Not part of `npm run bench` (bench/README.md).
 //
-//   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR] [--base DIR] [--align]
+//   node --import tsx bench/blend-deghost-cost.mjs [--types mean,exposure] [--rounds 6] [--inputs DIR] [--root DIR] [--base DIR] [--align] [--streamed]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +30,7 @@ const root = path.resolve(arg('root', path.join(import.meta.dirname, '..')));
 const roots = [root, ...(arg('base') ? [path.resolve(arg('base'))] : [])];
 for (const r of roots) if (!fs.existsSync(path.join(r, 'src/blend/pipeline.ts'))) throw new Error(`${r} holds no src/blend/pipeline.ts`);
 const align = process.argv.includes('--align');
+const streamed = process.argv.includes('--streamed');
 const { dir, frames, remove: removeInputs } = await inputFrames(arg('inputs'), 'scene');
 
 const engines = [];
@@ -39,13 +42,22 @@ for (const r of roots) {
 }
 const bytes = frames.map((f) => fs.readFileSync(path.join(dir, f)));
 const sizes = await Promise.all(bytes.map((b) => sharp(b).metadata()));
-const fetched = { sources: bytes, pixels: sizes.reduce((sum, { width, height }) => sum + width * height, 0), spool: null, discard: async () => {} };
+const pixels = sizes.reduce((sum, { width, height }) => sum + width * height, 0);
+const { streamOf } = await import(path.join(root, 'src/blend/memory.ts'));
+const { Spool } = await import(path.join(root, 'src/blend/spool.ts'));
+// with --streamed, a streaming type's images come from a spool, as the server fetches them (pipeline.ts fetch)
+const spool = streamed ? await Spool.create() : null;
+const spooled = spool ? await Promise.all(bytes.map((b, i) => spool.write(`image-${i}`, b))) : null;
+const fetchedFor = (type) =>
+  spool && streamOf(type, false, frames.length) !== null
+    ? { sources: spooled, pixels: Math.max(...sizes.map(({ width, height }) => width * height)), spool, discard: async () => {} }
+    : { sources: bytes, pixels, spool: null, discard: async () => {} };
 const spec = (blendType, deghost) => ({ images: frames, blendType, align, preserveBackground: false, deghost, outputFormat: 'jpeg' });
 
 async function job(engine, type, deghost) {
   const cpu = process.cpuUsage();
   const started = performance.now();
-  const result = await engine.run(spec(type, deghost), fetched);
+  const result = await engine.run(spec(type, deghost), fetchedFor(type));
   const used = process.cpuUsage(cpu);
   return { ms: performance.now() - started, cpu: (used.user + used.system) / 1000, stages: result.stages };
 }
@@ -53,7 +65,7 @@ async function job(engine, type, deghost) {
 const sorted = (a) => [...a].sort((x, y) => x - y);
 const summary = (a, digits = 0) => `min ${sorted(a)[0].toFixed(digits)}, median ${sorted(a)[a.length >> 1].toFixed(digits)}`;
 const minus = (a, b, key) => a.map((x, r) => x[key] - b[r][key]);
-console.log(`${frames.length} lined-up frames from ${dir}, align ${align ? 'on' : 'off'}; engines of ${roots.join(' and ')}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`${frames.length} lined-up frames from ${dir}, align ${align ? 'on' : 'off'}, ${streamed ? 'streaming types streamed' : 'every frame held'}; engines of ${roots.join(' and ')}; ${rounds} rounds; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 for (const type of types) {
   for (const engine of engines) for (const deghost of [true, false]) await job(engine, type, deghost);
   // runs[e][deghost ? 0 : 1]: engine e's jobs, one a round
@@ -77,6 +89,7 @@ for (const type of types) {
   }
 }
 await Promise.all(engines.map((e) => e.close()));
+await spool?.discard();
 
 const reference = path.join(root, 'src/blend/engine/deghost/agreement-reference.ts');
 if (fs.existsSync(reference)) {

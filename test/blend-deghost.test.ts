@@ -8,8 +8,10 @@ import { blendFrames } from '../src/blend/engine/blend.js';
 import { agreementGrid, agreementMask, selectFloats } from '../src/blend/engine/deghost/agreement.js';
 import { upsampleMaskRows } from '../src/blend/engine/deghost/upsample.js';
 import { agreementMaskReference, blockMeansReference } from '../src/blend/engine/deghost/agreement-reference.js';
-import { deghostMasks, type GridMask } from '../src/blend/engine/deghost/deghost.js';
+import { deghostMasks, frameMask, type GridMask, gridMasks } from '../src/blend/engine/deghost/deghost.js';
 import { type RgbImage, sharedImage, toShared } from '../src/blend/engine/image/image.js';
+import { makeThumbnails } from '../src/blend/engine/image/thumbnails.js';
+import { type FoldAccumulator, finishFoldRows, foldFirstRows, foldFrameRows } from '../src/blend/engine/point/fold.js';
 import { meanRows } from '../src/blend/engine/point/stack.js';
 import { weightedMeanRows, weightedPixels } from '../src/blend/engine/point/stack-weighted.js';
 import { WEIGHTED_CHUNK, weightedMeanPixels } from '../src/blend/engine/point/stack-weighted-simd.js';
@@ -382,6 +384,53 @@ describe('deghosting through the engine', () => {
       }
     });
   }
+
+  it('a streamed mean folds its grid masks to the bytes of the full-size masks (point/fold.ts, frameMask)', async (t) => {
+    // What point/fold.ts did before its masks stayed on the grid: each frame's full-size mask (null: 255 everywhere) read a pixel at a time.
+    const foldFullSize = (sums: Uint32Array, weights: Uint32Array, frame: Uint8Array, mask: Uint8Array | null) => {
+      for (let p = 0; p < weights.length; p++) {
+        const m = mask ? mask[p]! : 255;
+        weights[p]! += m;
+        for (let c = 0; c < 3; c++) sums[3 * p + c]! += m * frame[3 * p + c]!;
+      }
+    };
+    let partial = 0;
+    for (const name of ['cat', 'crowd'] as const) {
+      const photo = await loadPhoto(PHOTOS[name], 400);
+      for (const seed of [1, 2]) {
+        const { frames } = meanWithWalker(photo, people, 5, random(seed * 31 + name.length));
+        const { width, height } = frames[0]!;
+        const pixels = width * height;
+        const full = await deghostMasks(pool, frames, 'first');
+        const grid = await gridMasks(pool, frames, 'first');
+        assert.ok(full && grid, `${name} seed ${seed}: someone moved, so some frame has a mask`);
+        // the streamed path's masks (stream.ts prepareFrame) are gridMasks' own
+        const small = (await makeThumbnails(pool, frames, false)).map((th) => th.rgb);
+        const reference = await pool.run('agreementGrid', [small[0]!.data, small[0]!.width, small[0]!.height]);
+        for (let k = 1; k < frames.length; k++) assert.deepEqual(await frameMask(pool, reference, small[k]!, width, height), grid.masks[k], `${name} seed ${seed} frame ${k}`);
+        partial += full.masks.filter((m) => m?.some((v) => v > 0 && v < 255)).length;
+        // the fold as stream.ts runs it, over a split of the rows that cuts between a grid row's output rows
+        const acc: FoldAccumulator = { type: 'mean', width, values: new Uint32Array(3 * pixels), weights: null };
+        const sums = new Uint32Array(3 * pixels), weights = new Uint32Array(pixels);
+        frames.forEach((frame, k) => {
+          const mask = grid.masks[k]!;
+          if (k === 0) foldFirstRows(acc, frame.data, 0, height);
+          else {
+            if (mask && !acc.weights) acc.weights = new Uint32Array(pixels).fill(255 * k);
+            for (const [y0, y1] of [[0, 7], [7, 100], [100, height]]) foldFrameRows(acc, frame.data, mask, y0!, y1!);
+          }
+          foldFullSize(sums, weights, frame.data, full.masks[k]!);
+        });
+        assert.deepEqual(acc.values, sums, `${name} seed ${seed}: Σ m·v`);
+        assert.deepEqual(acc.weights, weights, `${name} seed ${seed}: Σ m`);
+        const out = sharedImage(width, height);
+        finishFoldRows(acc, frames.length, out.data, 0, height);
+        assert.deepEqual(out.data, (await blendFrames(pool, 'mean', frames, true)).data, `${name} seed ${seed}: the held mean`);
+      }
+    }
+    t.diagnostic(`${partial} masks with values between 0 and 255`);
+    assert.ok(partial > 0, 'some mask is partial somewhere');
+  });
 
   it('tells JPEG error and a warp\'s smoothing from motion', async (t) => {
     // Frames sent as JPEG, all but the reference resampled by a fraction of a pixel as alignment

@@ -104,7 +104,8 @@ describe('blend-type registry', () => {
   it('memory estimates and alignment defaults are those each type declares', () => {
     // per megapixel: 200 MB of base, then the type's bytes per pixel; auto takes the largest of
     // what it may choose holding every frame (exposure's 11), preserveBackground at least
-    // composite's 9; mean and exposure carry a byte a pixel for deghosting's masks; a streaming
+    // composite's 9; exposure carries a byte a pixel for deghosting's full-size masks (a mean's stay
+    // on the test's grid and count nothing); a streaming
     // type (exposure and focus too) its streaming figure, and a median its band memory on top
     const mb = (type: (typeof BLEND_TYPES)[number], preserveBackground = false) => jobMemory(type, preserveBackground, 1e6, 50e6) / 1e6;
     assert.deepEqual([mb('mean'), mb('average'), mb('overlay'), mb('median'), mb('focus'), mb('exposure'), mb('auto')], [210, 210, 212, 257, 210, 210, 211]);

@@ -6,6 +6,8 @@ import { assemble, F32, fn, I32 } from '../src/blend/engine/wasm/assembler.js';
 import { engineModules } from '../src/blend/engine/wasm/modules.js';
 import { moduleText } from '../src/blend/engine/wasm/text.js';
 import { fill } from '../src/blend/engine/pyramid/simd-arithmetic.js';
+import { finishMeanPixels, FOLD_CHUNK, foldMeanPixels } from '../src/blend/engine/point/fold-simd.js';
+import { random } from './blend-scenes.js';
 
 /**
  * The engine's WebAssembly modules as modules: each one valid, and its bytes those recorded in
@@ -89,5 +91,73 @@ describe('engine WebAssembly modules', () => {
     });
     assert.deepEqual(code.params, [I32, F32]);
     assert.throws(() => fn({ params: { n: I32 }, locals: { n: I32 } }, () => {}), /n is both a parameter and a local/);
+  });
+});
+
+/**
+ * The streamed mean's fold (point/fold.ts) in WebAssembly SIMD against its definition in
+ * JavaScript (what point/fold.ts ran before the kernels): the sums Σ m·v, the weights Σ m and the
+ * result ⌊(2·Σ m·v + Σ m) / (2·Σ m)⌋, value for value, over ranges that start and end off the
+ * kernels' 16-pixel steps and span several chunks.
+ */
+describe('streamed mean fold kernels (point/fold-simd.ts)', () => {
+  /** Pixels [p0, p1): sums (= when `first`) += m·v, weights += m; m = mask[p − maskBase], 255 without a mask. */
+  const foldJs = (sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Array, mask: Uint8Array | null, maskBase: number, p0: number, p1: number, first = false) => {
+    for (let p = p0; p < p1; p++) {
+      const m = mask ? mask[p - maskBase]! : 255;
+      if (weights) weights[p]! += m;
+      for (let c = 0; c < 3; c++) sums[3 * p + c] = (first ? 0 : sums[3 * p + c]!) + m * frame[3 * p + c]!;
+    }
+  };
+  const finishJs = (sums: Uint32Array, weights: Uint32Array | null, every: number, out: Uint8Array, p0: number, p1: number) => {
+    for (let p = p0; p < p1; p++) {
+      const w = weights ? weights[p]! : every;
+      for (let c = 0; c < 3; c++) out[3 * p + c] = Math.floor((2 * sums[3 * p + c]! + w) / (2 * w));
+    }
+  };
+  const pixels = 2 * FOLD_CHUNK + 45;
+  const draw = random(19);
+  const bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(draw() * 256));
+  const frames = Array.from({ length: 4 }, () => bytes(3 * pixels));
+
+  it('folds frames, with and without masks and weights, to the sums and weights of the JavaScript, and finishes to its bytes', () => {
+    const [simd, js] = [0, 1].map(() => ({ sums: new Uint32Array(3 * pixels), weights: null as Uint32Array | null }));
+    const both = (step: (acc: { sums: Uint32Array; weights: Uint32Array | null }, kernel: boolean) => void, what: string) => {
+      step(simd!, true);
+      step(js!, false);
+      assert.deepEqual(simd!.sums, js!.sums, `${what}: sums`);
+      assert.deepEqual(simd!.weights, js!.weights, `${what}: weights`);
+    };
+    const fold = (kernel: boolean) => (kernel ? foldMeanPixels : foldJs);
+    both((a, k) => fold(k)(a.sums, a.weights, frames[0]!, null, 0, 0, pixels, true), 'frame 0');
+    both((a, k) => fold(k)(a.sums, a.weights, frames[1]!, null, 0, 0, pixels), 'frame 1, no weights yet');
+    // a mask of 0, 255 and values between, read from a row of its own (maskBase) over a ragged range
+    const mask = Uint8Array.from(bytes(pixels), (v, p) => (p % 5 === 0 ? 0 : p % 7 === 0 ? 255 : v));
+    both((a) => (a.weights = new Uint32Array(pixels).fill(2 * 255)), 'weights start');
+    both((a, k) => fold(k)(a.sums, a.weights, frames[2]!, mask.subarray(3), 7, 7, pixels - 9), 'frame 2, masked');
+    both((a, k) => fold(k)(a.sums, a.weights, frames[2]!, null, 0, 0, 7), 'frame 2, its first pixels');
+    both((a, k) => fold(k)(a.sums, a.weights, frames[2]!, null, 0, pixels - 9, pixels), 'frame 2, its last pixels');
+    both((a, k) => fold(k)(a.sums, a.weights, frames[3]!, null, 0, 0, pixels), 'frame 3, with weights');
+    for (const weights of [simd!.weights, null]) {
+      const [a, b] = [new Uint8Array(3 * pixels), new Uint8Array(3 * pixels)];
+      for (const [p0, p1] of [[0, 13], [13, FOLD_CHUNK + 1], [FOLD_CHUNK + 1, pixels]]) {
+        finishMeanPixels(simd!.sums, weights, 255 * 4, a, p0!, p1!);
+        finishJs(js!.sums, weights, 255 * 4, b, p0!, p1!);
+      }
+      assert.deepEqual(a, b, weights ? 'finished with weights' : 'finished, every frame counted everywhere');
+    }
+  });
+
+  it('finishes sums of 5000 frames and every quotient near a half to the bytes of the JavaScript', () => {
+    const weights = Uint32Array.from({ length: pixels }, (_, p) => (p % 3 === 0 ? 255 : 255 + Math.floor(draw() * 255 * 4999)));
+    // Σ m·v ≤ 255 · Σ m; every third value lands on a half, (2k + 1)·w / 2, when w is even
+    const sums = Uint32Array.from({ length: 3 * pixels }, (_, q) => {
+      const w = weights[Math.floor(q / 3)]!;
+      return q % 3 === 0 && w % 2 === 0 ? (Math.floor(draw() * 255) * w + w / 2) : Math.floor(draw() * 255 * w);
+    });
+    const [a, b] = [new Uint8Array(3 * pixels), new Uint8Array(3 * pixels)];
+    finishMeanPixels(sums, weights, 0, a, 0, pixels);
+    finishJs(sums, weights, 0, b, 0, pixels);
+    assert.deepEqual(a, b);
   });
 });

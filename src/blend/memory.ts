@@ -22,8 +22,11 @@ import { BLEND_REGISTRY, type BlendType, type EngineBlendType, resolveBlendType 
  * 5 and 10 frames, every frame shifted so that alignment warps it (docs/blend.md, "Memory"). The
  * base is what a job costs beyond its pixels (threads' scratch, libvips' buffers); the per-pixel
  * figures are the smallest that, with that base, cover every measurement of the type, rounded up.
- * `mean` and `exposure` add one byte a pixel to what was measured without deghosting: its full-size
- * masks, a byte a pixel of each frame that disagrees with the reference (engine/deghost/deghost.ts).
+ * `exposure` adds one byte a pixel to what was measured without deghosting: its full-size masks, a
+ * byte a pixel of each frame that disagrees with the reference (engine/deghost/deghost.ts). A
+ * `mean`, held or streamed, adds nothing: its masks stay on the agreement test's grid (~190 KB a
+ * 12 MP frame) and are brought to full size a row at a time as they are used (point/stack-weighted.ts,
+ * point/fold.ts), with about 30 bytes a column of scratch per running task (~120 KB at 4000 wide).
  */
 export const JOB_BASE_BYTES = 200e6;
 

@@ -2,7 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { BlendLimits } from '../config.js';
 import { AlignmentFailed, type FrameAligner, frameAligner, type FrameReport, REFERENCE_REPORT, warpFrame } from './engine/align/align.js';
 import { overRows } from './engine/blend.js';
-import { frameMask } from './engine/deghost/deghost.js';
+import { frameMask, type GridMask } from './engine/deghost/deghost.js';
 import type { FrameStats } from './engine/image/analysis.js';
 import { bufferDone, sharedBuffer } from './engine/image/buffers.js';
 import { type RgbImage, rowRanges, sharedImage } from './engine/image/image.js';
@@ -86,8 +86,8 @@ interface Reference {
 /** A frame decoded, aligned and measured, ready to be used. */
 interface Prepared {
   frame: RgbImage;
-  /** Its deghosting mask (a deghosted mean), null where it counts everywhere. */
-  mask: Uint8Array | null;
+  /** Its deghosting mask (a deghosted mean) on the agreement test's grid, null where it counts everywhere. */
+  mask: GridMask | null;
   /** Its aligned thumbnail and the statistics of it. */
   small: RgbImage;
   stats: FrameStats;

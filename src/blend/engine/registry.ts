@@ -75,7 +75,7 @@ export const BLEND_REGISTRY = {
     deghost: 'first',
     largeScratch: false,
     stream: 'fold',
-    bytesPerPixel: 8,
+    bytesPerPixel: 7,
     streamBytesPerPixel: 10,
     input: 'scene',
     description: 'per-pixel mean of the aligned frames (noise reduction, long-exposure look)',

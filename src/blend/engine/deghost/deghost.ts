@@ -13,8 +13,9 @@ export type { DeghostMasks, DeghostReference, GridMask, GridMasks } from './mask
  * (pyramid/level-zero.ts), so Mertens' weights see a bracket that agrees and the tones stay those
  * of a full bracket. The masks are made on the thumbnails (reduced to the test's grid), only for
  * the frames that disagree somewhere. A fusion's are brought to full size here, one byte a pixel,
- * with each row's span of columns below 255 so that it passes over the rest; a mean brings them to
- * full size a row at a time as it averages (`gridMasks`), writing none.
+ * with each row's span of columns below 255 so that it passes over the rest; a mean, held
+ * (`gridMasks`) or streamed (`frameMask`), brings them to full size a row at a time as it averages
+ * or folds, writing none.
  *
  * The reference: for `mean`, frame 0 (the frame alignment brings the others onto); for `exposure`,
  * the middle exposure of the bracket (the frame of median brightness; of two middle ones the darker,
@@ -61,17 +62,17 @@ export async function deghostMasks(pool: WorkerPool, frames: RgbImage[], choose:
 }
 
 /**
- * One frame's mask against frame 0, for a stack that streams its frames (pipeline/stream.ts):
+ * One frame's mask against frame 0, for a mean that streams its frames (pipeline/stream.ts):
  * `reference` is frame 0's thumbnail on the test's grid (the `agreementGrid` task), `small` the
- * frame's aligned thumbnail; the same mask deghostMasks makes for it with reference 'first', at
- * full size (`width` × `height`), or null where the frame agrees everywhere.
+ * frame's aligned thumbnail; the mask deghostMasks makes for it with reference 'first', left on
+ * the test's grid as gridMasks leaves it (for frames `width` × `height`: point/fold.ts brings it to
+ * full size a row at a time as it folds), or null where the frame agrees everywhere.
  */
-export async function frameMask(pool: WorkerPool, reference: TaskResult<'agreementGrid'>, small: RgbImage, width: number, height: number): Promise<Uint8Array | null> {
+export async function frameMask(pool: WorkerPool, reference: TaskResult<'agreementGrid'>, small: RgbImage, width: number, height: number): Promise<GridMask | null> {
   const grid = await pool.run('agreementGrid', [small.data, small.width, small.height]);
   const agreement = await pool.run('agreementMask', [reference.data, grid.data, grid.width, grid.height]);
   if (!agreement) return null;
-  const mask = { data: shared(agreement.mask), width: grid.width, height: grid.height, factor: thumbnailFactor(width, height) * grid.step };
-  return (await upsample(pool, mask, width, height)).mask;
+  return { data: shared(agreement.mask), width: grid.width, height: grid.height, factor: thumbnailFactor(width, height) * grid.step };
 }
 
 /** The frame of median mean grey (agreement.ts `meanGrey`): the darker of the two middle ones, the first of equals. */

@@ -1,3 +1,6 @@
+import type { GridMask } from '../deghost/masks.js';
+import { maskRows } from '../deghost/upsample.js';
+import { finishMeanPixels, foldMeanPixels } from './fold-simd.js';
 import { stackBytes } from './stack-simd.js';
 import { FOLD_STEPS, type LayerMode } from './layers.js';
 
@@ -11,6 +14,12 @@ import { FOLD_STEPS, type LayerMode } from './layers.js';
  *   weighted mean of point/stack-weighted.ts, which is the plain mean to the byte where every m_k is 255;
  * - the layer modes: the running result in doubles, each frame folded in order and rounded once at the end.
  * Each function works on rows [y0, y1) so the caller splits rows across the pool's threads.
+ * A mean's masks come on the agreement test's grid (deghost/deghost.ts `frameMask`) and are brought
+ * to full size a row at a time as they are folded (deghost/upsample.ts `maskRows`, the values
+ * upsampleMaskRows writes), as the held weighted mean does (point/stack-weighted.ts): a full-size
+ * mask would be written once and read once, a byte a pixel of fresh memory for each frame.
+ * A mean's sums, weights and result are computed in WebAssembly SIMD (point/fold-simd.ts), to the
+ * value of the definition above (test/blend-wasm.test.ts holds it in JavaScript and compares).
  */
 
 export type FoldType = 'mean' | 'lighten' | 'darken' | LayerMode;
@@ -32,39 +41,58 @@ export function foldFirstRows(acc: FoldAccumulator, frame: Uint8Array, y0: numbe
   const [from, to] = [3 * y0 * acc.width, 3 * y1 * acc.width];
   const { values } = acc;
   if (acc.type === 'lighten' || acc.type === 'darken') (values as Uint8Array).set(frame.subarray(from, to), from);
-  else if (acc.type === 'mean') for (let p = from; p < to; p++) values[p] = 255 * frame[p]!;
+  else if (acc.type === 'mean') foldMeanPixels(values as Uint32Array, null, frame, null, 0, y0 * acc.width, y1 * acc.width, true);
   else for (let p = from; p < to; p++) values[p] = frame[p]! * UNIT;
 }
 
 /**
  * Folds the next frame's rows [y0, y1) into the accumulator; `mask` is its deghosting mask (mean
- * only: 0..255 per pixel, null where it counts everywhere), which needs `acc.weights`.
+ * only: 0..255 per pixel, on the agreement test's grid; null where it counts everywhere), which
+ * needs `acc.weights`.
  */
-export function foldFrameRows(acc: FoldAccumulator, frame: Uint8Array, mask: Uint8Array | null, y0: number, y1: number): void {
+export function foldFrameRows(acc: FoldAccumulator, frame: Uint8Array, mask: GridMask | null, y0: number, y1: number): void {
   const { width, values, type } = acc;
   const [from, to] = [3 * y0 * width, 3 * y1 * width];
   if (type === 'lighten' || type === 'darken') {
     // in place: the kernel copies a chunk of both in before it writes the chunk out
     stackBytes(type, [values as Uint8Array, frame], values as Uint8Array, from, to);
   } else if (type === 'mean') {
-    foldMean(values as Uint32Array, acc.weights, frame, mask, y0 * width, y1 * width);
+    foldMean(values as Uint32Array, acc.weights, frame, mask, width, y0, y1);
   } else {
     FOLD_STEPS[type](values as Float64Array, frame, from, to - from, from);
   }
 }
 
-function foldMean(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Array, mask: Uint8Array | null, p0: number, p1: number): void {
+/**
+ * Σ m·v and Σ m over rows [y0, y1): a row's mask is 255 outside its span (`maskRows`), so the rows
+ * without one fold as a frame that counts everywhere, and a masked row takes the mask's values in
+ * its span and 255 around it.
+ */
+function foldMean(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Array, mask: GridMask | null, width: number, y0: number, y1: number): void {
   if (!mask) {
-    for (let q = 3 * p0; q < 3 * p1; q++) sums[q]! += 255 * frame[q]!;
-    if (weights) for (let p = p0; p < p1; p++) weights[p]! += 255;
+    foldMeanPixels(sums, weights, frame, null, 0, y0 * width, y1 * width);
     return;
   }
-  for (let p = p0, q = 3 * p0; p < p1; p++, q += 3) {
-    const m = mask[p]!;
-    weights![p]! += m;
-    sums[q]! += m * frame[q]!;
-    sums[q + 1]! += m * frame[q + 1]!;
-    sums[q + 2]! += m * frame[q + 2]!;
+  const rows = maskRows(mask.data, mask.width, mask.height, mask.factor, width);
+  const row = new Uint8Array(width);
+  for (let y = y0; y < y1; ) {
+    // the rows the mask is 255 all across, folded at once
+    let end = y;
+    for (; end < y1; end++) {
+      const [x0, x1] = rows.span(end);
+      if (x0 < x1) break;
+    }
+    if (end > y) {
+      foldMeanPixels(sums, weights, frame, null, 0, y * width, end * width);
+      y = end;
+      continue;
+    }
+    const [x0, x1] = rows.span(y);
+    row.fill(255, 0, x0);
+    rows.row(y, row, 0);
+    row.fill(255, x1, width);
+    foldMeanPixels(sums, weights, frame, row, y * width, y * width, (y + 1) * width);
+    y++;
   }
 }
 
@@ -75,15 +103,7 @@ export function finishFoldRows(acc: FoldAccumulator, frames: number, out: Uint8A
   if (type === 'lighten' || type === 'darken') {
     if (out !== values) out.set((values as Uint8Array).subarray(from, to), from);
   } else if (type === 'mean') {
-    const sums = values as Uint32Array;
-    const every = 255 * frames;
-    for (let p = y0 * width, q = from; p < y1 * width; p++, q += 3) {
-      const w = weights ? weights[p]! : every;
-      const twice = 2 * w;
-      out[q] = Math.floor((2 * sums[q]! + w) / twice);
-      out[q + 1] = Math.floor((2 * sums[q + 1]! + w) / twice);
-      out[q + 2] = Math.floor((2 * sums[q + 2]! + w) / twice);
-    }
+    finishMeanPixels(values as Uint32Array, weights, 255 * frames, out, y0 * width, y1 * width);
   } else {
     // every mode keeps 0..1, so rounding needs no clamp
     for (let p = from; p < to; p++) out[p] = (values[p]! * 255 + 0.5) | 0;

@@ -2,6 +2,7 @@ import { warpModule } from '../align/warp-wasm.js';
 import { agreementModule } from '../deghost/agreement-kernels.js';
 import { compositeModule } from '../composite/simd.js';
 import { blocksModule } from '../image/blocks-simd.js';
+import { foldMeanModule } from '../point/fold-simd.js';
 import { SIMD_MAX_FRAMES, stackModule, type StackStatistic } from '../point/stack-simd.js';
 import { weightedMeanModule } from '../point/stack-weighted-simd.js';
 import { SHARPNESS_RADIUS } from '../pyramid/focus.js';
@@ -23,6 +24,7 @@ export function engineModules(): Map<string, () => ModuleSource> {
     ['composite', compositeModule],
     ['warp', warpModule],
     ['agreement', agreementModule],
+    ['fold-mean', foldMeanModule],
   ]);
   const statistics: StackStatistic[] = ['median', 'mean', 'lighten', 'darken'];
   for (const statistic of statistics) {
