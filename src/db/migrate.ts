@@ -22,7 +22,6 @@ import * as m0021 from './migrations/2026_11_27_0021_blend_uploads.js';
 import * as m0022 from './migrations/2026_11_27_0022_blend_progress_cancel.js';
 import * as m0023 from './migrations/2026_11_27_0023_checkin_conflicts_index.js';
 import * as m0024 from './migrations/2026_11_27_0024_tickets_fillfactor.js';
-import * as m0025 from './migrations/2026_11_27_0025_checkin_parent_keys.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -47,7 +46,6 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0022_blend_progress_cancel': m0022,
   '2026_11_27_0023_checkin_conflicts_index': m0023,
   '2026_11_27_0024_tickets_fillfactor': m0024,
-  '2026_11_27_0025_checkin_parent_keys': m0025,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
