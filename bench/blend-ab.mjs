@@ -8,7 +8,10 @@
 // a machine where two separate benchmark runs differ by more than the bound. Not part of
 // `npm run bench` (bench/README.md).
 //
-//   node bench/blend-ab.mjs --base DIR [--types median,mean,...] [--rounds 5] [--inputs DIR] [--drifted median,mean]
+// `--this-options JSON` adds options to this checkout's jobs only (e.g. '{"deghost":false}' against a
+// base that had no deghosting).
+//
+//   node bench/blend-ab.mjs --base DIR [--types median,mean,...] [--rounds 5] [--inputs DIR] [--drifted median,mean] [--this-options JSON]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { fileServer, INPUT_SETS, inputFrames, runJob } from './blend.mjs';
@@ -22,6 +25,7 @@ const rounds = roundsOption(5);
 const { BLEND_REGISTRY } = await import(pathToFileURL(path.join(ROOT, 'dist/blend/engine/registry.js')).href);
 const types = arg('types', Object.keys(BLEND_REGISTRY).join(',')).split(',');
 const driftedTypes = arg('drifted', 'median,mean').split(',').filter(Boolean);
+const thisOptions = JSON.parse(arg('this-options', '{}'));
 const inputs = arg('inputs');
 const { dir, remove } = inputs ? { dir: inputs, remove: async () => {} } : await (async () => {
   const made = await inputFrames(undefined, 'scene');
@@ -52,13 +56,14 @@ const jobs = [
   ...driftedTypes.map((type) => ({ name: `${type} drifted, align off`, type, set: 'drifted', align: false })),
 ];
 for (const job of jobs) job.urls = await setUrls(job.set);
-console.log(`this: ${ROOT}; base: ${path.resolve(base)}; ${rounds} rounds`);
+console.log(`this: ${ROOT}${Object.keys(thisOptions).length ? ` with ${JSON.stringify(thisOptions)}` : ''}; base: ${path.resolve(base)}; ${rounds} rounds`);
 const times = new Map(jobs.map((j) => [j.name, { this: [], base: [] }]));
 // a warm-up job of each kind on each server: threads, kernels, OpenCV and the model load once per process
-for (const s of servers) for (const job of jobs) await runJob(s, job.urls, job.type, false, job.align);
+const optionsOf = (s) => (s.label === 'this' ? thisOptions : {});
+for (const s of servers) for (const job of jobs) await runJob(s, job.urls, job.type, false, job.align, optionsOf(s));
 for (let r = 0; r < rounds; r++) {
   for (const job of jobs) {
-    for (const s of r % 2 === 0 ? servers : [...servers].reverse()) times.get(job.name)[s.label].push((await runJob(s, job.urls, job.type, false, job.align)).ms);
+    for (const s of r % 2 === 0 ? servers : [...servers].reverse()) times.get(job.name)[s.label].push((await runJob(s, job.urls, job.type, false, job.align, optionsOf(s))).ms);
   }
   console.log(`  round ${r + 1} done`);
 }

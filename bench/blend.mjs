@@ -240,7 +240,7 @@ async function startMontage(dir, extra = {}) {
   return { proc, base, apiKey };
 }
 
-export async function runJob(montage, images, blendType, sampleMemory, align = true) {
+export async function runJob(montage, images, blendType, sampleMemory, align = true, extra = {}) {
   const headers = { authorization: `Bearer ${montage.apiKey}`, 'content-type': 'application/json' };
   let peak = 0;
   const sampler = sampleMemory
@@ -251,7 +251,7 @@ export async function runJob(montage, images, blendType, sampleMemory, align = t
     : null;
   const started = performance.now();
   const job = await checkedJson(
-    await fetch(`${montage.base}/v1/blend/start`, { method: 'POST', headers, body: JSON.stringify({ projectId: 'bench', images, options: align ? { blendType } : { blendType, align: false } }) }),
+    await fetch(`${montage.base}/v1/blend/start`, { method: 'POST', headers, body: JSON.stringify({ projectId: 'bench', images, options: { blendType, ...(align ? {} : { align: false }), ...extra } }) }),
     'POST /v1/blend/start',
     202,
   );
