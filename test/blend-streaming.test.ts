@@ -275,7 +275,8 @@ describe('short stacks are held unless they only fit streamed', () => {
       const fetched = await engine.fetch(spec);
       onCleanup(t, () => fetched.discard());
       assert.equal(fetched.spool !== null, streams, `budget ${maxJobPixels}: streams`);
-      assert.ok(fetched.sources.every((s) => Buffer.isBuffer(s)), 'a short stack is fetched into memory either way');
+      // held, its images stay in memory; streamed, they wait in its spool as a long stack's do
+      assert.ok(fetched.sources.every((s) => (streams ? typeof s === 'string' && s.startsWith(fetched.spool!.dir) : Buffer.isBuffer(s))));
       assert.equal(fetched.pixels, (streams ? 5 : 8) * frame);
       results.push((await engine.run(spec, fetched)).image);
     }
@@ -284,6 +285,30 @@ describe('short stacks are held unless they only fit streamed', () => {
     const small = new BlendEngine({ ...LIMITS, maxJobPixels: 5 * frame - 1 }, addressPolicy(true), 'http://montage.invalid');
     onCleanup(t, () => small.close());
     await assert.rejects(small.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
+  });
+
+  test('a short stack refused only once every image is in (its first image the smallest) leaves no spool behind', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
+    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+    onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
+    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const files = await smallFrames(dir, 8);
+    // frame 0 at a quarter of the others' size: the refusal from it alone cannot come early
+    await sharp(await sharp(files[0]!).resize(32, 24).png().toBuffer()).toFile(files[0]!);
+    const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')))));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const previous = process.env.TMPDIR;
+    process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
+    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    // held: 8 frames of 64 × 48 (frame 0 counts as one of them too); streamed: five of them, one pixel over
+    const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 5 * 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    await engine.orphansRemoved;
+    const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'median', align: false, deghost: false, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
+    await assert.rejects(engine.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large' && /pixels each/.test(err.message));
+    assert.deepEqual(spools(temp), [], 'no spool is left');
   });
 });
 

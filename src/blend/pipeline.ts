@@ -213,8 +213,8 @@ export class BlendEngine {
    * the others. A long stack's images (memory.ts `streamOf`) are fetched STREAM_FETCHES at a time
    * and each written to the job's spool as it arrives; once one fails, those not started yet are
    * not fetched. A short stack of a type that can stream is fetched into memory and held, unless
-   * its frames together exceed the job pixel budget: then it streams from those bytes (the spool
-   * made then), as a long stack would. `onProgress` hears of each image fetched.
+   * its frames together exceed the job pixel budget: then it streams as a long stack would, its
+   * images written to a spool made then. `onProgress` hears of each image fetched.
    */
   async fetch(spec: BlendSpec, onProgress = noProgress): Promise<FetchedImages> {
     const total = spec.images.length;
@@ -252,9 +252,18 @@ export class BlendEngine {
       const sizes = fetched.map((f) => f.size);
       const sources = fetched.map((f) => f.source);
       if (!streaming && canStream && jobPixels(sizes) > this.limits.maxJobPixels) {
-        // too large to hold, small enough to stream: streamed from the bytes fetched
+        // Too large to hold: streamed if it fits so (refused here otherwise, before any spool
+        // exists), its images written to a spool as a long stack's are, so that its memory is
+        // what a streaming job's estimate counts.
+        const pixels = this.checkJobPixels(sizes, true);
         const late = await Spool.create();
-        return { sources, pixels: this.checkJobPixels(sizes, true), spool: late, discard: () => late.discard() };
+        try {
+          const files = await Promise.all(sources.map((bytes, i) => late.write(`image-${i}`, bytes as Buffer)));
+          return { sources: files, pixels, spool: late, discard: () => late.discard() };
+        } catch (err) {
+          await late.discard().catch(() => {});
+          throw err;
+        }
       }
       return { sources, pixels: this.checkJobPixels(sizes, streaming), spool, discard: () => spool?.discard() ?? Promise.resolve() };
     } catch (err) {
