@@ -1,12 +1,13 @@
 // What alignment costs a blend job, in-process: the blend benchmark's drifted frames (bench/blend.mjs
 // makeInputs: five 4000×3000 JPEGs, frames 2–5 moved by 3–15 px, two also turned; `--set scene`: the
-// lined-up ones) through the engine of src/blend/pipeline.ts as the server runs it (a type that streams
-// reads its images from a spool, src/blend/memory.ts streamOf) with `align` on and off, interleaved (the order alternating per round),
+// lined-up ones) through the engine of src/blend/pipeline.ts as the server runs it (five frames are
+// held, src/blend/memory.ts streamOf; `--streamed`: a type that can stream streams from a spool, as a
+// long stack does) with `align` on and off, interleaved (the order alternating per round),
 // after one warm-up job of each. Wall time and the process's CPU time (every thread: pool, libvips)
 // per job, min and median, and the per-round differences; on a busy machine the CPU figures are the
 // steadier ones. Not part of `npm run bench` (bench/README.md).
 //
-//   node --import tsx bench/blend-align-cost.mjs [--types median,mean] [--rounds 5] [--inputs DIR] [--set drifted|scene]
+//   node --import tsx bench/blend-align-cost.mjs [--types median,mean] [--rounds 5] [--inputs DIR] [--set drifted|scene] [--streamed]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +32,7 @@ const pixels = sizes.reduce((sum, { width, height }) => sum + width * height, 0)
 const spool = await Spool.create();
 const spooled = await Promise.all(bytes.map((b, i) => spool.write(`image-${i}`, b)));
 const fetchedFor = (type) =>
-  streamOf(type, false, frames.length) !== null
+  streamOf(type, false, process.argv.includes('--streamed') ? Infinity : frames.length) !== null
     ? { sources: spooled, pixels: Math.max(...sizes.map(({ width, height }) => width * height)), spool, discard: async () => {} }
     : { sources: bytes, pixels, spool: null, discard: async () => {} };
 const spec = (blendType, align) => ({ images: frames, blendType, align, preserveBackground: false, deghost: false, outputFormat: 'jpeg' });

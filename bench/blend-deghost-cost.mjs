@@ -8,9 +8,9 @@
 // process, its jobs interleaved with the first's (each round: every engine, deghost on and off), and
 // adds the per-round differences between the two (an A/B that the machine's load wanders through
 // alike). `--align` runs the jobs with alignment on, as a job runs by default (the blend benchmark's
-// lined-up rows). `--streamed`: a type that streams (src/blend/memory.ts streamOf; a mean of five
-// frames does) reads its images from a spool and streams as the server runs it; without it every
-// job holds its frames. Then deghosting's grid and agreement test alone
+// lined-up rows). `--streamed`: a type that can stream (src/blend/memory.ts streamOf) reads its
+// images from a spool and streams as the server runs a long stack, even on these five frames (a
+// server holds a stack of up to ten); without it every job holds its frames. Then deghosting's grid and agreement test alone
 // (src/blend/engine/deghost/), one thread: CPU per frame of their WebAssembly kernels and of their
 // JavaScript references, alternating, on sharp's 1000 px thumbnails of the frames and their grids
 // (500 × 375).
@@ -49,7 +49,7 @@ const { Spool } = await import(path.join(root, 'src/blend/spool.ts'));
 const spool = streamed ? await Spool.create() : null;
 const spooled = spool ? await Promise.all(bytes.map((b, i) => spool.write(`image-${i}`, b))) : null;
 const fetchedFor = (type) =>
-  spool && streamOf(type, false, frames.length) !== null
+  spool && streamOf(type, false) !== null
     ? { sources: spooled, pixels: Math.max(...sizes.map(({ width, height }) => width * height)), spool, discard: async () => {} }
     : { sources: bytes, pixels, spool: null, discard: async () => {} };
 const spec = (blendType, deghost) => ({ images: frames, blendType, align, preserveBackground: false, deghost, outputFormat: 'jpeg' });

@@ -163,7 +163,7 @@ export function blendJobHandler(db: Db, config: Config, store: ResultStore, log:
       };
       // The job's memory (memory.ts), held from its admission until its outcome is recorded; its run has settled by then, so no work of it is left.
       let release: (() => void) | null = null;
-      // A streaming job's images wait on disk (spool.ts) until the job is over.
+      // A streaming job's images wait on disk (spool.ts), a held job's in memory, until the job is over.
       let fetched: FetchedImages | null = null;
       try {
         const spec = specOf(row);
