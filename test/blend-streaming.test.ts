@@ -220,12 +220,20 @@ describe('streaming stacks: limits and memory', () => {
 /** The spool directories in `dir` (the worker threads' TypeScript loader keeps its cache there too). */
 const spools = (dir: string) => fs.readdirSync(dir).filter((name) => name.startsWith('montage-blend-')).sort();
 
+/** A temporary directory that os.tmpdir(), and so every spool made during the test, points to (TMPDIR restored after). */
+function spoolsInTempDir(t: TestContext): string {
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
+  onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+  const previous = process.env.TMPDIR;
+  process.env.TMPDIR = temp;
+  onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+  return temp;
+}
+
 describe('the spool of a streaming job', () => {
   test('a job refused after its first image waits for the fetches still writing, then leaves no spool behind', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
-    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
-    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
     // a long stack (more than HELD_FRAMES) streams: its images go to the spool as they arrive
     const files = await smallFrames(dir, HELD_FRAMES + 2);
     // The first frame comes at once; the others only after a while, so they are still arriving when the job is refused.
@@ -242,9 +250,7 @@ describe('the spool of a streaming job', () => {
     onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-    const previous = process.env.TMPDIR;
-    process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
-    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const temp = spoolsInTempDir(t);
     const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
     onCleanup(t, () => engine.close());
     await engine.orphansRemoved;
@@ -261,10 +267,7 @@ describe('short stacks are held unless they only fit streamed', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
     const files = await smallFrames(dir, 8);
-    const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')))));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = await fileServer(t, dir);
     const spec = { images: files.map((f) => `${base}/${path.basename(f)}`), blendType: 'mean', align: false, deghost: true, preserveBackground: false, outputFormat: 'png' } as BlendSpec;
     const frame = 64 * 48;
     const results: Buffer[] = [];
@@ -289,19 +292,12 @@ describe('short stacks are held unless they only fit streamed', () => {
 
   test('a short stack refused only once every image is in (its first image the smallest) leaves no spool behind', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
-    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));
-    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
     const files = await smallFrames(dir, 8);
     // frame 0 at a quarter of the others' size: the refusal from it alone cannot come early
     await sharp(await sharp(files[0]!).resize(32, 24).png().toBuffer()).toFile(files[0]!);
-    const server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(fs.readFileSync(path.join(dir, path.basename(req.url ?? '/')))));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const previous = process.env.TMPDIR;
-    process.env.TMPDIR = temp; // where os.tmpdir(), and so the spool, points
-    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
+    const base = await fileServer(t, dir);
+    const temp = spoolsInTempDir(t);
     // held: 8 frames of 64 × 48 (frame 0 counts as one of them too); streamed: five of them, one pixel over
     const engine = new BlendEngine({ ...LIMITS, maxJobPixels: 5 * 64 * 48 - 1 }, addressPolicy(true), 'http://montage.invalid');
     onCleanup(t, () => engine.close());
@@ -314,8 +310,7 @@ describe('short stacks are held unless they only fit streamed', () => {
 
 describe('spool directories left by processes that died', () => {
   test('an engine removes those whose process is gone or started before this one, and keeps those of running processes', async (t) => {
-    const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-tmp-'));
-    onCleanup(t, () => fs.rmSync(temp, { recursive: true, force: true }));
+    const temp = spoolsInTempDir(t);
     const gone = spawn(process.execPath, ['-e', '0']);
     await new Promise((r) => gone.once('exit', r));
     const dir = (pid: number, suffix: string) => {
@@ -332,9 +327,6 @@ describe('spool directories left by processes that died', () => {
     const parents = dir(process.ppid, 'Kk4Ll5');
     fs.mkdirSync(path.join(temp, 'montage-blend-Ab12Cd'), { recursive: true }); // not one of this naming: left alone
 
-    const previous = process.env.TMPDIR;
-    process.env.TMPDIR = temp;
-    onCleanup(t, () => (previous === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = previous)));
     const engine = new BlendEngine(LIMITS, addressPolicy(true), 'http://montage.invalid');
     onCleanup(t, () => engine.close());
     assert.deepEqual((await engine.orphansRemoved).sort(), [dead, earlier].sort());
