@@ -133,3 +133,16 @@ export function maskRows(small: Uint8Array, smallWidth: number, smallHeight: num
     },
   };
 }
+
+/** Whether any of the masks' rows (null: 255 everywhere) is below 255 in row y; if so, `span` gets the columns [x0, x1) outside of which every mask is 255 (the union of the masks' spans). */
+export function maskedSpan(rows: Array<MaskRows | null>, width: number, y: number, span: Int32Array): boolean {
+  let x0 = width, x1 = 0;
+  for (const r of rows) {
+    if (!r) continue;
+    const [first, last] = r.span(y);
+    if (first < last) (x0 = Math.min(x0, first)), (x1 = Math.max(x1, last));
+  }
+  span[0] = x0;
+  span[1] = x1;
+  return x0 < x1;
+}

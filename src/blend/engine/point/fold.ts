@@ -1,5 +1,5 @@
 import type { GridMask } from '../deghost/masks.js';
-import { maskRows } from '../deghost/upsample.js';
+import { maskedSpan, maskRows } from '../deghost/upsample.js';
 import { finishMeanPixels, foldMeanPixels } from './fold-simd.js';
 import { stackBytes } from './stack-simd.js';
 import { FOLD_STEPS, type LayerMode } from './layers.js';
@@ -74,20 +74,19 @@ function foldMean(sums: Uint32Array, weights: Uint32Array | null, frame: Uint8Ar
     return;
   }
   const rows = maskRows(mask.data, mask.width, mask.height, mask.factor, width);
+  const masks = [rows];
   const row = new Uint8Array(width);
+  const span = new Int32Array(2);
   for (let y = y0; y < y1; ) {
     // the rows the mask is 255 all across, folded at once
     let end = y;
-    for (; end < y1; end++) {
-      const [x0, x1] = rows.span(end);
-      if (x0 < x1) break;
-    }
+    while (end < y1 && !maskedSpan(masks, width, end, span)) end++;
     if (end > y) {
       foldMeanPixels(sums, weights, frame, null, 0, y * width, end * width);
       y = end;
       continue;
     }
-    const [x0, x1] = rows.span(y);
+    const x0 = span[0]!, x1 = span[1]!;
     row.fill(255, 0, x0);
     rows.row(y, row, 0);
     row.fill(255, x1, width);

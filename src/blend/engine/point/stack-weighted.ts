@@ -1,5 +1,5 @@
 import type { GridMask } from '../deghost/masks.js';
-import { maskRows, type MaskRows } from '../deghost/upsample.js';
+import { maskedSpan, maskRows } from '../deghost/upsample.js';
 import { SIMD_MAX_FRAMES } from './stack-simd.js';
 import { meanBytes, meanRows } from './stack.js';
 import { weightedMeanPixels } from './stack-weighted-simd.js';
@@ -25,7 +25,7 @@ export function weightedMeanRows(frames: Uint8Array[], masks: Array<GridMask | n
   const span = new Int32Array(2);
   for (let y = y0; y < y1; ) {
     let end = y;
-    while (end < y1 && !masked(rows, width, end, span)) end++;
+    while (end < y1 && !maskedSpan(rows, width, end, span)) end++;
     if (end > y) {
       meanRows(frames, width, out, y, end);
       y = end;
@@ -49,19 +49,6 @@ export function weightedMeanRows(frames: Uint8Array[], masks: Array<GridMask | n
     }
     y++;
   }
-}
-
-/** Whether any mask is below 255 in row y; if so, `span` gets the columns [x0, x1) outside of which every mask is 255 (the union of the masks' spans). */
-function masked(rows: Array<MaskRows | null>, width: number, y: number, span: Int32Array): boolean {
-  let x0 = width, x1 = 0;
-  for (const r of rows) {
-    if (!r) continue;
-    const [first, last] = r.span(y);
-    if (first < last) (x0 = Math.min(x0, first)), (x1 = Math.max(x1, last));
-  }
-  span[0] = x0;
-  span[1] = x1;
-  return x0 < x1;
 }
 
 /**
