@@ -15,9 +15,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { fileServer, INPUT_SETS, inputFrames, runJob } from './blend.mjs';
-import { checkedJson, createAccountAndKey, freePort, makeTempDir, median, montageEnv, montageNodeFlags, ROOT, startProcess, waitForHttp } from './lib.mjs';
-import { option as arg, roundsOption } from './lib.mjs';
-import { runCommand } from './lib.mjs';
+import { option as arg, createAccountAndKey, freePort, makeTempDir, median, montageEnv, montageNodeFlags, ROOT, roundsOption, runCommand, startProcess, waitForHttp } from './lib.mjs';
 
 const base = arg('base');
 if (!base) throw new Error('--base DIR: the other checkout (built) to compare with');
@@ -39,10 +37,8 @@ async function serverOf(root, label) {
   const port = await freePort();
   const env = montageEnv('sqlite', { montageDir: makeTempDir(`montage-bench-ab-${label}-`).dir }, port, { MONTAGE_ALLOW_PRIVATE_NETWORK: '1' });
   const bin = path.join(root, 'bin', 'montage.js');
-  const cli = (...args) => runCommand(process.execPath, [...montageNodeFlags(), bin, ...args], { env, label: `${label}: montage ${args.join(' ')}`, cwd: root });
-  await cli('accounts', 'create', '--email', 'bench@example.com', '--plan', 'business');
-  const created = await cli('keys', 'create', '--email', 'bench@example.com', '--name', 'bench');
-  const apiKey = created.stdout.trim().split('\n').pop().trim();
+  const cli = (cliEnv, ...args) => runCommand(process.execPath, [...montageNodeFlags(), bin, ...args], { env: cliEnv, label: `${label}: montage ${args.join(' ')}`, cwd: root });
+  const apiKey = await createAccountAndKey(env, 'bench@example.com', cli);
   const proc = startProcess(`${label}: montage serve`, process.execPath, [...montageNodeFlags(), bin, 'serve'], { env, cwd: root });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(proc, `${url}/healthz`);

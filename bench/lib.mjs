@@ -475,10 +475,10 @@ export const montageArgs = (...args) => [...montageNodeFlags(), MONTAGE_BIN, ...
 /** Runs the Montage CLI with `env`. */
 export const montageCli = (env, ...args) => runCommand(process.execPath, montageArgs(...args), { env, label: `montage ${args.join(' ')}` });
 
-/** A business account and its first key, made with the CLI; returns the key. */
-export async function createAccountAndKey(env, email = 'bench@example.com') {
-  await montageCli(env, 'accounts', 'create', '--email', email, '--plan', 'business');
-  const created = await montageCli(env, 'keys', 'create', '--email', email, '--name', 'bench');
+/** A business account and its first key, made with the CLI (`cli`: another checkout's, as montageCli calls it); returns the key. */
+export async function createAccountAndKey(env, email = 'bench@example.com', cli = montageCli) {
+  await cli(env, 'accounts', 'create', '--email', email, '--plan', 'business');
+  const created = await cli(env, 'keys', 'create', '--email', email, '--name', 'bench');
   const apiKey = created.stdout.trim().split('\n').pop().trim();
   if (!/^mtg_[0-9A-Za-z]{40}$/.test(apiKey)) throw new Error(`keys create: the last line is not a key:\n${created.stdout}`);
   return apiKey;
