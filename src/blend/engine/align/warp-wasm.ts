@@ -2,19 +2,20 @@ import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, 
 
 /**
  * The full-size warp (align/warp.ts) in WebAssembly, byte for byte the JavaScript definition
- * `warpRowsJs`: positions in f64 exactly as it computes them (numerators and divisor advanced by
- * h0, h3, h6 per pixel, then (n / w)·256 + 0.5 truncated, saturating), integer bilinear weights,
- * the three channels of a pixel blended at once in SIMD (two i16 dot products, one per row).
- * An affine homography (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1
- * there, so the numbers are the same. A band of output rows is warped per call: JavaScript copies
- * in the source rows the band can reach (all of them when it cannot tell) and copies the band out.
- * One kernel per thread; its memory grows to the largest band asked for.
+ * `warpRowsJs`, four output pixels at a time: their positions in f64 exactly as it computes them
+ * (h0·x + (h1·y + h2) and the others, then (n / w)·256 + 0.5 truncated, saturating), in two f64
+ * pairs per coordinate; the fixed-point split and the clamp to the frame's edges in i32x4 lanes
+ * (no branches); then each pixel's two rows blended, its three channels at once (two i16 dot
+ * products), and the four pixels packed into 12 bytes and written with one store. An affine
+ * homography (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1 there, so the
+ * numbers are the same. A band of output rows is warped per call: JavaScript copies in the source
+ * rows the band can reach (all of them when it cannot tell) and copies the band out. One kernel per
+ * thread; its memory grows to the largest band asked for.
  */
 
 /**
  * The kernel's parameters: source rows from row `first` at `src`, output rows [rowStart, rowEnd)
- * written from `dst`; at `pairs` the homography's x and y terms as f64 pairs (h0, h3), (h1, h4),
- * (h2, h5), then 16 bytes of scratch; then the divisor's terms.
+ * written from `dst`; at `h` the homography's nine entries as f64, then the f64 pairs (0, 1) and (2, 3).
  */
 const PARAMS = {
   src: I32,
@@ -25,96 +26,176 @@ const PARAMS = {
   columns: I32,
   rowStart: I32,
   rowEnd: I32,
-  pairs: I32,
-  h6: F64,
-  h7: F64,
-  h8: F64,
+  h: I32,
 } as const;
 
 const LOCALS = {
   y: I32,
   x: I32,
   o: I32,
-  maxX: I32,
-  maxY: I32,
+  q: I32,
   stride: I32,
-  fx: I32,
-  fy: I32,
-  x0: I32,
-  y0: I32,
-  p: I32,
-  w: F64,
-  n: V128,
-  step: V128,
-  scale: V128,
-  round: V128,
+  // f64 pairs: the row's terms h1·y + h2, h4·y + h5, h7·y + h8, the per-column ones, the last column
+  rowX: V128,
+  rowY: V128,
+  rowW: V128,
+  h0: V128,
+  h3: V128,
+  h6: V128,
+  last: V128,
+  low: V128,
+  high: V128,
+  xa: V128,
+  xb: V128,
+  wa: V128,
+  wb: V128,
+  // i32x4 constants
   zero: V128,
   half: V128,
+  full: V128,
+  fraction: V128,
+  three: V128,
+  maxX: V128,
+  maxY: V128,
+  strideV: V128,
+  base: V128,
+  scale: V128,
+  round: V128,
+  // the four pixels' positions, sample addresses and weights
+  X: V128,
+  Y: V128,
+  x0: V128,
+  y0: V128,
+  fx: V128,
+  fy: V128,
+  outside: V128,
+  p: V128,
   across: V128,
-  v: V128,
+  weights: V128,
+  gy: V128,
+  v0: V128,
+  v1: V128,
+  v2: V128,
+  v3: V128,
 } as const;
 
-/** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to i16 lanes P.r, Q.r, P.g, Q.g, P.b, Q.b (16: a zero byte). */
-const PAIRS = [0, 16, 3, 16, 1, 16, 4, 16, 2, 16, 5, 16, 6, 16, 7, 16];
-
-/** Splits the fixed-point position (i32) on the stack into a whole pixel `whole`, clamped to [0, max] with its fraction `fraction` 0 at the edges. */
-function split(code: Code, whole: number, fraction: number, max: number): void {
-  code.set(whole);
-  code.get(whole).i32(255).op('i32.and').set(fraction);
-  code.get(whole).i32(8).op('i32.shr_s').set(whole);
-  code.get(whole).get(max).op('i32.ge_u').when(() => {
-    code.i32(0).get(max).get(whole).i32(0).op('i32.lt_s', 'select').set(whole);
-    code.i32(0).set(fraction);
-  });
-}
+/** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to bytes P.r, Q.r, P.g, Q.g, P.b, Q.b (of the first vector only, so one byte shuffle), widened after. */
+const PAIRS = [0, 3, 1, 4, 2, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0];
+/** i8x16.shuffle lanes that repeat 4-byte lane `k` of the first vector. */
+const laneOf = (k: number) => Array.from({ length: 16 }, (_, i) => 4 * k + (i % 4));
+/** i8x16.shuffle lanes that take the low i32 pairs of two vectors (trunc_sat_f64x2_s_zero's results) to one vector of four. */
+const LOW_PAIRS = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+/** i8x16.shuffle lanes that drop every fourth byte: four pixels [r g b 0] to 12 bytes (the last 4 unused). */
+const PACK = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15];
 
 /**
- * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, pairs, h6, h7, h8)`: a band of
- * warpRowsJs, projective or (`affine`) without the division. The x and y numerators travel as one
- * f64 pair (each lane's arithmetic is the scalar's), and one saturating truncation (NaN to 0, as
- * warp.ts `toFixed`) takes both to 1/256 pixel.
+ * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, h)`: a band of warpRowsJs,
+ * projective or (`affine`) without the division. A row is written in groups of four pixels; the
+ * last group's pixels beyond the row repeat its last pixel's position (so they sample inside the
+ * rows copied in) and are written over by the next row, or land in the slack after the band.
  */
 function warp(affine: boolean): Code {
   return fn({ params: PARAMS, locals: LOCALS }, (code, $) => {
-    code.get($.width).i32(1).op('i32.sub').set($.maxX);
-    code.get($.height).i32(1).op('i32.sub').set($.maxY);
+    const f64Splat = (offset: number, local: number) => code.get($.h).loadF64(offset).op('f64x2.splat').set(local);
+    const i32Splat = (value: () => void, local: number) => {
+      value();
+      code.op('i32x4.splat').set(local);
+    };
     code.get($.width).i32(3).op('i32.mul').set($.stride);
     code.get($.dst).set($.o);
-    code.i32(0).op('i32x4.splat').set($.zero);
-    code.i32(32768).op('i32x4.splat').set($.half);
+    f64Splat(0, $.h0);
+    f64Splat(24, $.h3);
+    f64Splat(48, $.h6);
+    code.get($.h).load(72).set($.low);
+    code.get($.h).load(88).set($.high);
+    code.get($.columns).i32(1).op('i32.sub', 'f64.convert_i32_s', 'f64x2.splat').set($.last);
     code.f64(256).op('f64x2.splat').set($.scale);
     code.f64(0.5).op('f64x2.splat').set($.round);
-    code.get($.pairs).load(0).set($.step);
+    i32Splat(() => code.i32(0), $.zero);
+    i32Splat(() => code.i32(32768), $.half);
+    i32Splat(() => code.i32(256), $.full);
+    i32Splat(() => code.i32(255), $.fraction);
+    i32Splat(() => code.i32(3), $.three);
+    i32Splat(() => code.get($.width).i32(1).op('i32.sub'), $.maxX);
+    i32Splat(() => code.get($.height).i32(1).op('i32.sub'), $.maxY);
+    i32Splat(() => code.get($.stride), $.strideV);
+    // the address of source row 0 (rows before `first` are not copied in; none is read)
+    i32Splat(() => code.get($.src).get($.first).get($.stride).op('i32.mul', 'i32.sub'), $.base);
+
+    /** Splits the fixed-point positions (i32x4 local `at`) into whole pixels and fractions, clamped as warpRowsJs clamps them. */
+    const split = (at: number, whole: number, fraction: number, max: number) => {
+      code.get(at).i32(8).op('i32x4.shr_s').set(whole);
+      code.get(at).get($.fraction).op('v128.and').set(fraction);
+      // outside [0, max) (negative ones are large unsigned): the edge, 0 below and max beyond, with fraction 0
+      code.get(whole).get(max).op('i32x4.ge_u').set($.outside);
+      code.get(max).get(whole).get($.zero).op('i32x4.lt_s', 'v128.andnot').get(whole).get($.outside).op('v128.bitselect').set(whole);
+      code.get(fraction).get($.outside).op('v128.andnot').set(fraction);
+    };
+    /** Fixed-point positions of the four pixels for one coordinate: (n / w)·256 + 0.5 of both pairs, truncated, saturating. */
+    const positions = (h: number, row: number, into: number) => {
+      for (const [xs, w] of [
+        [$.xa, $.wa],
+        [$.xb, $.wb],
+      ] as const) {
+        code.get(h).get(xs).op('f64x2.mul').get(row).op('f64x2.add');
+        if (!affine) code.get(w).op('f64x2.div');
+        code.get($.scale).op('f64x2.mul').get($.round).op('f64x2.add', 'i32x4.trunc_sat_f64x2_s_zero');
+      }
+      code.shuffle(LOW_PAIRS).set(into);
+    };
+    /** The blended pixel `k` of the four, as i32 lanes [r, g, b, ·]. */
+    const pixel = (k: number, into: number) => {
+      const lane = (local: number) => code.get(local).get(local).shuffle(laneOf(k));
+      code.get($.p).extractLane(k).set($.q);
+      lane($.across).set($.weights);
+      // a row's P and Q (6 bytes at its address) as i16 lanes P.r, Q.r, P.g, Q.g, P.b, Q.b, dotted with the weights
+      const row = () => code.shuffle(PAIRS).op('i16x8.extend_low_i8x16_u').get($.weights).op('i32x4.dot_i16x8_s');
+      code.get($.q).load64Splat(0).get($.zero);
+      row();
+      lane($.gy);
+      code.op('i32x4.mul');
+      code.get($.q).get($.stride).op('i32.add').load64Splat(0).get($.zero);
+      row();
+      lane($.fy);
+      code.op('i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set(into);
+    };
+
     code.get($.rowStart).set($.y);
     code.whileBelow($.y, $.rowEnd, () => {
-      // numerators and divisor at the row's start, then advanced by a constant per pixel
-      code.get($.pairs).load(16).get($.y).op('f64.convert_i32_u', 'f64x2.splat', 'f64x2.mul').get($.pairs).load(32).op('f64x2.add').set($.n);
-      if (!affine) code.get($.h7).get($.y).op('f64.convert_i32_u', 'f64.mul').get($.h8).op('f64.add').set($.w);
-      code.forStep($.x, $.columns, 1, () => {
-        code.get($.pairs).get($.n);
-        if (!affine) code.get($.w).op('f64x2.splat', 'f64x2.div');
-        code.get($.scale).op('f64x2.mul').get($.round).op('f64x2.add', 'i32x4.trunc_sat_f64x2_s_zero').store(48);
-        code.get($.pairs).load32(48);
-        split(code, $.x0, $.fx, $.maxX);
-        code.get($.pairs).load32(52);
-        split(code, $.y0, $.fy, $.maxY);
-        // p: the top-left sample (its row relative to the first row copied in). The right and lower
-        // neighbours are read even at an edge, where their weight is 0: P·256 + Q·0 is P exactly.
-        code.get($.src).get($.y0).get($.first).op('i32.sub').get($.stride).op('i32.mul', 'i32.add');
-        code.get($.x0).i32(3).op('i32.mul', 'i32.add').set($.p);
-        // weights as i16 pairs (256 − fx, fx) and the two rows' (256 − fy), fy as i32
-        code.i32(256).get($.fx).op('i32.sub').get($.fx).i32(16).op('i32.shl', 'i32.or', 'i32x4.splat').set($.across);
-        // top = P·gx + Q·fx and bottom = R·gx + S·fx per channel, from the 6 bytes P, Q of each row
-        code.get($.p).load64Splat(0).get($.zero).shuffle(PAIRS).get($.across).op('i32x4.dot_i16x8_s');
-        code.i32(256).get($.fy).op('i32.sub', 'i32x4.splat', 'i32x4.mul');
-        code.get($.p).get($.stride).op('i32.add').load64Splat(0).get($.zero).shuffle(PAIRS).get($.across).op('i32x4.dot_i16x8_s');
-        code.get($.fy).op('i32x4.splat', 'i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set($.v);
-        // the three bytes at o; the vector's other 13 bytes land on the next pixels, written after
-        code.get($.o).get($.v).get($.v).op('i16x8.narrow_i32x4_u').get($.v).get($.v).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
-        code.get($.n).get($.step).op('f64x2.add').set($.n);
-        if (!affine) code.get($.w).get($.h6).op('f64.add').set($.w);
-        code.get($.o).i32(3).op('i32.add').set($.o);
+      const rowTerm = (a: number, b: number, into: number) =>
+        code.get($.h).loadF64(a).get($.y).op('f64.convert_i32_u', 'f64.mul').get($.h).loadF64(b).op('f64.add', 'f64x2.splat').set(into);
+      rowTerm(8, 16, $.rowX);
+      rowTerm(32, 40, $.rowY);
+      if (!affine) rowTerm(56, 64, $.rowW);
+      code.forStep($.x, $.columns, 4, () => {
+        // columns x..x+3 as f64 pairs, the ones beyond the row at its last column
+        code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.low).op('f64x2.add').get($.last).op('f64x2.min').set($.xa);
+        code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.high).op('f64x2.add').get($.last).op('f64x2.min').set($.xb);
+        if (!affine) {
+          code.get($.h6).get($.xa).op('f64x2.mul').get($.rowW).op('f64x2.add').set($.wa);
+          code.get($.h6).get($.xb).op('f64x2.mul').get($.rowW).op('f64x2.add').set($.wb);
+        }
+        positions($.h0, $.rowX, $.X);
+        positions($.h3, $.rowY, $.Y);
+        split($.X, $.x0, $.fx, $.maxX);
+        split($.Y, $.y0, $.fy, $.maxY);
+        // p: each top-left sample's address. The right and lower neighbours are read even at an
+        // edge, where their weight is 0: P·256 + Q·0 is P exactly.
+        code.get($.y0).get($.strideV).op('i32x4.mul').get($.x0).get($.three).op('i32x4.mul', 'i32x4.add').get($.base).op('i32x4.add').set($.p);
+        // weights as i16 pairs (256 − fx, fx), and the rows' 256 − fy (fy as it is)
+        code.get($.full).get($.fx).op('i32x4.sub').get($.fx).i32(16).op('i32x4.shl', 'v128.or').set($.across);
+        code.get($.full).get($.fy).op('i32x4.sub').set($.gy);
+        pixel(0, $.v0);
+        pixel(1, $.v1);
+        pixel(2, $.v2);
+        pixel(3, $.v3);
+        code.get($.o);
+        code.get($.v0).get($.v1).op('i16x8.narrow_i32x4_u').get($.v2).get($.v3).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u');
+        code.get($.zero).shuffle(PACK).store(0);
+        code.get($.o).i32(12).op('i32.add').set($.o);
       });
+      // the group's pixels beyond the row are written over from the next row's start
+      code.get($.dst).get($.y).i32(1).op('i32.add').get($.rowStart).op('i32.sub').get($.columns).i32(3).op('i32.mul', 'i32.mul', 'i32.add').set($.o);
       code.get($.y).i32(1).op('i32.add').set($.y);
     });
   });
@@ -134,7 +215,7 @@ interface Kernel {
 let kernel: Kernel | null = null;
 let arena: KernelArena | null = null;
 
-/** Source rows a bilinear sample may need beyond the band's corners: the corners' row and the next, and slack for the per-pixel additions' rounding. */
+/** Source rows a bilinear sample may need beyond the band's corners: the corners' row and the next, and slack for rounding. */
 const ROW_SLACK = 2;
 
 /**
@@ -173,12 +254,13 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   const outBytes = (rowEnd - rowStart) * columns * 3;
   // one row more than copied in: the lower neighbour of the last row is read, with weight 0
   const srcAt = arena.reset().alloc(inBytes + stride);
-  const dstAt = arena.alloc(outBytes);
-  const pairs = arena.alloc(64);
+  // the last group of four pixels may reach 3 pixels beyond the band, and its store 4 bytes further
+  const dstAt = arena.alloc(outBytes + 16);
+  const terms = arena.alloc(13 * 8);
   const { u8, f64 } = arena.ready();
   u8.set(src.subarray(first * stride, first * stride + inBytes), srcAt);
-  f64.set([h[0]!, h[3]!, h[1]!, h[4]!, h[2]!, h[5]!], pairs / 8);
+  f64.set([...h.slice(0, 9), 0, 1, 2, 3], terms / 8);
   const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
-  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, pairs, h[6]!, h[7]!, h[8]!);
+  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, terms);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }

@@ -37,12 +37,16 @@ export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowSta
   const stride = width * 3;
   const columns = out.width;
   for (let y = rowStart; y < rowEnd; y++) {
-    // Numerators and divisor advance by a constant per pixel along the row.
-    let nx = h1 * y + h2;
-    let ny = h4 * y + h5;
-    let w = h7 * y + h8;
+    // The row's part of the numerators and divisor; each pixel adds its column's (evaluated anew,
+    // not advanced by a sum along the row, so any four pixels' positions can be computed at once).
+    const rowX = h1 * y + h2;
+    const rowY = h4 * y + h5;
+    const rowW = h7 * y + h8;
     let o = y * columns * 3;
-    for (let x = 0; x < columns; x++, nx += h0, ny += h3, w += h6, o += 3) {
+    for (let x = 0; x < columns; x++, o += 3) {
+      const nx = h0 * x + rowX;
+      const ny = h3 * x + rowY;
+      const w = h6 * x + rowW;
       // Position in 1/256 pixel, rounded (a negative one is clamped below anyway): integer arithmetic from here on.
       const X = toFixed((nx / w) * 256 + 0.5);
       const Y = toFixed((ny / w) * 256 + 0.5);

@@ -120,6 +120,11 @@ export const SIMD = {
   'i32x4.shr_u': 0xad,
   'f64x2.div': 0xf3,
   'i32x4.trunc_sat_f64x2_s_zero': 0xfc,
+  'i32x4.lt_s': 0x39,
+  'i32x4.ge_u': 0x40,
+  'i32x4.shr_s': 0xac,
+  'v128.andnot': 0x4f,
+  'v128.or': 0x50,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
@@ -263,6 +268,12 @@ export class Code {
   /** i8x16.shuffle of the two vectors on the stack: lane i of the result is lane `lanes[i]` of their 32 bytes. */
   shuffle(lanes: number[]): this {
     this.bytes.push(0xfd, 0x0d, ...lanes);
+    return this;
+  }
+
+  /** i32x4.extract_lane: lane `lane` (0–3) of the vector on the stack, as an i32. */
+  extractLane(lane: number): this {
+    this.bytes.push(0xfd, 0x1b, lane);
     return this;
   }
 

@@ -159,6 +159,7 @@ function functionText(r: Reader, name: string, params: string[], names: Map<numb
       const simd = r.unsigned();
       if (SIMD_MEMORY[simd]) line(memoryText(SIMD_MEMORY[simd], r));
       else if (simd === 0x0d) line(`i8x16.shuffle ${[...r.take(16)].join(' ')}`);
+      else if (simd === 0x1b) line(`i32x4.extract_lane ${r.byte()}`);
       else if (SIMD_NAMES.has(simd)) line(SIMD_NAMES.get(simd)!);
       else throw new Error(`${name}: unknown SIMD opcode 0x${simd.toString(16)}`);
     } else if (PLAIN_NAMES.has(op)) line(PLAIN_NAMES.get(op)!);
