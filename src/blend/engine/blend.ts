@@ -37,7 +37,8 @@ export async function blendFrames(pool: WorkerPool, type: PixelBlendType, frames
   const { kernel, deghost: reference } = BLEND_REGISTRY[type];
   const deghosted = deghost && reference !== null && frames.length > 1;
   if (!kernel) return PYRAMID_BLENDS[type as BlendTypeOf<'pyramid'>](pool, shared, deghosted ? await deghostMasks(pool, shared, reference, thumbnails) : null);
-  const out = sharedImage(width, height);
+  // overRows covers every row, and a point kernel writes every byte of its rows (the byte tests on odd sizes would see one it left)
+  const out = sharedImage(width, height, true);
   const data = shared.map((f) => f.data);
   // a point type's masks stay on the test's grid: its kernel brings them to full size row by row
   const masks = deghosted ? await gridMasks(pool, shared, reference, thumbnails) : null;

@@ -382,7 +382,8 @@ const WARP_BANDS_PER_THREAD = 4;
 /** `frame` warped at full size by its report's homography, in row bands across the pool's threads; the frame itself for 'reference' and 'identity'. */
 export async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
   if (r.method !== 'homography' && r.method !== 'translation') return frame;
-  const warped = sharedImage(frame.width, frame.height);
+  // the bands cover every row, and the warp writes every byte of its rows
+  const warped = sharedImage(frame.width, frame.height, true);
   const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]): TaskArgs<'warpRows'> => [frame, warped, r.homography, start, end]);
   await pool.all('warpRows', bands);
   return warped;
