@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import sharp from 'sharp';
-import { warpRows, warpRowsJs } from '../src/blend/engine/align/warp.js';
+import { warpRows, warpRowsJs, warpThumbnailRows } from '../src/blend/engine/align/warp.js';
+import { thumbnailRows } from '../src/blend/engine/image/analysis.js';
+import { thumbnailFactor } from '../src/blend/engine/image/thumbnails.js';
 import { sourceRows } from '../src/blend/engine/align/warp-wasm.js';
 import { sharedImage, toShared, type RgbImage } from '../src/blend/engine/image/image.js';
 import { random } from './blend-scenes.js';
@@ -94,6 +96,32 @@ describe('warp', () => {
         const cuts = [0, Math.floor(height / 3), Math.floor(height / 2) + 1, height];
         for (let b = 0; b + 1 < cuts.length; b++) warpRows(frame, banded, h, cuts[b]!, cuts[b + 1]!);
         assert.ok(Buffer.from(banded.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: in bands`);
+      }
+    }
+  });
+
+  it('makes the warped frame\'s thumbnail as it warps, band by band, with the bytes of a warp and then a thumbnail of the whole', async () => {
+    const next = random(23);
+    // factors 1, 2 and 3 (thumbnailFactor: the longest side over 1000 px, rounded)
+    for (const [width, height] of [
+      [37, 23],
+      [1700, 41],
+      [2731, 97],
+    ] as const) {
+      const frame = await load('handheld-mean/2.png', width, height);
+      const factor = thumbnailFactor(width, height);
+      const [thumbWidth, thumbHeight] = [Math.ceil(width / factor), Math.ceil(height / factor)];
+      for (const [kind, h] of homographies(width, height, next).filter(([kind]) => /^(rotation|projective|horizon) [01]$/.test(kind))) {
+        const expected = warped(frame, h, warpRowsJs);
+        const expectedThumbnail = new Uint8Array(thumbWidth * thumbHeight * 3);
+        thumbnailRows(expected.data, width, height, factor, expectedThumbnail, 0, thumbHeight);
+        // in bands of whole thumbnail rows, as align.ts warpFrame cuts them, each longer than one step of 8 rows
+        const out = sharedImage(width, height);
+        const thumbnail = new Uint8Array(thumbWidth * thumbHeight * 3);
+        const cuts = [0, Math.floor(thumbHeight / 4), Math.floor(thumbHeight / 2) + 1, thumbHeight];
+        for (let b = 0; b + 1 < cuts.length; b++) warpThumbnailRows(frame, out, h, thumbnail, factor, cuts[b]!, cuts[b + 1]!);
+        assert.ok(Buffer.from(out.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: the warped frame`);
+        assert.ok(Buffer.from(thumbnail).equals(Buffer.from(expectedThumbnail)), `${width}×${height} ${kind}: its thumbnail`);
       }
     }
   });

@@ -12,7 +12,7 @@ import type { RgbImage } from './engine/image/image.js';
 import { WorkerPool } from './engine/threads/pool.js';
 import { rowRanges } from './engine/image/image.js';
 import { segmentPeople } from './engine/segment/segment.js';
-import { makeThumbnail, makeThumbnails, type Thumbnail } from './engine/image/thumbnails.js';
+import { makeThumbnail, type Thumbnail } from './engine/image/thumbnails.js';
 import { BlendFailure, firstFailureInOrder } from './failures.js';
 import { fetchImage } from './fetcher.js';
 import { configureMedia, decodeImage, encodeImage, type OutputFormat, readHeader, resizeTo } from './media.js';
@@ -381,6 +381,8 @@ export class BlendEngine {
     const firstMask = withMasks ? (early?.first ?? handled(this.mask(pool, frames[0]!))) : null;
 
     let aligned = frames;
+    // the warped frames' thumbnails, made as they were warped; null for a frame left as it is
+    let warpedThumbnails: Array<RgbImage | null> = frames.map(() => null);
     let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
@@ -389,13 +391,14 @@ export class BlendEngine {
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
       aligned = alignment.frames;
+      warpedThumbnails = alignment.thumbnails;
       frameAlignment = alignment.frameReports.map(({ index, method, shiftPx, confidence }) => ({ index, method, shiftPx, confidence }));
       stage('align');
     }
 
     // Thumbnails of the aligned frames, for deghosting and the score: a frame alignment left as it
-    // was keeps the one made on decoding; a warped frame gets a new one.
-    const alignedThumbnails = handled(this.alignedThumbnails(pool, frames, aligned, thumbnails));
+    // was keeps the one made on decoding; a warped frame has the one made as it was warped.
+    const alignedThumbnails = Promise.resolve(warpedThumbnails.map((t, i) => t ?? thumbnails[i]!.rgb));
 
     onProgress({ stage: 'blending', done: 0, total });
     let result: RgbImage;
@@ -424,12 +427,6 @@ export class BlendEngine {
     onProgress({ stage: 'encoding', done: 1, total: 1 });
     stage('score+encode');
     return { image, format: spec.outputFormat, width, height, blendTypeUsed, autoReason, quality, alignment: frameAlignment, stages };
-  }
-
-  /** The aligned frames' thumbnails: a frame alignment left as it was keeps its own (`thumbnails`), a warped one gets a new one. */
-  private async alignedThumbnails(pool: WorkerPool, frames: RgbImage[], aligned: RgbImage[], thumbnails: Thumbnail[]): Promise<RgbImage[]> {
-    const made = (await makeThumbnails(pool, aligned.filter((f, i) => f !== frames[i]), false)).map((t) => t.rgb);
-    return aligned.map((f, i) => (f === frames[i] ? thumbnails[i]!.rgb : made.shift()!));
   }
 
   private mask(pool: WorkerPool, frame: RgbImage): Promise<Uint8Array> {

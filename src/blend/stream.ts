@@ -200,6 +200,7 @@ async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, dec
   // not awaited when alignment moves the frame: its failure (the job stopped) must not go unhandled
   before.catch(() => {});
   let aligned = frame;
+  let warpedThumbnail: RgbImage | null = null;
   let report: FrameReport | null = null;
   if (ref.aligner) {
     const grey = thumbnail.grey!;
@@ -207,11 +208,13 @@ async function prepareFrame(pool: WorkerPool, ref: Reference, index: number, dec
       if (err instanceof AlignmentFailed) throw new BlendFailure('alignment_failed', err.message, err.index);
       throw err;
     });
-    aligned = await warpFrame(pool, frame, report);
+    const warped = await warpFrame(pool, frame, report);
+    aligned = warped.image;
+    warpedThumbnail = warped.thumbnail;
     if (aligned !== frame) bufferDone(frame.data.buffer);
   }
-  // A frame alignment moved is measured again, as the held pipeline measures it.
-  const small = aligned === frame ? thumbnail.rgb : (await makeThumbnail(pool, aligned, false)).rgb;
+  // A frame alignment moved is measured again (on the thumbnail made as it was warped), as the held pipeline measures it.
+  const small = warpedThumbnail ?? thumbnail.rgb;
   const measured = aligned === frame ? await before : await stats(pool, small);
   const correlation = ref.aligner
     ? await pool.run('blockCorrelation', [ref.thumbnail.rgb.data, small.data, small.width, small.height, ref.stats.noise, measured.noise])

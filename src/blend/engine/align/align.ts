@@ -47,6 +47,8 @@ export interface FrameReport {
 export interface AlignResult {
   /** Aligned frames; the reference and 'identity' frames are the input objects themselves. */
   frames: RgbImage[];
+  /** The aligned frames' thumbnails where alignment moved them (warpFrame); null for a frame left as it is. */
+  thumbnails: Array<RgbImage | null>;
   frameReports: FrameReport[];
 }
 
@@ -379,14 +381,31 @@ async function inOrder(reports: Array<Promise<FrameReport>>): Promise<FrameRepor
 /** Row bands per pool thread a warp is cut into: short tasks, so the OpenCV thread is soon free again for the next frame's features. */
 const WARP_BANDS_PER_THREAD = 4;
 
-/** `frame` warped at full size by its report's homography, in row bands across the pool's threads; the frame itself for 'reference' and 'identity'. */
-export async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<RgbImage> {
-  if (r.method !== 'homography' && r.method !== 'translation') return frame;
+/** A frame brought onto the reference: its pixels and, when alignment moved it, their thumbnail. */
+export interface Warped {
+  image: RgbImage;
+  /** The warped pixels' thumbnail (image/thumbnails.ts, RGB only), made as they were warped; null for a frame left as it is (its own thumbnail stands). */
+  thumbnail: RgbImage | null;
+}
+
+/**
+ * `frame` warped at full size by its report's homography, in row bands across the pool's threads,
+ * with the warped pixels' thumbnail made band by band as they are written (align/warp.ts
+ * warpThumbnailRows); the frame itself for 'reference' and 'identity'.
+ */
+export async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameReport): Promise<Warped> {
+  if (r.method !== 'homography' && r.method !== 'translation') return { image: frame, thumbnail: null };
+  const { width, height } = frame;
   // the bands cover every row, and the warp writes every byte of its rows
-  const warped = sharedImage(frame.width, frame.height, true);
-  const bands = rowRanges(frame.height, pool.size * WARP_BANDS_PER_THREAD).map(([start, end]): TaskArgs<'warpRows'> => [frame, warped, r.homography, start, end]);
-  await pool.all('warpRows', bands);
-  return warped;
+  const warped = sharedImage(width, height, true);
+  const factor = thumbnailFactor(width, height);
+  const thumbnail = sharedImage(Math.ceil(width / factor), Math.ceil(height / factor));
+  // bands of whole thumbnail rows, so that each band makes its own rows of the thumbnail
+  const bands = rowRanges(thumbnail.height, pool.size * WARP_BANDS_PER_THREAD).map(
+    ([start, end]): TaskArgs<'warpThumbnailRows'> => [frame, warped, r.homography, thumbnail.data, factor, start, end],
+  );
+  await pool.all('warpThumbnailRows', bands);
+  return { image: warped, thumbnail };
 }
 
 /**
@@ -408,5 +427,6 @@ export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: 
   );
   warping.forEach((w) => w.catch(() => {}));
   const frameReports = await inOrder(reports);
-  return { frames: await Promise.all(warping), frameReports };
+  const warped = await Promise.all(warping);
+  return { frames: warped.map((w) => w.image), thumbnails: warped.map((w) => w.thumbnail), frameReports };
 }

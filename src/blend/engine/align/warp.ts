@@ -1,5 +1,6 @@
 import type { Homography } from './homography.js';
 import type { RgbImage } from '../image/image.js';
+import { thumbnailRows } from '../image/analysis.js';
 import { warpBand } from './warp-wasm.js';
 
 type Nine = [number, number, number, number, number, number, number, number, number];
@@ -20,6 +21,24 @@ function toFixed(t: number): number {
  */
 export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
   warpBand(frame.data, frame.width, frame.height, out.data, out.width, h, rowStart, rowEnd);
+}
+
+/** Thumbnail rows warped and then reduced per step of warpThumbnailRows: 8 rows of a 12 MP frame's thumbnail are 32 rows, ~400 KB, of the warped frame. */
+const THUMBNAIL_ROWS_A_STEP = 8;
+
+/**
+ * Rows [thumbStart, thumbEnd) of the warped frame's thumbnail (image/thumbnails.ts: means of
+ * `factor` × `factor` blocks, into `thumbnail`) and the rows of `out` they cover: `frame` warped by
+ * `h` (warpRows) a few thumbnail rows at a time, each step's rows reduced to the thumbnail while
+ * they are still in the cache, instead of read back from memory by a pass of their own. The same
+ * bytes as warpRows and then thumbnailRows over the whole frame.
+ */
+export function warpThumbnailRows(frame: RgbImage, out: RgbImage, h: Homography, thumbnail: Uint8Array, factor: number, thumbStart: number, thumbEnd: number): void {
+  for (let ty = thumbStart; ty < thumbEnd; ty += THUMBNAIL_ROWS_A_STEP) {
+    const end = Math.min(thumbEnd, ty + THUMBNAIL_ROWS_A_STEP);
+    warpRows(frame, out, h, ty * factor, Math.min(out.height, end * factor));
+    thumbnailRows(out.data, out.width, out.height, factor, thumbnail, ty, end);
+  }
 }
 
 /**

@@ -104,6 +104,7 @@ export const TASKS = {
   matchHomography: task(cv, 'matchHomography'),
   refineEstimate: task(refine, 'refineEstimate'),
   warpRows: task(warp, 'warpRows'),
+  warpThumbnailRows: task(warp, 'warpThumbnailRows'),
   // segmentation (segment/); the model runs on the last thread only
   workingCopy: task(mask, 'workingCopy'),
   personWeights: task(model, 'personWeights'),
