@@ -87,16 +87,27 @@ export function frameStats(rgb: Uint8Array, width: number, height: number): Fram
         const tile = ty * TILES + tx;
         let sum = tileSums[tile]!;
         let squares = tileSquares[tile]!;
-        for (let i = r * width + tileX[tx]!, end = r * width + tileX[tx + 1]!; i < end; i++) {
-          const up = i - width;
-          const down = i + width;
-          const v = Math.fround(y[i - 1]! + y[i + 1]! + y[up]! + y[down]! - 4 * y[i]!);
+        const start = r * width + tileX[tx]!;
+        const end = r * width + tileX[tx + 1]!;
+        // The 3 × 3 neighbourhood slides along the row: three new values a pixel, not nine loads.
+        let [a0, a1, b0, b1, c0, c1] = [y[start - width - 1]!, y[start - width]!, y[start - 1]!, y[start]!, y[start + width - 1]!, y[start + width]!];
+        for (let i = start; i < end; i++) {
+          const a2 = y[i - width + 1]!;
+          const b2 = y[i + 1]!;
+          const c2 = y[i + width + 1]!;
+          const v = Math.fround(b0 + b2 + a1 + c1 - 4 * b1);
           sum += v;
           squares += v * v;
           lapSum += v;
           lapSquares += v * v;
           // Immerkær's mask (see noiseSigma below)
-          noiseSum += Math.abs(y[up - 1]! - 2 * y[up]! + y[up + 1]! - 2 * y[i - 1]! + 4 * y[i]! - 2 * y[i + 1]! + y[down - 1]! - 2 * y[down]! + y[down + 1]!);
+          noiseSum += Math.abs(a0 - 2 * a1 + a2 - 2 * b0 + 4 * b1 - 2 * b2 + c0 - 2 * c1 + c2);
+          a0 = a1;
+          a1 = a2;
+          b0 = b1;
+          b1 = b2;
+          c0 = c1;
+          c1 = c2;
         }
         tileSums[tile] = sum;
         tileSquares[tile] = squares;
