@@ -15,11 +15,13 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { fileServer, INPUT_SETS, inputFrames, runJob } from './blend.mjs';
-import { option as arg, createAccountAndKey, freePort, makeTempDir, median, montageEnv, montageNodeFlags, ROOT, roundsOption, runCommand, startProcess, waitForHttp } from './lib.mjs';
+import { option as arg, build, createAccountAndKey, freePort, makeTempDir, median, montageEnv, montageNodeFlags, ROOT, roundsOption, runCommand, startProcess, waitForHttp } from './lib.mjs';
 
 const base = arg('base');
 if (!base) throw new Error('--base DIR: the other checkout (built) to compare with');
 const rounds = roundsOption(5);
+// this checkout's server runs from its dist/, compiled first as the other benchmarks do (BENCH_NO_BUILD=1 skips it); --base must be built already
+await build();
 const { BLEND_REGISTRY } = await import(pathToFileURL(path.join(ROOT, 'dist/blend/engine/registry.js')).href);
 const types = arg('types', Object.keys(BLEND_REGISTRY).join(',')).split(',');
 const driftedTypes = arg('drifted', 'median,mean').split(',').filter(Boolean);
