@@ -2,6 +2,11 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { BufferPool, bufferDone, sharedBuffer } from '../src/blend/engine/image/buffers.js';
+import { REFERENCE_REPORT, warpFrame } from '../src/blend/engine/align/align.js';
+import { blendFrames } from '../src/blend/engine/blend.js';
+import { sharedImage } from '../src/blend/engine/image/image.js';
+import { WorkerPool } from '../src/blend/engine/threads/pool.js';
+import { random } from './blend-scenes.js';
 
 const MB = 1024 * 1024;
 
@@ -78,5 +83,37 @@ describe('the blend engine\'s kept buffers (engine/image/buffers.ts)', () => {
     assert.equal(pool.kept, 8 * MB);
     await sleep(100);
     assert.equal(pool.kept, 0);
+  });
+
+  test('a warped frame and a point blend\'s result, which take a reused buffer without zeroing it, come out as in fresh buffers', async () => {
+    const workers = new WorkerPool(2);
+    try {
+      // 37 × 29: odd sizes, so a row's last pixels and a band's last rows would show any byte left unwritten
+      const [width, height] = [37, 29];
+      const next = random(5);
+      const frames = [0, 1, 2].map(() => {
+        const image = sharedImage(width, height);
+        for (let i = 0; i < image.data.length; i++) image.data[i] = Math.floor(next() * 256);
+        return image;
+      });
+      const moved = { ...REFERENCE_REPORT, index: 1, method: 'homography' as const, homography: [0.99, 0.02, 1.3, -0.02, 1.01, -0.8, 1e-4, -2e-4, 1] };
+      const made = async () => {
+        const warped = await warpFrame(workers, frames[1]!, moved);
+        const blended = await blendFrames(workers, 'median', [frames[0]!, warped.image, frames[2]!]);
+        return { warped: warped.image.data, thumbnail: warped.thumbnail!.data, blended: blended.data };
+      };
+      const fresh = await made();
+      // minBytes 1: this pool keeps buffers of any size, so the small frame's buffers are reused
+      const pool = new BufferPool(64 * MB, 60_000, 1);
+      // three: the warped frame, its thumbnail (as large: the thumbnail of so small a frame is the frame) and the result
+      const left = await pool.run(async () => dirty(width * height * 3, width * height * 3, width * height * 3));
+      const reused = await pool.run(made);
+      assert.ok(left.includes(reused.warped.buffer as SharedArrayBuffer) && left.includes(reused.blended.buffer as SharedArrayBuffer), 'both took a buffer the earlier job left dirty');
+      assert.deepEqual(reused.warped, fresh.warped);
+      assert.deepEqual(reused.thumbnail, fresh.thumbnail);
+      assert.deepEqual(reused.blended, fresh.blended);
+    } finally {
+      await workers.close();
+    }
   });
 });
