@@ -51,7 +51,9 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     let entry = compiled.get(dialect);
     if (!entry) compiled.set(dialect, (entry = prepare(db, args.length)));
     const parameters = entry.slots.map((slot) => ('arg' in slot ? args[slot.arg] : slot.value));
-    if (entry.direct && dialect instanceof CachedSqliteAdapter && !db.isTransaction) {
+    if (entry.direct && dialect instanceof CachedSqliteAdapter) {
+      // In a transaction, which holds SQLite's one connection, any statement runs at once.
+      if (db.isTransaction) return dialect.executeInTransaction<R>(entry.sql, parameters);
       const rows = dialect.readNow<R>(entry.sql, parameters);
       if (rows) return rows;
     }
