@@ -25,7 +25,8 @@ export function statementName(sql: string): string | undefined {
  * values. Building and compiling costs more than running a primary-key lookup, so the hot
  * paths (authentication, reading one resource) use this; on PostgreSQL they are also named
  * statements, which each connection parses and plans once instead of on every run (see
- * database.ts). `build` must use each argument as a
+ * database.ts); on SQLite a read on an idle connection, and any statement of a transaction, runs
+ * at once on the connection, without Kysely's executor (sqlite-dialect.ts). `build` must use each argument as a
  * plain bound value (no `in` lists, no branching on it): the first call checks that every
  * argument reached the compiled parameters.
  */
