@@ -261,3 +261,35 @@ test('[sqlite] prepared reads on an idle connection skip the executor; a write w
   assert.equal(await other("select count(*) from notes where body = 'uno'"), 1, 'committed when it answered');
   await opened;
 });
+
+test('[sqlite] in a transaction, prepared statements run on the connection at once: they see the transaction\'s writes, answer RETURNING rows, and roll back with it alone', { skip: !ENGINES.includes('sqlite') && 'SQLite only' }, async (t) => {
+  const { db, handle, dataDir } = await scratchDatabase(t, 'sqlite');
+  type Notes = Kysely<{ notes: { id: number; body: string } }>;
+  const adapter = db.getExecutor().adapter as CachedSqliteAdapter;
+  let atOnce = 0;
+  const executeInTransaction = adapter.executeInTransaction.bind(adapter);
+  adapter.executeInTransaction = ((sqlText: string, parameters: readonly unknown[]) => {
+    atOnce++;
+    return executeInTransaction(sqlText, parameters);
+  }) as typeof adapter.executeInTransaction;
+  const add = prepared((q: Notes, id: number, body: string) => q.insertInto('notes').values({ id, body }));
+  const note = prepared((q: Notes, id: number) => q.selectFrom('notes').select(['id', 'body']).where('id', '=', id));
+  const rename = prepared((q: Notes, id: number, body: string) => q.updateTable('notes').set({ body }).where('id', '=', id).returning(['id', 'body']));
+  // Two transactions of one group: the second fails on the unique body the first wrote, after a write of its own.
+  const first = db.transaction().execute(async (tx) => {
+    assert.deepEqual(await add(tx, 10, 'ten'), []);
+    assert.deepEqual(await note(tx, 10), [{ id: 10, body: 'ten' }], 'a read sees the transaction\'s own write');
+    return rename(tx, 10, 'diez');
+  });
+  const second = db.transaction().execute(async (tx) => {
+    await add(tx, 11, 'once');
+    await add(tx, 12, 'diez');
+  });
+  const refused = assert.rejects(second, /UNIQUE constraint failed: notes\.body/);
+  assert.deepEqual(await first, [{ id: 10, body: 'diez' }]);
+  await refused;
+  assert.equal(atOnce, 5, 'every prepared statement ran at once');
+  const other = await otherConnection(t, handle, dataDir);
+  assert.equal(await other("select count(*) from notes where id = 10 and body = 'diez'"), 1, 'the first committed');
+  assert.equal(await other('select count(*) from notes where id in (11, 12)'), 0, 'the second rolled back, its first write too');
+});

@@ -25,7 +25,8 @@ export function statementName(sql: string): string | undefined {
  * values. Building and compiling costs more than running a primary-key lookup, so the hot
  * paths (authentication, reading one resource) use this; on PostgreSQL they are also named
  * statements, which each connection parses and plans once instead of on every run (see
- * database.ts). `build` must use each argument as a
+ * database.ts); on SQLite a read on an idle connection, and any statement of a transaction, runs
+ * at once on the connection, without Kysely's executor (sqlite-dialect.ts). `build` must use each argument as a
  * plain bound value (no `in` lists, no branching on it): the first call checks that every
  * argument reached the compiled parameters.
  */
@@ -51,7 +52,9 @@ export function prepared<DB, A extends unknown[], R>(build: (db: Kysely<DB>, ...
     let entry = compiled.get(dialect);
     if (!entry) compiled.set(dialect, (entry = prepare(db, args.length)));
     const parameters = entry.slots.map((slot) => ('arg' in slot ? args[slot.arg] : slot.value));
-    if (entry.direct && dialect instanceof CachedSqliteAdapter && !db.isTransaction) {
+    if (entry.direct && dialect instanceof CachedSqliteAdapter) {
+      // In a transaction, which holds SQLite's one connection, any statement runs at once.
+      if (db.isTransaction) return dialect.executeInTransaction<R>(entry.sql, parameters);
       const rows = dialect.readNow<R>(entry.sql, parameters);
       if (rows) return rows;
     }

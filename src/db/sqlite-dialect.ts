@@ -90,6 +90,17 @@ export class CachedSqliteAdapter extends SqliteAdapter {
   readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
     return this.driver.readNow<R>(sql, parameters);
   }
+
+  /**
+   * Runs a statement, read or write, at once for the transaction that holds the connection (only
+   * that transaction's code runs between its begin and its commit, so nothing is overtaken): its
+   * rows as readNow names them, none for a write without RETURNING. Inside a transaction nothing
+   * waits on a group either, so the executor's connection lease and result plugins are all that
+   * this skips, and they cost more than a primary-key insert.
+   */
+  executeInTransaction<R>(sql: string, parameters: readonly unknown[]): R[] {
+    return this.driver.executeInTransaction<R>(sql, parameters);
+  }
 }
 
 /** One holder's turn on the single connection: a query, or a transaction from begin to release. */
@@ -145,6 +156,11 @@ class CachedSqliteDriver implements Driver {
   readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
     if (this.holders > 0) return undefined;
     return this.connection.readNow<R>(sql, parameters);
+  }
+
+  executeInTransaction<R>(sql: string, parameters: readonly unknown[]): R[] {
+    if (this.openGroup === null || !this.database.inTransaction) throw new Error('executeInTransaction needs an open transaction');
+    return this.connection.executeNow<R>(sql, parameters);
   }
 
   async init(): Promise<void> {}
@@ -260,15 +276,45 @@ interface RawRead {
   names: string[];
 }
 
+/** Raw rows (arrays of values) as objects with these property names. */
+function named<R>(rows: unknown[][], names: string[]): R[] {
+  const out = new Array<R>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const values = rows[i]!;
+    const row: Record<string, unknown> = {};
+    for (let c = 0; c < names.length; c++) row[names[c]!] = values[c];
+    out[i] = row as R;
+  }
+  return out;
+}
+
 class CachedSqliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, SQLite.Statement>();
   /** readNow's statements (null: the SQL writes); kept apart, as raw mode is a statement's state. */
   private readonly rawReads = new Map<string, RawRead | null>();
+  /** executeNow's statements: those that return rows in raw mode with their names, the others as they are. */
+  private readonly rawStatements = new Map<string, RawRead | { statement: SQLite.Statement; names: null }>();
 
   constructor(
     private readonly database: SQLite.Database,
     private readonly columnName: (column: string) => string,
   ) {}
+
+  /** Any statement, run now: its rows (a read, or a write's RETURNING) named as readNow names them; none for another write. */
+  executeNow<R>(sql: string, parameters: readonly unknown[]): R[] {
+    let entry = this.rawStatements.get(sql);
+    if (entry === undefined) {
+      const statement = this.database.prepare(sql);
+      entry = statement.reader ? { statement: statement.raw(true), names: statement.columns().map((c) => this.columnName(c.name)) } : { statement, names: null };
+      if (this.rawStatements.size >= STATEMENT_CACHE_SIZE) this.rawStatements.delete(this.rawStatements.keys().next().value!);
+      this.rawStatements.set(sql, entry);
+    }
+    if (entry.names === null) {
+      entry.statement.run(parameters as unknown[]);
+      return [];
+    }
+    return named<R>(entry.statement.all(parameters as unknown[]) as unknown[][], entry.names);
+  }
 
   readNow<R>(sql: string, parameters: readonly unknown[]): R[] | undefined {
     let read = this.rawReads.get(sql);
@@ -280,16 +326,7 @@ class CachedSqliteConnection implements DatabaseConnection {
       this.rawReads.set(sql, read);
     }
     if (read === null) return undefined;
-    const { names } = read;
-    const rows = read.statement.all(parameters as unknown[]) as unknown[][];
-    const out = new Array<R>(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const values = rows[i]!;
-      const row: Record<string, unknown> = {};
-      for (let c = 0; c < names.length; c++) row[names[c]!] = values[c];
-      out[i] = row as R;
-    }
-    return out;
+    return named<R>(read.statement.all(parameters as unknown[]) as unknown[][], read.names);
   }
 
   private prepare(sql: string): SQLite.Statement {

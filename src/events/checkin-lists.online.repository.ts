@@ -13,8 +13,16 @@ import './checkin-lists.table.js';
 // then one statement that writes the entry only if the ticket's state on the list is still as read.
 // On SQLite the caller's transaction holds the write lock from the read to its writes. What this
 // path does not decide takes the transactional one (checkin-lists.service.ts, recordScans).
+//
+// Whether the scan id is taken already is asked by the read on SQLite only. On PostgreSQL the
+// statement's insert of the scan meets the unique index of (list, scan id) anyway, which fails it
+// with nothing written, and the transactional path then answers as the first scan did. Asked in
+// the read, it was a subquery of a named statement, whose plan each connection makes once: one
+// made while the list had few scans walked the list's index of (list, ticket) and filtered by scan
+// id, so every scan read every scan of the list before it (2,900 index entries a scan after 6,000
+// scans, and growing).
 
-/** What the read brings: the list's settings, the ticket, its state on the list, whether the scan id is taken, and the subscriptions. */
+/** What the read brings: the list's settings, the ticket, its state on the list, whether the scan id is taken (SQLite; false on PostgreSQL), and the subscriptions. */
 export interface OnlineScanRead {
   list: { ticketTypeIds: string; validFrom: number | null; validUntil: number | null; allowMultipleEntries: number; scanExits: number };
   ticket: TicketRow;
@@ -25,7 +33,8 @@ export interface OnlineScanRead {
 }
 
 const readQuery = (by: 'id' | 'code', engine: 'postgres' | 'sqlite') =>
-  prepared((db: Db, accountId: string, eventId: string, listId: string, value: string, scanId: string) => {
+  // The scan id is an argument on SQLite only (see above).
+  prepared((db: Db, accountId: string, eventId: string, listId: string, value: string, scanId?: string) => {
     const query = new TenantScope(db, accountId)
       .selectFrom('checkinLists')
       .innerJoin('tickets', (j) => j.onRef('tickets.eventId', '=', 'checkinLists.eventId').onRef('tickets.accountId', '=', 'checkinLists.accountId').on(`tickets.${by}`, '=', value))
@@ -45,11 +54,14 @@ const readQuery = (by: 'id' | 'code', engine: 'postgres' | 'sqlite') =>
         'checkinListTickets.keptDeviceId as stateKeptDeviceId',
         'checkinListTickets.keptRowId as stateKeptRowId',
       ])
-      .select((eb) => eb.exists(eb.selectFrom('checkinScans').select('checkinScans.id').whereRef('checkinScans.listId', '=', 'checkinLists.id').where('checkinScans.scanId', '=', scanId)).as('scanRecorded'))
       .where('checkinLists.eventId', '=', eventId)
       .where('checkinLists.id', '=', listId);
     // On SQLite the message is written in the transaction, which reads the subscriptions itself.
-    return engine === 'postgres' ? query.select(fanOut.subscriptions('checkinLists.accountId').as('subscriptions')) : query.select(sql<Subscriptions>`null`.as('subscriptions'));
+    return engine === 'postgres'
+      ? query.select(fanOut.subscriptions('checkinLists.accountId').as('subscriptions')).select(sql<number>`0`.as('scanRecorded'))
+      : query
+          .select(sql<Subscriptions>`null`.as('subscriptions'))
+          .select((eb) => eb.exists(eb.selectFrom('checkinScans').select('checkinScans.id').whereRef('checkinScans.listId', '=', 'checkinLists.id').where('checkinScans.scanId', '=', scanId!)).as('scanRecorded'));
   });
 const reads = {
   postgres: { id: readQuery('id', 'postgres'), code: readQuery('code', 'postgres') },
@@ -59,8 +71,10 @@ const reads = {
 /** The read of an online scan of `key` through the list; undefined when the list or the ticket is not the event's. */
 export async function readOnlineScan(scope: TenantScope, eventId: string, listId: string, key: TicketKey, scanId: string): Promise<OnlineScanRead | undefined> {
   const db = scope.db as Db;
-  const read = reads[onPostgres(db) ? 'postgres' : 'sqlite'][key.ticketId !== undefined ? 'id' : 'code'];
-  const [row] = await read(db, scope.accountId, eventId, listId, key.ticketId ?? key.code!, scanId);
+  const engine = onPostgres(db) ? 'postgres' : 'sqlite';
+  const read = reads[engine][key.ticketId !== undefined ? 'id' : 'code'];
+  const value = key.ticketId ?? key.code!;
+  const [row] = await (engine === 'postgres' ? read(db, scope.accountId, eventId, listId, value) : read(db, scope.accountId, eventId, listId, value, scanId));
   if (!row) return undefined;
   const ticket = Object.fromEntries(TICKET_COLUMNS.map((column) => [column, row[column]])) as TicketRow;
   return {
@@ -173,8 +187,8 @@ export interface OnlineEntry {
  * PostgreSQL, one statement: the admitted entry (the ticket's state on the list, the scan's row,
  * one counter row of the list, the message and its delivery jobs), written only if the ticket is
  * still valid under the code read and its state on the list is still as read. False, with nothing
- * written, when either changed or the scan id was taken
- * or the list deleted meanwhile (the transactional path then decides the scan).
+ * written, when either changed, the scan id was taken (before the read or since), or the list was
+ * deleted meanwhile (the transactional path then decides the scan).
  */
 export async function writeOnlineEntry(scope: TenantScope, entry: OnlineEntry, message: OutboxMessage): Promise<boolean> {
   const db = scope.db as Db;
@@ -204,7 +218,8 @@ export async function writeOnlineEntry(scope: TenantScope, entry: OnlineEntry, m
     });
     if (written.length === 0) return false;
   } catch (error) {
-    // The scan id recorded by a concurrent scan (unique), or the list deleted (foreign key): decided again in a transaction.
+    // The scan id recorded before (the read does not ask) or by a concurrent scan (unique), or the
+    // list deleted (foreign key): decided again in a transaction.
     const code = (error as { code?: unknown }).code;
     if (code === '23505' || code === '23503') return false;
     throw error;
