@@ -78,6 +78,22 @@ describe('analysis', () => {
     assert.ok(Math.abs(noisy.sharpness - clean.sharpness) / clean.sharpness < 0.35, `${noisy.sharpness} vs ${clean.sharpness}`);
   });
 
+  it('a frame without interior (a side under 3 pixels) has no sharpness or noise, rather than NaN or its border read across rows', () => {
+    for (const [width, height] of [
+      [1, 1],
+      [1, 5],
+      [5, 1],
+      [2, 7],
+      [7, 2],
+    ] as const) {
+      const stats = frameStats(texture(width, height, 3, 10), width, height);
+      assert.equal(stats.sharpness, 0, `${width}×${height}: sharpness`);
+      assert.equal(stats.noise, 0, `${width}×${height}: noise`);
+      assert.ok(stats.tileSharpness.every((t) => t === 0), `${width}×${height}: tile sharpness`);
+      assert.ok(Number.isFinite(stats.meanLuma), `${width}×${height}: mean luma`);
+    }
+  });
+
   it('block correlation ignores noise and a passer-by, and drops for a shifted frame', () => {
     const [w, h] = [240, 160];
     const reference = texture(w, h, 3, 8);

@@ -127,8 +127,10 @@ export function frameStats(rgb: Uint8Array, width: number, height: number): Fram
   return { meanLuma: lumaSum / pixels, sharpness, noise, clippedDark: dark / pixels, clippedBright: bright / pixels, tileSharpness };
 }
 
-/** The TILES + 1 bounds of the tiles along a side, inside the one-pixel border: [1, side − 1) cut in TILES. */
+/** The TILES + 1 bounds of the tiles along a side, inside the one-pixel border: [1, side − 1) cut in TILES; all empty when the side has no interior (under 3 pixels). */
 function tileBounds(side: number): number[] {
+  // A side of 1 would otherwise end its last tile at 1 and put the border row or column, whose neighbours lie outside the frame, in it.
+  if (side < 3) return new Array<number>(TILES + 1).fill(1);
   const bounds = Array.from({ length: TILES + 1 }, (_, t) => Math.min(side - 1, Math.max(1, Math.floor((t * side) / TILES))));
   bounds[TILES] = Math.max(1, side - 1);
   return bounds;
