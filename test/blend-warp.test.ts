@@ -84,6 +84,9 @@ describe('warp', () => {
       [1, 7],
       [9, 1],
       [37, 23],
+      // widths 2 and 3 past a multiple of 4: the kernel's last group of four pixels reaches 2 and 1 beyond the row
+      [38, 17],
+      [39, 13],
       [101, 67],
       [320, 213],
     ] as const) {
