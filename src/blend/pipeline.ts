@@ -398,7 +398,7 @@ export class BlendEngine {
 
     // Thumbnails of the aligned frames, for deghosting and the score: a frame alignment left as it
     // was keeps the one made on decoding; a warped frame has the one made as it was warped.
-    const alignedThumbnails = Promise.resolve(warpedThumbnails.map((t, i) => t ?? thumbnails[i]!.rgb));
+    const alignedThumbnails = warpedThumbnails.map((t, i) => t ?? thumbnails[i]!.rgb);
 
     onProgress({ stage: 'blending', done: 0, total });
     let result: RgbImage;
@@ -411,7 +411,7 @@ export class BlendEngine {
     if (blendTypeUsed === 'composite') {
       result = await compositePeople(pool, aligned, masks!, spec.preserveBackground ? 'first' : 'median');
     } else {
-      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned, spec.deghost, spec.deghost ? await alignedThumbnails : undefined);
+      result = await blendFrames(pool, blendTypeUsed as PixelBlendType, aligned, spec.deghost, spec.deghost ? alignedThumbnails : undefined);
       if (masks) result = await keepBackground(pool, aligned[0]!, result, masks);
     }
     // The blend's scratch (weights, pyramids: up to ~500 MB) is given back before scoring and
@@ -422,7 +422,7 @@ export class BlendEngine {
 
     // Encoding runs on libvips' threads while scoring runs on the pool's: together, not in turn.
     onProgress({ stage: 'encoding', done: 0, total: 1 });
-    const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, await alignedThumbnails, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
+    const scoring = this.score(pool, { frames, thumbnails, stats: measuring, correlations: correlating }, alignedThumbnails, result, spec.align, BLEND_REGISTRY[blendTypeUsed].ghosting);
     const [quality, image] = await Promise.all([scoring, encodeImage(result, spec.outputFormat)]);
     onProgress({ stage: 'encoding', done: 1, total: 1 });
     stage('score+encode');
