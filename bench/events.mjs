@@ -31,6 +31,9 @@ import {
   postgresAdminUrl,
   postgresBackendsCpu,
   postgresCpuBetween,
+  postgresReads,
+  postgresReadsBetween,
+  postgresReadsSettled,
   processCpuSeconds,
   processMemory,
   profiling,
@@ -74,6 +77,7 @@ function settings() {
     orderWarmup: seconds('BENCH_ORDER_WARMUP', 1000, 100),
     postgresAdminUrl: postgresAdminUrl(),
     profile: process.env.BENCH_PROFILE === '1',
+    pgReads: process.env.BENCH_PG_READS === '1',
     serverNodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     phases: choice('BENCH_EVENT_PHASES', PHASES),
     checkinVariants: choice('BENCH_CHECKIN_VARIANTS', CHECKIN_VARIANTS.map((v) => v.id)),
@@ -248,9 +252,11 @@ async function load(s, storage, title, spec, bodies, { allow = spec.expect ?? [2
   const before = cpuTimes();
   const pid = storage.server?.pid;
   const serverBefore = pid ? processCpuSeconds(pid) : null;
+  const readsBefore = s.pgReads && storage.url ? await postgresReadsSettled(storage.url) : null;
   const pgBefore = storage.url ? await postgresBackendsCpu(storage.url, storage.dbName) : null;
   const r = await loadClient(storage.tmpDir, { title, ...spec }, bodies);
   const pgAfter = storage.url ? await postgresBackendsCpu(storage.url, storage.dbName) : null;
+  if (readsBefore) r.pgReads = postgresReadsBetween(readsBefore, await postgresReadsSettled(storage.url), r.requests);
   const death = storage.server?.death();
   if (death) throw new Error(`${title}: the server died under load: ${death}`);
   r.cpu = cpuUsage(before, cpuTimes());
@@ -264,6 +270,10 @@ async function load(s, storage, title, spec, bodies, { allow = spec.expect ?? [2
     (r.cpu ? `; machine CPU ${r.cpu.busyPct.toFixed(0)}% busy, ${r.cpu.stealPct.toFixed(0)}% steal` : '');
   const codes = Object.entries(r.statuses).map(([c, n]) => `${c}: ${int(n)}`).join(', ');
   log(`    ${title.padEnd(44)} ${int(r.rate).padStart(7)}/s  p50 ${ms(r.latency.p50).padStart(5)} ms  p99 ${ms(r.latency.p99).padStart(5)} ms  (${int(r.requests)} requests, ${codes}${cpu})`);
+  if (r.pgReads) {
+    const top = r.pgReads.slice(0, 6).map((x) => `${x.name} ${x.scans.toFixed(2)} scans, ${x.rows.toFixed(1)} rows`);
+    log(`      PostgreSQL reads per request: ${top.join('; ') || 'none'}`);
+  }
   if (r.requests === 0) throw new Error(`${title}: not one answer within the run`);
   if (unexpected.length || r.errors || r.timeouts) {
     throw new Error(`${title}: unexpected answers (${codes}; ${r.errors} connection errors, ${r.timeouts} timeouts); codes ${JSON.stringify(r.codes)}; e.g. ${r.samples.join(' | ')}`);
@@ -982,5 +992,5 @@ export async function run() {
   const runs = [];
   for (const engine of s.engines) runs.push(await engineRun(s, engine));
   const result = report(s, runs);
-  return { ...result, writeDoc: !s.profile };
+  return { ...result, writeDoc: !s.profile && !s.pgReads };
 }

@@ -605,6 +605,43 @@ export function postgresCpuBetween(before, after) {
   return total;
 }
 
+/**
+ * What PostgreSQL has read so far in database `dbUrl`, from its statistics views: per index, its
+ * scans and the index entries they read; per table, its sequential scans and the rows they read.
+ * Backends report these when idle, at most once a second and at the latest 10 s after their last
+ * statement (PostgreSQL 15), so a snapshot taken sooner after a load misses part of it: see
+ * postgresReadsSettled.
+ */
+export async function postgresReads(dbUrl) {
+  const [indexes, tables] = await Promise.all([
+    adminQuery(dbUrl, 'select relname, indexrelname, idx_scan, idx_tup_read from pg_stat_user_indexes'),
+    adminQuery(dbUrl, 'select relname, seq_scan, seq_tup_read from pg_stat_user_tables'),
+  ]);
+  const reads = new Map();
+  for (const r of indexes.rows) reads.set(`index ${r.indexrelname}`, { scans: Number(r.idx_scan), rows: Number(r.idx_tup_read) });
+  for (const r of tables.rows) reads.set(`seq ${r.relname}`, { scans: Number(r.seq_scan), rows: Number(r.seq_tup_read) });
+  return reads;
+}
+
+/** postgresReads once the backends have reported what they read (waits out PostgreSQL's 10 s idle report interval). */
+export async function postgresReadsSettled(dbUrl) {
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
+  return postgresReads(dbUrl);
+}
+
+/**
+ * What was read between two postgresReads snapshots, per request: for each index or table whose
+ * reads grew, scans and rows (index entries, or a sequential scan's rows) per request, most rows first.
+ */
+export function postgresReadsBetween(before, after, requests) {
+  const out = [];
+  for (const [name, a] of after) {
+    const b = before.get(name) ?? { scans: 0, rows: 0 };
+    if (a.scans > b.scans) out.push({ name, scans: (a.scans - b.scans) / requests, rows: (a.rows - b.rows) / requests });
+  }
+  return out.sort((x, y) => y.rows - x.rows);
+}
+
 /** A small seeded generator (mulberry32) of numbers in [0, 1): the same data and the same mix of operations on every run. */
 export function seeded(seed) {
   let a = seed >>> 0;
