@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -52,12 +53,34 @@ env.MONTAGE_TEST_ENGINES = engines.join(',');
 // A test that hangs fails after 10 minutes instead of holding the run; handles a test left open
 // (a child process, a socket) cannot keep a finished file alive; and the whole run is stopped after
 // 75 minutes, so a wedged run fails loudly inside CI's 90 instead of timing out silently.
+// Two files run at once (node's default is one fewer than the cores: one on a 2-core machine): a
+// third of a serial run's time the machine was idle (vmstat), its files waiting on browsers, servers,
+// databases and timers. Every file keeps its own data (temp directories, a PostgreSQL database of
+// its own made by test/database-per-file.mjs, Redis keys of its own, free ports), so files running
+// together do not meet. MONTAGE_TEST_CONCURRENCY sets another number.
+const concurrency = Number(env.MONTAGE_TEST_CONCURRENCY ?? 2);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`MONTAGE_TEST_CONCURRENCY must be a whole number of at least 1, not "${env.MONTAGE_TEST_CONCURRENCY}"`);
+  process.exit(2);
+}
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files],
+  ['--import', 'tsx', '--import', pathToFileURL(path.join(root, 'test', 'database-per-file.mjs')).href, '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', `--test-concurrency=${concurrency}`, ...files],
   { stdio: 'inherit', env, cwd: root, timeout: 75 * 60_000, killSignal: 'SIGKILL' },
 );
 if (result.error) console.error(`the test run was stopped: ${result.error.message}`);
 
-if (dbName) await admin(`drop database if exists ${dbName} with (force)`).catch((err) => console.warn(`could not drop ${dbName}: ${err.message}`));
+if (dbName) {
+  // The run's database and the files' own (test/database-per-file.mjs names them after it).
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query('select datname from pg_database where datname = $1 or left(datname, $2) = $3', [dbName, dbName.length + 1, `${dbName}_`]);
+    for (const { datname } of rows) await client.query(`drop database if exists ${datname} with (force)`).catch((err) => console.warn(`could not drop ${datname}: ${err.message}`));
+  } catch (err) {
+    console.warn(`could not drop ${dbName} and its files' databases: ${err.message}`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
 process.exit(result.status ?? 1);
