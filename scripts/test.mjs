@@ -16,15 +16,22 @@ const args = process.argv.slice(2);
 const files = args.length ? args : walk(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).sort();
 
 const env = { ...process.env };
+// How many files run at once (see the run below); a bad value stops before anything is made.
+const concurrency = Number(env.MONTAGE_TEST_CONCURRENCY ?? 2);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`MONTAGE_TEST_CONCURRENCY must be a whole number of at least 1, not "${env.MONTAGE_TEST_CONCURRENCY}"`);
+  process.exit(2);
+}
 let engines = (env.MONTAGE_TEST_ENGINES ?? 'sqlite,postgres').split(',').filter(Boolean);
 const adminUrl = env.MONTAGE_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 let dbName = null;
 
-async function admin(statement) {
+/** Runs one statement on the admin connection; its rows. */
+async function admin(statement, params) {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
   await client.connect();
   try {
-    await client.query(statement);
+    return (await client.query(statement, params)).rows;
   } finally {
     await client.end();
   }
@@ -57,12 +64,8 @@ env.MONTAGE_TEST_ENGINES = engines.join(',');
 // third of a serial run's time the machine was idle (vmstat), its files waiting on browsers, servers,
 // databases and timers. Every file keeps its own data (temp directories, a PostgreSQL database of
 // its own made by test/database-per-file.mjs, Redis keys of its own, free ports), so files running
-// together do not meet. MONTAGE_TEST_CONCURRENCY sets another number.
-const concurrency = Number(env.MONTAGE_TEST_CONCURRENCY ?? 2);
-if (!Number.isInteger(concurrency) || concurrency < 1) {
-  console.error(`MONTAGE_TEST_CONCURRENCY must be a whole number of at least 1, not "${env.MONTAGE_TEST_CONCURRENCY}"`);
-  process.exit(2);
-}
+// together do not meet. MONTAGE_TEST_CONCURRENCY sets another number (checked above, before any
+// database is made).
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--import', pathToFileURL(path.join(root, 'test', 'database-per-file.mjs')).href, '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', `--test-concurrency=${concurrency}`, ...files],
@@ -72,15 +75,10 @@ if (result.error) console.error(`the test run was stopped: ${result.error.messag
 
 if (dbName) {
   // The run's database and the files' own (test/database-per-file.mjs names them after it).
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    const { rows } = await client.query('select datname from pg_database where datname = $1 or left(datname, $2) = $3', [dbName, dbName.length + 1, `${dbName}_`]);
-    for (const { datname } of rows) await client.query(`drop database if exists ${datname} with (force)`).catch((err) => console.warn(`could not drop ${datname}: ${err.message}`));
-  } catch (err) {
-    console.warn(`could not drop ${dbName} and its files' databases: ${err.message}`);
-  } finally {
-    await client.end().catch(() => {});
-  }
+  const names = await admin('select datname from pg_database where datname = $1 or left(datname, $2) = $3', [dbName, dbName.length + 1, `${dbName}_`]).catch((err) => {
+    console.warn(`could not list ${dbName} and its files' databases: ${err.message}`);
+    return [];
+  });
+  for (const { datname } of names) await admin(`drop database if exists ${datname} with (force)`).catch((err) => console.warn(`could not drop ${datname}: ${err.message}`));
 }
 process.exit(result.status ?? 1);
