@@ -31,7 +31,6 @@ import {
   postgresAdminUrl,
   postgresBackendsCpu,
   postgresCpuBetween,
-  postgresReads,
   postgresReadsBetween,
   postgresReadsSettled,
   processCpuSeconds,
