@@ -13,6 +13,7 @@ import { UPLOAD_BUFFER_BYTES } from '../src/blend/upload-intake.js';
 import { checkUploadImages, purgeExpiredUploads } from '../src/blend/uploads.service.js';
 import { lockAccountUploads } from '../src/blend/uploads.repository.js';
 import { TenantScope } from '../src/db/tenant.js';
+import { newId } from '../src/ids.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, settledJob } from './helpers.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, 'fixtures/blend');
@@ -212,7 +213,7 @@ for (const engine of ENGINES) {
         await checkUploadImages(new TenantScope(trx, accountId), [second.id], Date.now());
         deleting = api.fetch(`/v1/blend/uploads/${second.id}`, { method: 'DELETE', key });
         await new Promise((r) => setTimeout(r, 300));
-        await trx.insertInto('blendJobs').values({ ...job, id: `${job.id.slice(0, -1)}z`, images: JSON.stringify([second.id, second.id]) }).execute();
+        await trx.insertInto('blendJobs').values({ ...job, id: newId('job'), images: JSON.stringify([second.id, second.id]) }).execute();
       });
       await problem(await deleting!, 409, 'upload_in_use');
       assert.ok(await api.database.db.selectFrom('blendUploads').select('id').where('id', '=', second.id).executeTakeFirst(), 'the upload stays');
