@@ -78,6 +78,51 @@ for (const engine of ENGINES) {
       assert.equal(big.status, 201, 'money beyond 2^31 cents fits');
     });
 
+    test('a lone surrogate, a control character, a number not written in decimal or a compressed body is a 4xx, and nothing is stored', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const event = (name: string) => JSON.stringify({ name, startsAt: '2030-01-01T10:00:00Z', endsAt: '2030-01-01T12:00:00Z', timezone: 'UTC', currency: 'EUR' });
+      const post = (body: string, headers: Record<string, string> = {}) => api.fetch('/v1/events', { method: 'POST', key, body, headers: { 'content-type': 'application/json', ...headers } });
+      // JSON.stringify writes a lone surrogate as the escape \ud800, which is how a client sends one.
+      const cases: Array<[string, string]> = [
+        ['Gala \ud800', 'lone UTF-16 surrogate'],
+        ['\udc00 Gala', 'lone UTF-16 surrogate'],
+        ['Gala \u0007', 'control character'],
+        ['\u001b[31mGala', 'control character'],
+        ['Gala \u0085', 'control character'],
+      ];
+      for (const [name, reason] of cases) {
+        const body = await problem(await post(event(name)), 400, 'invalid_request');
+        assert.equal(body.errors[0].path, '/name', name);
+        assert.ok(body.errors[0].message.includes(reason), body.errors[0].message);
+      }
+      const key_ = await problem(await post('{"name":"E","metadata":{"a\\ud800":"x"}}'), 400, 'invalid_request');
+      assert.match(key_.errors[0].message, /its name must be well-formed Unicode/);
+      // A pair of surrogates is one character; tab, line feed and carriage return are text.
+      assert.equal((await post(event('Gala 😀'))).status, 201);
+      assert.equal((await post(JSON.stringify({ ...JSON.parse(event('Gala')), description: 'Doors open\tat 7\r\nBar at 8' }))).status, 201);
+      await problem(await api.fetch('/v1/events?q=a%07', { key }), 400, 'invalid_request');
+      await problem(await api.fetch('/v1/events?q=a%1B', { key }), 400, 'invalid_request');
+
+      // Text numbers are read as written in decimal digits, not as JavaScript would read them.
+      for (const limit of ['0x10', '1e2', '%205', '5%20', '1.0', '+5', '']) {
+        const body = await problem(await api.fetch(`/v1/events?limit=${limit}`, { key }), 400, 'invalid_request');
+        assert.equal(body.errors[0].path, '/query/limit', limit);
+      }
+      const both = await problem(await api.fetch('/v1/events?limit=0x10&colour=red', { key }), 400, 'invalid_request');
+      assert.deepEqual(both.errors.map((e: { path: string }) => e.path).sort(), ['/query/colour', '/query/limit']);
+      const page = await api.fetch('/v1/events?limit=2', { key });
+      assert.equal(page.status, 200);
+      assert.equal((await page.json()).data.length, 2);
+
+      // A compressed body is refused before it is read (it would be parsed as its compressed bytes).
+      const gzip = await problem(await post(event('Zipped'), { 'content-encoding': 'gzip' }), 415, 'unsupported_media_type');
+      assert.match(gzip.detail, /Content-Encoding "gzip"/);
+      assert.equal((await post(event('Plain'), { 'content-encoding': 'identity' })).status, 201);
+      const names = (await (await api.fetch('/v1/events?limit=100', { key })).json()).data.map((e: { name: string }) => e.name).sort();
+      assert.deepEqual(names, ['Gala', 'Gala 😀', 'Plain']);
+    });
+
     test('unknown routes, and errors we did not expect, never leak internals', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), {}, {
         extraRoutes: async (app) => {
