@@ -15,13 +15,52 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   return ajv;
 }
 
+/** How a number is written in a query string, a path or a header: decimal digits, as docs/api.md shows them. */
+const WRITTEN = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const;
+
+/** The properties of an object schema that are a plain integer or number (not unions or arrays). */
+function numericProperties(schema: object): Array<[string, keyof typeof WRITTEN]> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(properties).flatMap(([name, p]) => (p.type === 'integer' || p.type === 'number' ? [[name, p.type] as [string, keyof typeof WRITTEN]] : []));
+}
+
+interface Validate {
+  (data: unknown): boolean;
+  errors?: unknown[] | null;
+}
+
 /**
- * Query strings, path parameters and headers are text, so they are coerced ("20" → 20);
- * JSON bodies are typed already and are validated exactly as sent ("20" is not a number).
+ * Ajv's coercion reads text as JavaScript's Number() does, so `0x10`, `1e2` or ` 5` would pass
+ * for 16, 100 and 5; a number in text must be written in decimal digits (WRITTEN) before it is
+ * coerced and validated.
+ */
+function decimalNumbersOnly(validate: Validate, schema: object): Validate {
+  const numeric = numericProperties(schema);
+  if (numeric.length === 0) return validate;
+  const checked: Validate = (data) => {
+    // Read before validate, which coerces the values in place; its other errors are kept beside these (allErrors).
+    const faults = numeric.flatMap(([name, type]) => {
+      const value = (data as Record<string, unknown> | null | undefined)?.[name];
+      return typeof value === 'string' && !WRITTEN[type].test(value)
+        ? [{ instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, keyword: 'type', params: { type }, message: `must be ${type === 'integer' ? 'an integer' : 'a number'} written in decimal digits` }]
+        : [];
+    });
+    const valid = validate(data);
+    const others = (validate.errors ?? []).filter((e) => !faults.some((f) => f.instancePath === (e as { instancePath?: string }).instancePath));
+    checked.errors = faults.length + others.length > 0 ? [...faults, ...others] : validate.errors;
+    return valid && faults.length === 0;
+  };
+  return checked;
+}
+
+/**
+ * Query strings, path parameters and headers are text, so they are coerced ("20" → 20) once they
+ * are written as decimal numbers (decimalNumbersOnly); JSON bodies are typed already and are
+ * validated exactly as sent ("20" is not a number).
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const text = makeAjv('array');
   const json = makeAjv(false);
   return ({ schema, httpPart }) =>
-    (httpPart === 'body' ? json : text).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+    (httpPart === 'body' ? json.compile(schema as object) : decimalNumbersOnly(text.compile(schema as object), schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
 }
