@@ -129,6 +129,12 @@ for (const engine of ENGINES) {
       const missing = await problem(await upload(api, key, jpeg, 'image'), 400, 'invalid_request');
       assert.equal(missing.errors[0].path, '/file');
       await problem(await api.fetch('/v1/blend/uploads', { method: 'POST', key, json: { file: 'x' } }), 400, 'invalid_request');
+      // The image's own bytes as the body: the route's own advice (a multipart form), not the JSON routes' 415.
+      for (const type of ['image/jpeg', 'application/octet-stream']) {
+        const raw = await problem(await api.fetch('/v1/blend/uploads', { method: 'POST', key, body: jpeg, headers: { 'content-type': type } }), 400, 'invalid_request');
+        assert.equal(raw.errors[0].path, '/file');
+        assert.match(raw.detail, /multipart\/form-data/);
+      }
       assert.deepEqual(storedUploads(api), [], 'no bytes of a refused upload are left');
       assert.deepEqual((await (await api.fetch('/v1/blend/uploads', { key })).json()).data, []);
 

@@ -44,6 +44,10 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     fileHwm: UPLOAD_BUFFER_BYTES,
     limits: { fileSize: limits.maxImageBytes + 1, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1, headerPairs: 20 },
   });
+  // A body of any other type (the image's own bytes, say) is left unread here, so that the route
+  // answers what docs/blend.md says of it (400, path /file: send a multipart form) rather than the
+  // 415 of the JSON-only routes, whose advice (send JSON) would be wrong for this one.
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
   const config = { scope: 'blend' as const, area: 'blend' as const };
   const tags = ['blend'];
