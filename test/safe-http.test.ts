@@ -161,9 +161,9 @@ test('every spelling of loopback is refused before any request is made', async (
   assert.deepEqual(hits, [], 'the receiver got no request');
 });
 
-test('only http(s), no credentials, bounded length', async () => {
+test('only http(s), no credentials, no port 0, bounded length', async () => {
   const policy = addressPolicy(true);
-  for (const url of ['file:///etc/passwd', 'ftp://example.com/x', 'gopher://127.0.0.1/', 'http://user:pass@127.0.0.1/', `http://127.0.0.1/${'a'.repeat(3000)}`, 'not a url']) {
+  for (const url of ['file:///etc/passwd', 'ftp://example.com/x', 'gopher://127.0.0.1/', 'http://user:pass@127.0.0.1/', 'https://example.com:0/', 'http://127.0.0.1:00/', `http://127.0.0.1/${'a'.repeat(3000)}`, 'not a url']) {
     await assert.rejects(safeFetch(url, { ...base, policy }), { code: 'invalid_url' }, url.slice(0, 40));
   }
 });

@@ -109,6 +109,7 @@ for (const engine of ENGINES) {
         [{ url: 'https://x.example/h', events: ['*', 'ticket.purchased'] }, '/events'],
         [{ url: 'ftp://x.example/h', events: ['*'] }, '/url'],
         [{ url: 'https://user:pw@x.example/h', events: ['*'] }, '/url'],
+        [{ url: 'https://x.example:0/h', events: ['*'] }, '/url'],
         [{ url: 'http://127.0.0.1:9/h', events: ['*'] }, '/url'],
         [{ url: 'http://localhost./h', events: ['*'] }, '/url'],
         [{ url: `https://x.example/${'a'.repeat(2100)}`, events: ['*'] }, '/url'],

@@ -72,6 +72,8 @@ export function checkOutboundUrl(raw: string, policy: AddressPolicy): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SafeFetchError('invalid_url', 'only http and https URLs are allowed');
   if (url.username || url.password) throw new SafeFetchError('invalid_url', 'credentials in the URL are not allowed');
+  // new URL() takes port 0, which no server listens on: such a URL could never be reached.
+  if (url.port === '0') throw new SafeFetchError('invalid_url', 'port 0 cannot be connected to');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host) && policy(host)) throw new SafeFetchError('blocked_address', `${host} is a private or reserved address`);
   if (policy !== OPEN && /(^|\.)localhost\.?$/i.test(host)) throw new SafeFetchError('blocked_address', `${host} is a loopback name`);
