@@ -1,7 +1,7 @@
 // The quality reports, every job through the real API (a server on a temporary SQLite file, images
 // served from loopback): first every fixture set against its ground truth, then the generalisation
 // matrix (scripts/quality/matrix.ts: photos × scenarios × random draws).
-// Usage: npm run quality [-- --fixtures DIR] [--draws N] [--width W] [--photos a,b,…] [--write docs/blend.md]
+// Usage: npm run quality [-- --fixtures DIR] [--draws N] [--first-draw N] [--width W] [--photos a,b,…] [--write docs/blend.md]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +35,14 @@ const option = (name: string) => {
 const fixtures = path.resolve(option('--fixtures') ?? path.join(import.meta.dirname, '../test/fixtures/blend'));
 const writeTo = option('--write');
 const draws = Number(option('--draws') ?? 3);
+const firstDraw = Number(option('--first-draw') ?? 0);
+// Draw numbers go into the cases' seeds below 1000 (matrix.ts caseSeed).
+for (const [name, value, least] of [['--draws', draws, 1], ['--first-draw', firstDraw, 0]] as const) {
+  if (!Number.isInteger(value) || value < least || firstDraw + draws > 1000) {
+    console.error(`${name}: a whole number from ${least}, with --first-draw + --draws at most 1000; got ${option(name)}`);
+    process.exit(2);
+  }
+}
 const width = Number(option('--width') ?? 416);
 const chosen = option('--photos')?.split(',').map((name) => path.join(PHOTOS_DIR, `${name}.jpg`));
 
@@ -149,6 +157,7 @@ const cases = await runMatrix({
   pool,
   photos,
   draws,
+  firstDraw,
   width,
   onCase: (c) =>
     console.log(
@@ -169,8 +178,8 @@ if (writeTo) {
   };
   const date = new Date().toISOString().slice(0, 10);
   put('quality', `Measured ${date} with \`npm run quality\` (fixtures: ${path.relative(process.cwd(), fixtures) || fixtures}) on ${machine}; processing times are the API's \`processingTime\` on a machine shared with other work.\n\n${table}`);
-  const command = `npm run quality${chosen || draws !== 3 || width !== 416 ? ` -- ${[chosen ? `--photos ${option('--photos')}` : '', draws !== 3 ? `--draws ${draws}` : '', width !== 416 ? `--width ${width}` : ''].filter(Boolean).join(' ')}` : ''}`;
-  put('quality-matrix', `Measured ${date} with \`${command}\` on ${machine}: ${photos.length} photos × ${summarise(cases).length} scenarios × ${draws} draws at ${width} px wide, ${cases.length} jobs in ${minutes} min.\n\n${report}`);
+  const command = `npm run quality${chosen || draws !== 3 || firstDraw !== 0 || width !== 416 ? ` -- ${[chosen ? `--photos ${option('--photos')}` : '', draws !== 3 ? `--draws ${draws}` : '', firstDraw !== 0 ? `--first-draw ${firstDraw}` : '', width !== 416 ? `--width ${width}` : ''].filter(Boolean).join(' ')}` : ''}`;
+  put('quality-matrix', `Measured ${date} with \`${command}\` on ${machine}: ${photos.length} photos × ${summarise(cases).length} scenarios × ${draws} draws${firstDraw !== 0 ? ` (from draw ${firstDraw})` : ''} at ${width} px wide, ${cases.length} jobs in ${minutes} min.\n\n${report}`);
   fs.writeFileSync(file, text);
 }
 

@@ -259,6 +259,8 @@ export interface MatrixOptions {
   photos?: string[];
   scenarios?: Scenario[];
   draws?: number;
+  /** The first draw's number (0 by default): `firstDraw`, `firstDraw + 1`, … are run, each with its own seed (caseSeed), so draws beyond the usual ones probe cases nobody tuned on. */
+  firstDraw?: number;
   /** Which scenario (index in `scenarios`) runs on which photo (index in `photos`): every pair by default. */
   select?: (scenario: number, photo: number) => boolean;
   /** Working width of the photos (pixels; height by the aspect). */
@@ -276,7 +278,7 @@ export function photoFiles(): string[] {
 
 /** Runs every photo × scenario × draw through the API; the people of crowds and walkers come from the next photo. */
 export async function runMatrix(options: MatrixOptions): Promise<Case[]> {
-  const { api, pool, scenarios = SCENARIOS, draws = 3, width = 416, select = () => true, onCase } = options;
+  const { api, pool, scenarios = SCENARIOS, draws = 3, firstDraw = 0, width = 416, select = () => true, onCase } = options;
   const files = options.photos ?? photoFiles();
   const photos = await Promise.all(files.map((f) => loadPhoto(f, width)));
   const cases: Case[] = [];
@@ -284,7 +286,7 @@ export async function runMatrix(options: MatrixOptions): Promise<Case[]> {
     for (const [p, photo] of photos.entries()) {
       if (!select(k, p)) continue;
       const people = photos[(p + 1) % photos.length]!;
-      for (let draw = 0; draw < draws; draw++) {
+      for (let draw = firstDraw; draw < firstDraw + draws; draw++) {
         const c = await runCase(api, pool, scenario, photo, people, path.basename(files[p]!, '.jpg'), draw, caseSeed(k, p, draw));
         cases.push(c);
         onCase?.(c);
@@ -294,7 +296,7 @@ export async function runMatrix(options: MatrixOptions): Promise<Case[]> {
   return cases;
 }
 
-/** The seed of a case: scenario k (index into SCENARIOS), photo p (index into photoFiles()), draw. */
+/** The seed of a case: scenario k (index into SCENARIOS), photo p (index into photoFiles()), draw (below 1000, so that no two cases share a seed). */
 export const caseSeed = (k: number, p: number, draw: number): number => 1 + 1_000_000 * k + 1000 * p + draw;
 
 /**
