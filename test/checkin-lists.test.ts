@@ -7,10 +7,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
+import { newId } from '../src/ids.js';
 import { MAX_CODE_CHARS } from '../src/events/ticket-code-format.js';
 import { notACode } from '../web/scanner/src/rules.js';
 import { TenantScope } from '../src/db/tenant.js';
-import { foldCounts } from '../src/events/checkin-lists.repository.js';
+import { addCounts, countSlot, findList, foldCounts, NO_COUNTS } from '../src/events/checkin-lists.repository.js';
 import { ENGINES, freshStorage, onCleanup, problem, startApp, type TestApp, until, FAST_WEBHOOKS as FAST, jsonClient as client, type JsonClient as Client, hookReceiver as receiver } from './helpers.js';
 
 type Json = any;
@@ -319,6 +324,126 @@ for (const engine of ENGINES) {
       if (engine === 'postgres') assert.ok((await rows()) >= 2);
       else assert.equal(await rows(), 1);
       assert.equal((await counts(c, event.id, list.id)).entries, 103);
+    });
+
+    test('a fold raises row 0\'s mark to the highest slot it folded and reads only above it less a minute; a straggler below stays a row, still counted', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = client(api, key);
+      const { event, generals } = await door(c, 5);
+      const list = await newList(c, event.id, { allowMultipleEntries: true });
+      const scope = new TenantScope(api.database.db, accountId);
+      const db = api.database.db;
+      const counterRows = () => db.selectFrom('checkinListCounts').select(['slot', 'entries', 'foldedThrough']).where('listId', '=', list.id).orderBy('slot').execute();
+      const mark = async () => (await counterRows()).find((r) => r.slot === 0)?.foldedThrough;
+      const second = (slot: number) => Math.floor(slot / 2 ** 21);
+      const from = Math.floor(Date.now() / 1000);
+      for (const ticket of generals.slice(0, 3)) assert.equal((await scan(c, event.id, { listId: list.id, ticketId: ticket.id })).status, 201);
+      const to = Math.floor(Date.now() / 1000);
+      // (A scan folds the list itself one time in 256, so the rows left here may be fewer than three.)
+      for (const { slot } of (await counterRows()).filter((r) => r.slot !== 0)) {
+        assert.equal(engine, 'postgres', 'SQLite adds to row 0');
+        assert.ok(Number.isSafeInteger(slot) && second(slot) >= from && second(slot) <= to, `slot ${slot} is of its scan's second`);
+      }
+      await foldCounts(scope, list.id);
+      const first = await mark();
+      assert.equal((await counterRows()).length, 1);
+      if (engine === 'postgres') assert.ok(first! > 2 ** 31 && second(first!) >= from && second(first!) <= to, `mark ${first} is the highest slot folded`);
+      else assert.equal(first, 0);
+
+      // A straggler of before (a slot below 2³¹, far below the mark less a minute) and one that took
+      // its slot a second before the last fold's highest and committed after it.
+      const row = (slot: number) => ({ listId: list.id, slot, accountId, ...NO_COUNTS, entries: 1, scans: 1 });
+      const late = engine === 'postgres' ? first! - 2 ** 21 : countSlot() - 2 ** 21;
+      await db.insertInto('checkinListCounts').values([row(5), row(late)]).execute();
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 3, entries: 5, exits: 0, admittedTickets: 3, conflicts: 0 });
+      await foldCounts(scope, list.id);
+      // PostgreSQL folds the late one (within the minute below the mark) and leaves the straggler;
+      // SQLite folds every row. The counts are the same either way, and the mark does not go down.
+      assert.deepEqual(
+        (await counterRows()).map((r) => [r.slot, r.entries]),
+        engine === 'postgres' ? [[0, 4], [5, 1]] : [[0, 5]],
+      );
+      assert.equal(await mark(), first);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 3, entries: 5, exits: 0, admittedTickets: 3, conflicts: 0 });
+      // Scans and folds go on past it.
+      for (const ticket of generals.slice(3, 5)) assert.equal((await scan(c, event.id, { listId: list.id, ticketId: ticket.id })).status, 201);
+      const [before, added] = [await mark(), (await counterRows()).map((r) => r.slot).filter((slot) => slot > 5)];
+      await foldCounts(scope, list.id);
+      assert.deepEqual(await counts(c, event.id, list.id), { inside: 5, entries: 7, exits: 0, admittedTickets: 5, conflicts: 0 });
+      assert.equal((await counterRows()).length, engine === 'postgres' ? 2 : 1);
+      assert.equal(await mark(), engine === 'postgres' ? Math.max(before!, ...added) : 0);
+      assert.equal(await scansOf(api, list.id), 7);
+    });
+
+    test('folds at once over rows already written count each row once and leave the highest slot as the mark', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key, accountId } = await api.account();
+      const c = client(api, key);
+      const { event } = await door(c, 1);
+      const list = await newList(c, event.id);
+      const db = api.database.db;
+      const scope = new TenantScope(db, accountId);
+      // 600 rows over the last 90 seconds (wider than a fold's minute below the mark), each one scan.
+      const now = Date.now();
+      const slots = [...new Set(Array.from({ length: 600 }, (_, i) => countSlot(now - 90_000 + i * 150)))];
+      await db
+        .insertInto('checkinListCounts')
+        .values(slots.map((slot) => ({ listId: list.id, slot, accountId, ...NO_COUNTS, scans: 1 })))
+        .execute();
+      await Promise.all(Array.from({ length: 12 }, () => foldCounts(scope, list.id)));
+      const rows = await db.selectFrom('checkinListCounts').select(['slot', 'scans', 'foldedThrough']).where('listId', '=', list.id).execute();
+      assert.deepEqual(rows, [{ slot: 0, scans: slots.length, foldedThrough: engine === 'postgres' ? Math.max(...slots) : 0 }]);
+      assert.equal(await scansOf(api, list.id), slots.length);
+    });
+
+    test('migration 0025 keeps the counts of rows of before (slots below 2³¹ and a row 0); the next fold takes them, then time-ordered slots follow', async (t) => {
+      const storage = await freshStorage(t, engine);
+      const handle = openDatabase(loadConfig({ ...storage.env, MONTAGE_LOG_LEVEL: 'silent' }));
+      onCleanup(t, () => handle.close());
+      await migrateUpTo(handle, '2026_11_27_0024_tickets_fillfactor');
+      const now = Date.now();
+      const [accountId, eventId, busy, quiet] = [newId('account'), newId('event'), newId('checkinList'), newId('checkinList')];
+      await sql`insert into accounts (id, email, plan, created_at, updated_at) values (${accountId}, 'old@example.com', 'business', ${now}, ${now})`.execute(handle.db);
+      await sql`insert into events (id, account_id, name, starts_at, ends_at, timezone, currency, status, metadata, sold, created_at, updated_at)
+        values (${eventId}, ${accountId}, 'Old show', ${now + 86_400_000}, ${now + 90_000_000}, 'UTC', 'EUR', 'published', '{}', 0, ${now}, ${now})`.execute(handle.db);
+      for (const id of [busy, quiet]) {
+        await sql`insert into checkin_lists (id, account_id, event_id, name, ticket_type_ids, valid_from, valid_until, allow_multiple_entries, scan_exits, created_at, updated_at)
+          values (${id}, ${accountId}, ${eventId}, 'Door', '[]', null, null, 1, 0, ${now}, ${now})`.execute(handle.db);
+      }
+      const counter = (listId: string, slot: number, entries: number) =>
+        sql`insert into checkin_list_counts (list_id, slot, account_id, inside, entries, exits, admitted_tickets, conflicts, scans)
+          values (${listId}, ${slot}, ${accountId}, ${entries}, ${entries}, 0, ${entries}, 0, ${entries})`.execute(handle.db);
+      await counter(busy, 0, 40);
+      const old = [...new Set(Array.from({ length: 30 }, () => 1 + Math.floor(Math.random() * (2 ** 31 - 2))))].concat(2 ** 31 - 1);
+      for (const slot of old) await counter(busy, slot, 1);
+      await counter(quiet, 0, 7);
+      await migrateToLatest(handle);
+
+      const scope = new TenantScope(handle.db, accountId);
+      const entries = async (listId: string) => (await findList(scope, eventId, listId))!.entries;
+      const rows = () => handle.db.selectFrom('checkinListCounts').select(['slot', 'foldedThrough']).where('listId', '=', busy).orderBy('slot').execute();
+      assert.equal(await entries(busy), 40 + old.length);
+      assert.equal(await entries(quiet), 7);
+      assert.deepEqual((await rows()).filter((r) => r.slot === 0), [{ slot: 0, foldedThrough: 0 }]);
+      await foldCounts(scope, busy);
+      assert.deepEqual(await rows(), [{ slot: 0, foldedThrough: engine === 'postgres' ? 2 ** 31 - 1 : 0 }]);
+      assert.equal(await entries(busy), 40 + old.length);
+      // A scan's change after the migration: a time-ordered row on PostgreSQL, folded by the next fold; row 0 on SQLite.
+      await scope.transaction((tx) => addCounts(tx, busy, { ...NO_COUNTS, entries: 1, scans: 1 }));
+      const added = (await rows()).map((r) => r.slot).filter((slot) => slot !== 0);
+      if (engine === 'postgres') assert.ok(added.length === 1 && added[0]! > 2 ** 31 && Number.isSafeInteger(added[0]), `new slot ${added[0]}`);
+      else assert.deepEqual(added, []);
+      await foldCounts(scope, busy);
+      assert.equal((await rows()).length, 1);
+      assert.equal(await entries(busy), 41 + old.length);
+      assert.equal(await entries(quiet), 7);
+
+      // Back down: the rows are folded into row 0 (no time-ordered slot fits an integer) and the counts stay.
+      await scope.transaction((tx) => addCounts(tx, busy, { ...NO_COUNTS, entries: 1, scans: 1 }));
+      await migrateUpTo(handle, '2026_11_27_0024_tickets_fillfactor');
+      const sums = await sql<{ listId: string; entries: number | string }>`select list_id, sum(entries) as entries from checkin_list_counts group by list_id`.execute(handle.db);
+      assert.deepEqual(Object.fromEntries(sums.rows.map((r) => [r.listId, Number(r.entries)])), { [busy]: 42 + old.length, [quiet]: 7 });
     });
 
     test('a ticket cancelled or transferred while its scan is decided is not admitted; a change waits for an admission in flight', async (t) => {

@@ -22,6 +22,7 @@ import * as m0021 from './migrations/2026_11_27_0021_blend_uploads.js';
 import * as m0022 from './migrations/2026_11_27_0022_blend_progress_cancel.js';
 import * as m0023 from './migrations/2026_11_27_0023_checkin_conflicts_index.js';
 import * as m0024 from './migrations/2026_11_27_0024_tickets_fillfactor.js';
+import * as m0025 from './migrations/2026_11_27_0025_checkin_counts_time_slots.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -46,6 +47,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0022_blend_progress_cancel': m0022,
   '2026_11_27_0023_checkin_conflicts_index': m0023,
   '2026_11_27_0024_tickets_fillfactor': m0024,
+  '2026_11_27_0025_checkin_counts_time_slots': m0025,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -154,7 +154,7 @@ const admitEntryStatement = preparedNamed(ADMIT_ENTRY, (db: Db, p: AdmitEntry) =
         )
         .with('counted', () =>
           sql`(insert into checkin_list_counts (list_id, slot, account_id, inside, entries, exits, admitted_tickets, conflicts, scans)
-            select state.list_id, ${p.slot}::integer, ${p.accountId}::text, ${p.addInside}::integer, 1, 0, ${p.addAdmitted}::integer, 0, 1 from state
+            select state.list_id, ${p.slot}::bigint, ${p.accountId}::text, ${p.addInside}::integer, 1, 0, ${p.addAdmitted}::integer, 0, 1 from state
             on conflict (list_id, slot) do update set inside = checkin_list_counts.inside + excluded.inside, entries = checkin_list_counts.entries + excluded.entries,
               admitted_tickets = checkin_list_counts.admitted_tickets + excluded.admitted_tickets, scans = checkin_list_counts.scans + excluded.scans
             where checkin_list_counts.account_id = ${p.accountId}::text)`,

@@ -23,17 +23,33 @@ export const EMPTY_STATE = Object.freeze({ inside: 0, entries: 0, keptScanId: nu
 
 /**
  * A list's counts are the sum of its rows in checkin_list_counts. On PostgreSQL each transaction
- * that changes them inserts a row of its own (its `slot` drawn from 1..2³¹−1, so two scans practically never
- * meet; when they do, the insert adds to the row it met), and about one in FOLD_EVERY of them then
- * folds the list's rows into its row 0 (foldCounts). So a scan never updates a row another scan
- * updates: on PostgreSQL every update of a shared row (the 16 rows of before) leaves a dead version
- * on the same few pages and waits for the row's lock; 50 clients upserting a 16-row table slowed
- * from 3,540 to 2,770 a second within 24 s (pgbench), where plain inserts held 5,900-6,500. A read
- * sums row 0 and the rows since the last fold: about FOLD_EVERY rows. SQLite writes one
- * transaction at a time, so there a scan adds to row 0 itself (addCounts).
+ * that changes them inserts a row of its own, and about one in FOLD_EVERY of them then folds the
+ * list's rows into its row 0 (foldCounts). So a scan never updates a row another scan updates: on
+ * PostgreSQL every update of a shared row (the 16 rows of before) leaves a dead version on the same
+ * few pages and waits for the row's lock; 50 clients upserting a 16-row table slowed from 3,540 to
+ * 2,770 a second within 24 s (pgbench), where plain inserts held 5,900-6,500. A read sums row 0 and
+ * the rows since the last fold: about FOLD_EVERY rows. SQLite writes one transaction at a time, so
+ * there a scan adds to row 0 itself (addCounts).
+ *
+ * A row's `slot` is time-ordered (countSlot): the second of the clock times 2²¹ plus a random
+ * number below 2²¹, so two scans practically never meet (when they do, the insert adds to the row
+ * it met), and the rows since a fold are the top of the list's range of the primary key. Row 0
+ * keeps in `folded_through` the highest slot folded so far, and a fold deletes only the slots
+ * above that mark less FOLD_MARGIN: the deletions of earlier folds leave dead index entries until a
+ * vacuum, and with random slots (1..2³¹−1, before) they were spread over the list's whole range,
+ * which every fold read again (about 22,000 entries a fold with autovacuum off); now a fold reads
+ * the top of the range, with a plain index scan that marks such entries dead (foldCounts, foldPlan:
+ * 522-702 entries a fold in a scratch run where random slots read 14,053-15,872). The margin is for
+ * a transaction that took its slot before a fold and committed after it: the next fold still reads
+ * it. One that commits more than a minute after taking its slot (or comes from a clock a minute
+ * behind) may stay a row of its own, below every later fold's range: still counted, since a read
+ * sums every row of the list, only never folded.
  */
 export const FOLD_EVERY = 256;
-const MAX_SLOT = 2 ** 31 - 1;
+/** Slots per second of the clock: a counter row's slot is its second times this plus a random number below it (countSlot). */
+const SLOTS_PER_SECOND = 2 ** 21;
+/** How far below row 0's mark a fold reads: a minute's slots (see FOLD_EVERY). */
+const FOLD_MARGIN = 60 * SLOTS_PER_SECOND;
 export type ListTicketRow = Selectable<CheckinListTicketTable>;
 export type ScanRow = Selectable<CheckinScanTable>;
 
@@ -278,8 +294,14 @@ export async function setOutcome(scope: TenantScope, rowId: string, outcome: str
   await scope.updateTable('checkinScans').set({ outcome }).where('id', '=', rowId).execute();
 }
 
-/** A new counter row of a list: any slot but 0, which holds the folded counts. */
-export const countSlot = () => 1 + Math.floor(Math.random() * (MAX_SLOT - 1));
+/**
+ * A new counter row's slot, time-ordered (see FOLD_EVERY): the whole seconds of `now` times 2²¹
+ * plus a random number below 2²¹. Exact in a double until 2106: the seconds stay below 2³², so the
+ * slot stays at most 2⁵³−1 (Number.MAX_SAFE_INTEGER). Never 0 (row 0 holds the folded counts): at
+ * least 2²¹ from the first second of 1970, and above every slot of before (below 2³¹) from its
+ * 18th minute.
+ */
+export const countSlot = (now = Date.now()) => Math.floor(now / 1000) * SLOTS_PER_SECOND + Math.floor(Math.random() * SLOTS_PER_SECOND);
 
 /**
  * Adds to the list's counts in one statement. On PostgreSQL into a counter row of its own
@@ -317,21 +339,35 @@ async function addToRow(scope: TenantScope, listId: string, slot: number, change
 export const foldNow = () => Math.random() * FOLD_EVERY < 1;
 
 /**
- * Folds the list's counter rows into its row 0: the other rows are deleted and their sums added
- * to row 0, in one statement on PostgreSQL (a row another fold deleted first is not seen twice:
- * its delete waits for that fold and then finds it gone), in the caller's transaction or one of
- * its own on SQLite (which writes one transaction at a time). The counts read are the same before
- * and after. Rows that scans insert meanwhile stay for the next fold.
+ * Folds the list's counter rows into its row 0: the rows are deleted and their sums added to row
+ * 0. On PostgreSQL in one statement, which reads only the slots above row 0's mark less FOLD_MARGIN
+ * (see FOLD_EVERY) and raises the mark to the highest slot it deleted (never lowers it). A row
+ * another fold deleted first is not counted twice: this delete waits for that fold and then finds
+ * it gone; whichever of two folds read the older mark reads a wider range, which is only more rows
+ * to find, each deleted (and counted) by one of them. Rows that scans insert meanwhile stay for
+ * the next fold. The list is named through checkin_lists (the account's list, or no row at all),
+ * so the only index the delete can take is the primary key's range (list, slot); it is read with a
+ * plain index scan (foldPlan), which marks the entries of rows deleted before it dead for the
+ * scans after, where a bitmap scan would read them again at every fold until a vacuum. On SQLite,
+ * which writes one transaction at a time (no scan commits around a fold), every row but 0 is
+ * folded, in the caller's transaction or one of its own, and the mark is not used. The counts read
+ * are the same before and after.
  */
 export async function foldCounts(scope: TenantScope, listId: string): Promise<void> {
   const db = scope.db as Db;
   const sums = COUNT_COLUMNS.map((column) => sql`coalesce(sum(${sql.ref(column)}), 0)`);
   if (onPostgres(db)) {
     const columns = sql.join(COUNT_COLUMNS.map((c) => sql.ref(c)));
-    await sql`with gone as (delete from checkin_list_counts where list_id = ${listId} and account_id = ${scope.accountId} and slot <> 0 returning *)
-      insert into checkin_list_counts (list_id, slot, account_id, ${columns})
-      select ${listId}, 0, ${scope.accountId}, ${sql.join(sums)} from gone having count(*) > 0
-      on conflict (list_id, slot) do update set ${sql.join(COUNT_COLUMNS.map((c) => sql`${sql.ref(c)} = checkin_list_counts.${sql.ref(c)} + excluded.${sql.ref(c)}`))}`.execute(db);
+    const fold = sql`with gone as (
+        delete from checkin_list_counts
+        where list_id = (select id from checkin_lists where id = ${listId} and account_id = ${scope.accountId})
+          and slot > greatest(0, coalesce((select folded_through from checkin_list_counts where list_id = ${listId} and slot = 0), 0) - ${FOLD_MARGIN}::bigint)
+        returning slot, ${columns})
+      insert into checkin_list_counts (list_id, slot, account_id, ${columns}, folded_through)
+      select ${listId}, 0, ${scope.accountId}, ${sql.join(sums)}, max(slot) from gone having count(*) > 0
+      on conflict (list_id, slot) do update set ${sql.join(COUNT_COLUMNS.map((c) => sql`${sql.ref(c)} = checkin_list_counts.${sql.ref(c)} + excluded.${sql.ref(c)}`))},
+        folded_through = greatest(checkin_list_counts.folded_through, excluded.folded_through)`;
+    await foldPlan(db, (tx) => fold.execute(tx));
     return;
   }
   const fold = async (tx: TenantScope) => {
@@ -348,6 +384,31 @@ export async function foldCounts(scope: TenantScope, listId: string): Promise<vo
   };
   if (db.isTransaction) await fold(scope);
   else await scope.transaction(fold);
+}
+
+/**
+ * Runs the fold (PostgreSQL) with bitmap and sequential scans off, so that its delete reads the
+ * primary key's range with a plain index scan. The planner's own choice, measured on a table
+ * analyzed while small and filled after: a bitmap scan of that range once the list had a few
+ * thousand rows (a sequential scan with bitmap scans off), which reads every entry in the range,
+ * those of rows deleted by earlier folds too; the plain index scan reads such an entry once more
+ * and marks it dead. The settings are the transaction's
+ * (`set_config(..., true)`): in the caller's transaction they are put back as they were after the
+ * fold, else the fold takes a transaction of its own.
+ */
+async function foldPlan(db: Db, run: (tx: Db) => Promise<unknown>): Promise<void> {
+  const off = sql<{ bitmap: string; seq: string }>`with was as materialized (select current_setting('enable_bitmapscan') as bitmap, current_setting('enable_seqscan') as seq)
+    select bitmap, seq, set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true) from was`;
+  if (!db.isTransaction) {
+    await db.transaction().execute(async (tx) => {
+      await off.execute(tx);
+      await run(tx);
+    });
+    return;
+  }
+  const { bitmap, seq } = (await off.execute(db)).rows[0]!;
+  await run(db);
+  await sql`select set_config('enable_bitmapscan', ${bitmap}, true), set_config('enable_seqscan', ${seq}, true)`.execute(db);
 }
 
 /** The ticket's last admitted entry on the list. */

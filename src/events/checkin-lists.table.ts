@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 export interface CheckinListTable {
   id: string;
   accountId: string;
@@ -23,6 +25,7 @@ export interface CheckinListTable {
  */
 export interface CheckinListCountsTable {
   listId: string;
+  /** 0 for the folded counts, else time-ordered (checkin-lists.repository.ts, countSlot); bigint on PostgreSQL, read as a number (db/database.ts). */
   slot: number;
   accountId: string;
   /** Tickets inside now. */
@@ -37,6 +40,8 @@ export interface CheckinListCountsTable {
   conflicts: number;
   /** Scans of any outcome recorded on the list. */
   scans: number;
+  /** Row 0 only, on PostgreSQL: the highest slot folded into it (foldCounts); 0 elsewhere. */
+  foldedThrough: Generated<number>;
 }
 
 /** Per list and ticket: inside or not, its admitted entries, and its kept admission (the earliest). */
