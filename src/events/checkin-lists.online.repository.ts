@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { onPostgres, prepared, preparedNamed } from '../db/prepared.js';
 import { TenantScope } from '../db/tenant.js';
 import { fanOut, type OneMessageFanOutValues, type OutboxMessage, type Subscriptions } from '../webhooks/outbox.js';
-import { countSlot, foldCounts, foldNow } from './checkin-lists.repository.js';
+import { countSlot, foldCounts, foldNow, sweepNow } from './checkin-lists.repository.js';
 import { TICKET_COLUMNS } from './events.table.js';
 import type { TicketKey, TicketRow } from './tickets.repository.js';
 import './checkin-lists.table.js';
@@ -225,6 +225,6 @@ export async function writeOnlineEntry(scope: TenantScope, entry: OnlineEntry, m
     throw error;
   }
   fanOut.written(db, fanned);
-  if (foldNow()) await foldCounts(scope, entry.listId);
+  if (foldNow()) await foldCounts(scope, entry.listId, sweepNow());
   return true;
 }

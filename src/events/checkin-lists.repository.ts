@@ -42,14 +42,18 @@ export const EMPTY_STATE = Object.freeze({ inside: 0, entries: 0, keptScanId: nu
  * 522-702 entries a fold in a scratch run where random slots read 14,053-15,872). The margin is for
  * a transaction that took its slot before a fold and committed after it: the next fold still reads
  * it. One that commits more than a minute after taking its slot (or comes from a clock a minute
- * behind) may stay a row of its own, below every later fold's range: still counted, since a read
- * sums every row of the list, only never folded.
+ * behind, or from a process of the code before these slots during a rolling deploy) stays a row of
+ * its own, below the folds' range: still counted, since a read sums every row of the list, and
+ * folded by the next sweep: one fold in SWEEP_EVERY reads the list's whole range (foldCounts
+ * `sweep`), so such rows, whatever their cause, cannot pile up in what every read sums.
  */
 export const FOLD_EVERY = 256;
 /** Slots per second of the clock: a counter row's slot is its second times this plus a random number below it (countSlot). */
 const SLOTS_PER_SECOND = 2 ** 21;
 /** How far below row 0's mark a fold reads: a minute's slots (see FOLD_EVERY). */
 const FOLD_MARGIN = 60 * SLOTS_PER_SECOND;
+/** One fold in this many sweeps every counter row of the list, stragglers below the mark included (see FOLD_EVERY): one scan in FOLD_EVERY × SWEEP_EVERY. */
+export const SWEEP_EVERY = 16;
 export type ListTicketRow = Selectable<CheckinListTicketTable>;
 export type ScanRow = Selectable<CheckinScanTable>;
 
@@ -316,7 +320,7 @@ export async function addCounts(scope: TenantScope, listId: string, change: List
     return;
   }
   await addToRow(scope, listId, countSlot(), change);
-  if (foldNow()) await foldCounts(scope, listId);
+  if (foldNow()) await foldCounts(scope, listId, sweepNow());
 }
 
 const addToRowStatement = preparedNamed(
@@ -338,10 +342,14 @@ async function addToRow(scope: TenantScope, listId: string, slot: number, change
 /** Whether this write of a list's counts also folds them: about one in FOLD_EVERY. */
 export const foldNow = () => Math.random() * FOLD_EVERY < 1;
 
+/** Whether a fold also sweeps the rows below its mark (foldCounts `sweep`): about one in SWEEP_EVERY. */
+export const sweepNow = () => Math.random() * SWEEP_EVERY < 1;
+
 /**
  * Folds the list's counter rows into its row 0: the rows are deleted and their sums added to row
  * 0. On PostgreSQL in one statement, which reads only the slots above row 0's mark less FOLD_MARGIN
- * (see FOLD_EVERY) and raises the mark to the highest slot it deleted (never lowers it). A row
+ * (see FOLD_EVERY), or with `sweep` every slot above 0, and raises the mark to the highest slot it
+ * deleted (never lowers it). A row
  * another fold deleted first is not counted twice: this delete waits for that fold and then finds
  * it gone; whichever of two folds read the older mark reads a wider range, which is only more rows
  * to find, each deleted (and counted) by one of them. Rows that scans insert meanwhile stay for
@@ -353,7 +361,7 @@ export const foldNow = () => Math.random() * FOLD_EVERY < 1;
  * folded, in the caller's transaction or one of its own, and the mark is not used. The counts read
  * are the same before and after.
  */
-export async function foldCounts(scope: TenantScope, listId: string): Promise<void> {
+export async function foldCounts(scope: TenantScope, listId: string, sweep = false): Promise<void> {
   const db = scope.db as Db;
   const sums = COUNT_COLUMNS.map((column) => sql`coalesce(sum(${sql.ref(column)}), 0)`);
   if (onPostgres(db)) {
@@ -361,7 +369,7 @@ export async function foldCounts(scope: TenantScope, listId: string): Promise<vo
     const fold = sql`with gone as (
         delete from checkin_list_counts
         where list_id = (select id from checkin_lists where id = ${listId} and account_id = ${scope.accountId})
-          and slot > greatest(0, coalesce((select folded_through from checkin_list_counts where list_id = ${listId} and slot = 0), 0) - ${FOLD_MARGIN}::bigint)
+          and slot > ${sweep ? sql`0` : sql`greatest(0, coalesce((select folded_through from checkin_list_counts where list_id = ${listId} and slot = 0), 0) - ${FOLD_MARGIN}::bigint)`}
         returning slot, ${columns})
       insert into checkin_list_counts (list_id, slot, account_id, ${columns}, folded_through)
       select ${listId}, 0, ${scope.accountId}, ${sql.join(sums)}, max(slot) from gone having count(*) > 0
