@@ -121,5 +121,33 @@ for (const engine of ENGINES) {
         assert.equal((await c.expect(201, 'POST', '/keys', { name: ' Door ' })).name, 'Door');
       });
     });
+
+    describe('time zones', () => {
+      test('stored by their canonical IANA name, on create and on update; unknown ones stay 400', async () => {
+        const c = await client();
+        const cases: Array<[string, string]> = [
+          ['utc', 'UTC'],
+          ['Europe/berlin', 'Europe/Berlin'],
+          ['europe/berlin', 'Europe/Berlin'],
+          ['AMERICA/NEW_YORK', 'America/New_York'],
+          ['US/Pacific', 'America/Los_Angeles'],
+          ['Etc/UTC', 'UTC'],
+          ['Europe/Berlin', 'Europe/Berlin'],
+        ];
+        for (const [given, stored] of cases) {
+          const event = await c.expect(201, 'POST', '/events', eventInput({ timezone: given }));
+          assert.equal(event.timezone, stored, given);
+          assert.equal((await c.expect(200, 'GET', `/events/${event.id}`)).timezone, stored);
+        }
+        const event = await c.expect(201, 'POST', '/events', eventInput());
+        assert.equal((await c.expect(200, 'PATCH', `/events/${event.id}`, { timezone: 'asia/tokyo' })).timezone, 'Asia/Tokyo');
+        assert.equal((await c.expect(200, 'GET', `/events/${event.id}`)).timezone, 'Asia/Tokyo');
+        for (const timezone of ['Mars/Olympus', ' UTC', '+01:00', 'local']) {
+          await invalidAt(await c.post('/events', eventInput({ timezone })), '/timezone', 'must be an IANA time zone such as Europe/Berlin');
+          await invalidAt(await c.patch(`/events/${event.id}`, { timezone }), '/timezone');
+        }
+        assert.equal((await c.expect(200, 'GET', `/events/${event.id}`)).timezone, 'Asia/Tokyo');
+      });
+    });
   });
 }

@@ -77,9 +77,14 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
   };
 }
 
-function checkTimezone(timezone: string): void {
+/**
+ * The IANA time zone as the server's time-zone database spells it (`utc` → `UTC`,
+ * `europe/berlin` → `Europe/Berlin`, the link `US/Pacific` → `America/Los_Angeles`): events store
+ * this name, so equal zones compare equal. An unknown zone is a 400.
+ */
+export function canonicalTimezone(timezone: string): string {
   try {
-    new Intl.DateTimeFormat('en', { timeZone: timezone });
+    return new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     throw invalid('/timezone', 'must be an IANA time zone such as Europe/Berlin');
   }
@@ -95,7 +100,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
   const startsAt = parseTime(input.startsAt, '/startsAt');
   const endsAt = parseTime(input.endsAt, '/endsAt');
   checkWindow(startsAt, endsAt);
-  checkTimezone(input.timezone);
+  const timezone = canonicalTimezone(input.timezone);
   const now = Date.now();
   const row: EventRow = {
     id: newId('event'),
@@ -104,7 +109,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     description: input.description ?? null,
     startsAt,
     endsAt,
-    timezone: input.timezone,
+    timezone,
     venue: input.venue ? JSON.stringify(input.venue) : null,
     onlineUrl: input.onlineUrl ?? null,
     capacity: input.capacity ?? null,
@@ -157,7 +162,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt, '/startsAt');
     const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt, '/endsAt');
     checkWindow(startsAt, endsAt);
-    if (input.timezone !== undefined) checkTimezone(input.timezone);
+    const timezone = input.timezone === undefined ? undefined : canonicalTimezone(input.timezone);
     if (input.currency !== undefined && input.currency !== event.currency) {
       const types = await repo.listTicketTypes(tx, id);
       if (types.length > 0) throw new AppError('event_has_tickets', 'The currency cannot change once ticket types exist.');
@@ -175,7 +180,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
     if (input.description !== undefined) changes.description = input.description;
-    if (input.timezone !== undefined) changes.timezone = input.timezone;
+    if (timezone !== undefined) changes.timezone = timezone;
     if (input.venue !== undefined) changes.venue = input.venue === null ? null : JSON.stringify(input.venue);
     if (input.onlineUrl !== undefined) changes.onlineUrl = input.onlineUrl;
     if (input.capacity !== undefined) changes.capacity = input.capacity;
