@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Engine } from '../src/db/database.js';
+import { expireOrder } from '../src/events/orders.service.js';
 import { AccountClient as Client, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
 
 type Json = any;
@@ -61,6 +62,131 @@ for (const engine of ENGINES) {
   describe(`event integrity (${engine})`, () => {
     const server = sharedServer(engine);
     const client = () => Client.create(server());
+
+    describe('DELETE /events/:id and open orders', () => {
+      test('a pending order blocks the delete (409 event_has_orders); the order stays and is confirmed after; then the tickets block it', async () => {
+        const c = await client();
+        const { eventId, typeId } = await onSale(c);
+        const order = await c.expect(201, 'POST', `/events/${eventId}/orders`, manualOrder(typeId, 2));
+        assert.equal(order.status, 'pending');
+
+        const refused = await problem(await c.delete(`/events/${eventId}`), 409, 'event_has_orders');
+        assert.equal(refused.pendingOrders, 1);
+        assert.equal(refused.expiredOrders, 0);
+        assert.match(refused.detail, /POST \/v1\/orders\/:id\/cancel/, 'a pending order can be cancelled on its own');
+        assert.match(refused.detail, new RegExp(`POST /v1/events/${eventId}/cancel`));
+
+        const still = await c.expect(200, 'GET', `/orders/${order.id}`);
+        assert.equal(still.status, 'pending');
+        const event = await c.expect(200, 'GET', `/events/${eventId}`);
+        assert.equal(event.ticketsHeld, 2, 'its places are still held');
+
+        const confirmed = await c.expect(200, 'POST', `/orders/${order.id}/confirm`, {});
+        assert.equal(confirmed.status, 'completed');
+        assert.equal(confirmed.tickets.length, 2);
+        await problem(await c.delete(`/events/${eventId}`), 409, 'event_has_tickets');
+      });
+
+      test('once its only pending order is cancelled the event can be deleted, and the order goes with it', async () => {
+        const c = await client();
+        const { eventId, typeId } = await onSale(c);
+        const order = await c.expect(201, 'POST', `/events/${eventId}/orders`, manualOrder(typeId));
+        await problem(await c.delete(`/events/${eventId}`), 409, 'event_has_orders');
+        await c.expect(200, 'POST', `/orders/${order.id}/cancel`);
+        assert.equal((await c.delete(`/events/${eventId}`)).status, 204);
+        await problem(await c.get(`/events/${eventId}`), 404, 'not_found');
+        await problem(await c.get(`/orders/${order.id}`), 404, 'not_found');
+      });
+
+      test('an expired order blocks the delete while a confirmation could still complete it; cancelling the event ends that, then the delete works', async () => {
+        const c = await client();
+        const api = server();
+        const { eventId, typeId } = await onSale(c);
+        const first = await c.expect(201, 'POST', `/events/${eventId}/orders`, manualOrder(typeId));
+        const second = await c.expect(201, 'POST', `/events/${eventId}/orders`, manualOrder(typeId));
+        for (const order of [first, second]) {
+          assert.equal(await expireOrder(api.database.db, { accountId: c.accountId, eventId, orderId: order.id }, Date.parse(order.expiresAt) + 1), 0);
+          assert.equal((await c.expect(200, 'GET', `/orders/${order.id}`)).status, 'expired');
+        }
+        const refused = await problem(await c.delete(`/events/${eventId}`), 409, 'event_has_orders');
+        assert.deepEqual([refused.pendingOrders, refused.expiredOrders], [0, 2]);
+        assert.match(refused.detail, new RegExp(`cancel the event first \\(POST /v1/events/${eventId}/cancel\\)`));
+
+        // Why it blocks: an expired manual order is still confirmed while its places are free.
+        const late = await c.expect(200, 'POST', `/orders/${first.id}/confirm`, {});
+        assert.equal(late.status, 'completed');
+        await problem(await c.delete(`/events/${eventId}`), 409, 'event_has_tickets');
+
+        // Without tickets: cancelling the event leaves nothing that could complete.
+        const other = await onSale(c);
+        const stale = await c.expect(201, 'POST', `/events/${other.eventId}/orders`, manualOrder(other.typeId));
+        await expireOrder(api.database.db, { accountId: c.accountId, eventId: other.eventId, orderId: stale.id }, Date.parse(stale.expiresAt) + 1);
+        await problem(await c.delete(`/events/${other.eventId}`), 409, 'event_has_orders');
+        await c.expect(200, 'POST', `/events/${other.eventId}/cancel`);
+        await problem(await c.post(`/orders/${stale.id}/confirm`, {}), 409, 'order_expired');
+        assert.equal((await c.delete(`/events/${other.eventId}`)).status, 204);
+        await problem(await c.get(`/orders/${stale.id}`), 404, 'not_found');
+      });
+
+      test('cancelling the event cancels its pending orders; then it can be deleted', async () => {
+        const c = await client();
+        const { eventId, typeId } = await onSale(c);
+        const order = await c.expect(201, 'POST', `/events/${eventId}/orders`, manualOrder(typeId));
+        await c.expect(200, 'POST', `/events/${eventId}/cancel`);
+        assert.equal((await c.expect(200, 'GET', `/orders/${order.id}`)).status, 'cancelled');
+        assert.equal((await c.delete(`/events/${eventId}`)).status, 204);
+        assert.deepEqual(await ordersOfEvent(server(), eventId), []);
+      });
+
+      test('vouchers and waiting-list entries do not block the delete; they go with the event', async () => {
+        const c = await client();
+        const event = await c.expect(201, 'POST', '/events', eventInput());
+        const type = await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'Few', price: 1000, quantity: 1 });
+        await c.expect(201, 'POST', `/events/${event.id}/vouchers`, { code: 'FRIENDS', ticketTypeId: type.id, maxUses: 1, reserve: true, discountType: 'percent', discountValue: 10 });
+        await c.expect(200, 'POST', `/events/${event.id}/publish`);
+        // The voucher keeps the only place, so the type is sold out to everyone else: they may wait.
+        await c.expect(201, 'POST', `/events/${event.id}/waitlist`, { ticketTypeId: type.id, name: 'Grace Hopper', email: 'grace@example.com' });
+        assert.equal((await c.delete(`/events/${event.id}`)).status, 204);
+        const db = server().database.db;
+        assert.deepEqual(await db.selectFrom('vouchers').select('id').where('eventId', '=', event.id).execute(), []);
+        assert.deepEqual(await db.selectFrom('waitlistEntries').select('id').where('eventId', '=', event.id).execute(), []);
+      });
+
+      test('orders racing a delete: either the delete is refused and every order placed stays, or it goes through and no order was placed', async () => {
+        const c = await client();
+        const api = server();
+        const outcomes = { deleted: 0, refused: 0 };
+        for (let round = 0; round < 8; round++) {
+          const { eventId, typeId } = await onSale(c);
+          const orders = Array.from({ length: 4 }, () => c.post(`/events/${eventId}/orders`, manualOrder(typeId)));
+          // The delete starts in the middle of the orders, sometimes before all of them reach the server.
+          const deleted = c.delete(`/events/${eventId}`);
+          const more = Array.from({ length: 2 }, () => c.post(`/events/${eventId}/orders`, manualOrder(typeId)));
+          const [del, ...answers] = await Promise.all([deleted, ...orders, ...more]);
+          const placed: string[] = [];
+          for (const res of answers) {
+            if (res.status === 201) placed.push((await res.json()).id);
+            else await problem(res, 404, 'not_found');
+          }
+          const stored = await ordersOfEvent(api, eventId);
+          if (del.status === 204) {
+            outcomes.deleted++;
+            assert.deepEqual(placed, [], `round ${round}: no order was placed for an event that was deleted`);
+            assert.deepEqual(stored, []);
+            await problem(await c.get(`/events/${eventId}`), 404, 'not_found');
+          } else {
+            outcomes.refused++;
+            const body = await problem(del, 409, 'event_has_orders');
+            assert.ok(body.pendingOrders >= 1 && body.pendingOrders <= placed.length, `round ${round}: ${body.pendingOrders} of ${placed.length}`);
+            assert.deepEqual(stored.map((o) => o.id).sort(), [...placed].sort(), `round ${round}: every order placed is stored`);
+            assert.ok(stored.every((o) => o.status === 'pending'));
+            const event = await c.expect(200, 'GET', `/events/${eventId}`);
+            assert.equal(event.ticketsHeld, placed.length, `round ${round}: the event holds every placed order's place`);
+          }
+        }
+        assert.equal(outcomes.deleted + outcomes.refused, 8);
+      });
+    });
 
     describe('currencies', () => {
       test('only ISO 4217 codes of currencies in use: QQQ, XXX, XAU and the withdrawn HRK are 400 at /currency; EUR, JPY, USD and VED are fine', async () => {

@@ -80,7 +80,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'deleteEvent', tags, summary: 'Delete an event that never issued a ticket', params: EventParams, response: { 204: Type.Null(), ...problems('event_has_tickets') } },
+      schema: {
+        operationId: 'deleteEvent',
+        tags,
+        summary: 'Delete an event that never issued a ticket',
+        description:
+          'Refused while the event has issued a ticket (cancelled ones count: 409 `event_has_tickets`) or has an order a payment could still complete: a pending one, or an expired one of an event that is not cancelled (409 `event_has_orders`). Cancel the event first; an event that never issued a ticket can then be deleted. Its vouchers, waiting list and cancelled or expired orders go with it.',
+        params: EventParams,
+        response: { 204: Type.Null(), ...problems('event_has_tickets', 'event_has_orders') },
+      },
     },
     async (request, reply) => {
       await events.deleteEvent(scope(request), request.params.id);

@@ -194,11 +194,31 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
   });
 }
 
+/**
+ * Deletes an event that never issued a ticket and has no order a payment could still complete
+ * (docs/events.md, "Deleting an event"). Both checks are read under the event's lock, which every
+ * order of the event takes before it is placed, completed or ended: an order placed meanwhile is
+ * either seen here (409) or waits for the lock and then finds no event (404), on both engines.
+ */
 export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
   await scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
     if (event.ticketsIssued > 0) {
       throw new AppError('event_has_tickets', `Event ${id} has issued ${event.ticketsIssued} tickets; cancel it instead.`);
+    }
+    // A cancelled event completes no order (completeOrder refuses it), so its expired orders are over.
+    const open = await repo.openOrdersOfEvent(tx, id, event.status !== 'cancelled');
+    if (open.pending + open.expired > 0) {
+      // Pending orders can be cancelled one by one; an expired one only ends with its event.
+      const next =
+        open.expired === 0
+          ? `cancel them (POST /v1/orders/:id/cancel) or the event (POST /v1/events/${id}/cancel) first, then delete it`
+          : `cancel the event first (POST /v1/events/${id}/cancel), then delete it`;
+      throw new AppError(
+        'event_has_orders',
+        `Event ${id} has ${open.pending} pending and ${open.expired} expired orders that a payment could still complete; ${next}.`,
+        { pendingOrders: open.pending, expiredOrders: open.expired },
+      );
     }
     await repo.deleteEvent(tx, id);
   });
