@@ -275,5 +275,28 @@ for (const engine of ENGINES) {
         assert.equal((await c.expect(200, 'GET', `/events/${event.id}`)).timezone, 'Asia/Tokyo');
       });
     });
+
+    describe('publishing', () => {
+      test('an event that has ended is not published (409 event_ended) and stays a draft; moved later it is; an ended published event publishes as a no-op', async () => {
+        const c = await client();
+        const past = Date.now() - 2 * DAY;
+        const event = await c.expect(201, 'POST', '/events', eventInput({ startsAt: iso(past), endsAt: iso(past + 3 * HOUR) }));
+        await c.expect(201, 'POST', `/events/${event.id}/tickets`, { name: 'General', price: 1000, quantity: 10 });
+        const refused = await problem(await c.post(`/events/${event.id}/publish`), 409, 'event_ended');
+        assert.equal(refused.endsAt, iso(past + 3 * HOUR));
+        const still = await c.expect(200, 'GET', `/events/${event.id}`);
+        assert.deepEqual([still.status, still.publishedAt], ['draft', null]);
+
+        // Still running (started, not ended): published.
+        await c.expect(200, 'PATCH', `/events/${event.id}`, { endsAt: iso(Date.now() + HOUR) });
+        const published = await c.expect(200, 'POST', `/events/${event.id}/publish`);
+        assert.equal(published.status, 'published');
+
+        // It ends (moved into the past): publishing again changes nothing, as for any published event.
+        await c.expect(200, 'PATCH', `/events/${event.id}`, { endsAt: iso(past + 3 * HOUR) });
+        const again = await c.expect(200, 'POST', `/events/${event.id}/publish`);
+        assert.deepEqual([again.status, again.publishedAt], ['published', published.publishedAt]);
+      });
+    });
   });
 }

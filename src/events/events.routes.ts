@@ -100,7 +100,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/publish',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'publishEvent', tags, summary: 'Publish an event (needs a ticket type; publishing again is a no-op)', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_no_ticket_types') } },
+      schema: {
+        operationId: 'publishEvent',
+        tags,
+        summary: 'Publish an event (needs a ticket type; publishing again is a no-op)',
+        description: 'A draft whose `endsAt` has passed is not published (409 `event_ended`): it could sell nothing. Publishing an event that is published already is a 200 that changes nothing.',
+        params: EventParams,
+        response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_no_ticket_types', 'event_ended') },
+      },
     },
     (request) => events.publishEvent(scope(request), request.params.id),
   );

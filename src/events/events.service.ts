@@ -224,7 +224,10 @@ export async function deleteEvent(scope: TenantScope, id: string): Promise<void>
   });
 }
 
-/** Needs a ticket type; publishing a published event changes nothing and sends nothing. */
+/**
+ * Needs a ticket type and an end still ahead (an ended event would refuse every order as
+ * `sales_closed`); publishing a published event changes nothing and sends nothing.
+ */
 export async function publishEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
@@ -233,6 +236,9 @@ export async function publishEvent(scope: TenantScope, id: string) {
     const types = await repo.listTicketTypes(tx, id);
     if (types.length === 0) throw new AppError('event_has_no_ticket_types', `Event ${id} needs a ticket type before it can be published.`);
     const now = Date.now();
+    if (now >= event.endsAt) {
+      throw new AppError('event_ended', `Event ${id} ended at ${iso(event.endsAt)}; an ended event sells nothing, so it is not published. Move endsAt later to publish it.`, { endsAt: iso(event.endsAt) });
+    }
     const presented = presentEvent(await repo.updateEvent(tx, id, { status: 'published', publishedAt: now, updatedAt: now }));
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.published', data: presented }], now);
     return presented;
