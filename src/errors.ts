@@ -243,6 +243,18 @@ export const ERROR_CODES = {
     happened: 'The event has issued tickets (cancelled ones count), so it cannot be deleted, nor its currency changed.',
     next: 'Cancel the event instead (`POST /v1/events/:id/cancel`), which cancels and refunds its tickets and keeps the record.',
   },
+  event_has_orders: {
+    status: 409,
+    title: 'Event has open orders',
+    happened: 'The event has orders that a payment could still complete: pending ones (their buyers may be paying now) or, unless the event is cancelled, expired ones (a late payment or a manual confirmation still completes them). `pendingOrders` and `expiredOrders` say how many; nothing was deleted.',
+    next: 'Cancel the event (`POST /v1/events/:id/cancel`): its pending orders are cancelled, nothing can complete any more, and an event that never issued a ticket can then be deleted. Cancelling the pending orders one by one (`POST /v1/orders/:id/cancel`) also works while none has expired.',
+  },
+  event_ended: {
+    status: 409,
+    title: 'Event ended',
+    happened: 'The event\'s `endsAt` has passed, so publishing it would open a sale in which every order is refused (`sales_closed`); it stays a draft.',
+    next: 'If the dates are wrong, move them (`PATCH /v1/events/:id` with a later `endsAt`) and publish again; a past event is otherwise kept as a draft, or deleted.',
+  },
   event_has_no_ticket_types: {
     status: 409,
     title: 'Event has no ticket types',

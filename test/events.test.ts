@@ -762,7 +762,9 @@ for (const engine of ENGINES) {
         assert.deepEqual((await listTypes(c, event.id)).map((t) => t.sold), [0, 0, 0]);
         await buy(c, event.id, [{ ticketTypeId: open.id }]);
 
-        const past = await publishedEvent(c, { event: { startsAt: iso(now - 3 * HOUR), endsAt: iso(now - HOUR) } });
+        // An ended event is not published (event_ended): this one is published while it runs, then it ends.
+        const past = await publishedEvent(c, { event: { startsAt: iso(now - 3 * HOUR), endsAt: iso(now + HOUR) } });
+        await c.expect(200, 'PATCH', `/events/${past.event.id}`, { endsAt: iso(now - HOUR) });
         await problem(await c.post(`/events/${past.event.id}/orders`, orderBody([{ ticketTypeId: past.types[0].id }])), 409, 'sales_closed');
       });
 

@@ -134,9 +134,11 @@ for (const engine of ENGINES) {
       assert.equal(full.limit, MAX_WAITING_PER_TYPE);
 
       // Ended and cancelled events take nobody.
-      const ended = await c.expect(201, 'POST', '/events', { name: 'Past', startsAt: '2020-05-01T18:00:00Z', endsAt: '2020-05-01T23:00:00Z', timezone: 'UTC', currency: 'EUR' });
+      // (An ended event is not published, event_ended: this one is published while it runs, then it ends.)
+      const ended = await c.expect(201, 'POST', '/events', { name: 'Past', startsAt: '2020-05-01T18:00:00Z', endsAt: new Date(Date.now() + 3_600_000).toISOString(), timezone: 'UTC', currency: 'EUR' });
       const endedType = await c.expect(201, 'POST', `/events/${ended.id}/tickets`, { name: 'Floor', price: 0, quantity: 1 });
       await c.expect(200, 'POST', `/events/${ended.id}/publish`);
+      await c.expect(200, 'PATCH', `/events/${ended.id}`, { endsAt: '2020-05-01T23:00:00Z' });
       await problem(await c.send('POST', `/events/${ended.id}/waitlist`, { ticketTypeId: endedType.id, ...person(5) }), 409, 'sales_closed');
       await c.expect(200, 'POST', `/events/${ended.id}/cancel`);
       await problem(await c.send('POST', `/events/${ended.id}/waitlist`, { ticketTypeId: endedType.id, ...person(5) }), 409, 'event_cancelled');

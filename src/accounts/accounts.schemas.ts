@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { pageSchema } from '../http/paging.js';
-import { Nullable, NullableTimestamp, PathId, StringEnum, Timestamp } from '../schemas.js';
+import { Nullable, NullableTimestamp, PathId, StringEnum, Timestamp, VisibleText } from '../schemas.js';
 import { SCOPES, type Scope } from './accounts.service.js';
 
 export const ScopeSchema = StringEnum(SCOPES, { description: 'API key scope' });
@@ -31,7 +31,7 @@ export const CreatedApiKeySchema = Type.Object(
 
 export const CreateKeyBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    name: Type.Optional(VisibleText(100)),
     scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true })),
     expiresAt: Type.Optional(Type.String({ format: 'date-time', maxLength: 64, description: 'When the key stops working.' })),
   },

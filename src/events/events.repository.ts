@@ -110,7 +110,28 @@ export function updateEvent(scope: TenantScope, id: string, changes: Partial<Eve
   return scope.updateTable('events').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The event and its ticket types (an event that never issued a ticket has nothing else). */
+/**
+ * How many of the event's orders a payment could still complete: `pending` ones, and `expired` ones
+ * unless `expiredToo` is false (a cancelled event completes nothing). Read under the event's lock,
+ * which every writer of an order of the event takes first, so the counts stay true until the
+ * transaction ends.
+ */
+export async function openOrdersOfEvent(scope: TenantScope, eventId: string, expiredToo: boolean): Promise<{ pending: number; expired: number }> {
+  const rows = await scope
+    .selectFrom('orders')
+    .select(['status', (eb) => eb.fn.countAll<number | string | bigint>().as('count')])
+    .where('eventId', '=', eventId)
+    .where('status', 'in', expiredToo ? ['pending', 'expired'] : ['pending'])
+    .groupBy('status')
+    .execute();
+  const count = (status: string) => Number(rows.find((r) => r.status === status)?.count ?? 0);
+  return { pending: count('pending'), expired: count('expired') };
+}
+
+/**
+ * The event and its ticket types; the rest of what belongs to it (orders that can no longer complete,
+ * vouchers, waiting-list entries, signing keys, check-in lists) goes with it through the foreign keys' cascades.
+ */
 export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
   await scope.deleteFrom('ticketTypes').where('eventId', '=', id).execute();
   await scope.deleteFrom('events').where('id', '=', id).execute();

@@ -80,7 +80,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'deleteEvent', tags, summary: 'Delete an event that never issued a ticket', params: EventParams, response: { 204: Type.Null(), ...problems('event_has_tickets') } },
+      schema: {
+        operationId: 'deleteEvent',
+        tags,
+        summary: 'Delete an event that never issued a ticket',
+        description:
+          'Refused while the event has issued a ticket (cancelled ones count: 409 `event_has_tickets`) or has an order a payment could still complete: a pending one, or an expired one of an event that is not cancelled (409 `event_has_orders`). Cancel the event first; an event that never issued a ticket can then be deleted. Its vouchers, waiting list and cancelled or expired orders go with it.',
+        params: EventParams,
+        response: { 204: Type.Null(), ...problems('event_has_tickets', 'event_has_orders') },
+      },
     },
     async (request, reply) => {
       await events.deleteEvent(scope(request), request.params.id);
@@ -92,7 +100,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/events/:id/publish',
     {
       config: { scope: WRITE },
-      schema: { operationId: 'publishEvent', tags, summary: 'Publish an event (needs a ticket type; publishing again is a no-op)', params: EventParams, response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_no_ticket_types') } },
+      schema: {
+        operationId: 'publishEvent',
+        tags,
+        summary: 'Publish an event (needs a ticket type; publishing again is a no-op)',
+        description: 'A draft whose `endsAt` has passed is not published (409 `event_ended`): it could sell nothing. Publishing an event that is published already is a 200 that changes nothing.',
+        params: EventParams,
+        response: { 200: ref(schemas.EventSchema), ...problems('event_cancelled', 'event_has_no_ticket_types', 'event_ended') },
+      },
     },
     (request) => events.publishEvent(scope(request), request.params.id),
   );

@@ -3,7 +3,7 @@ import { PageQuery, pageSchema } from '../http/paging.js';
 import { CheckinCounts } from './checkin-lists.schemas.js';
 import { AnswerSchema, AnswersInput } from './questions.schemas.js';
 import { MAX_CODE_CHARS } from './ticket-code-format.js';
-import { Currency, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
+import { Currency, CurrencyCode, Email, Money, Name, Nullable, NullableTimestamp, PathId, Person, ref, StringEnum, Timestamp } from '../schemas.js';
 
 const Description = Type.String({ maxLength: 5000 });
 const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' }), Type.String({ maxLength: 500 }), {
@@ -13,7 +13,7 @@ const Metadata = Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,40}$' })
 });
 const Venue = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Name,
     address: Type.Optional(Type.String({ maxLength: 500 })),
     city: Type.Optional(Type.String({ maxLength: 200 })),
     country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2, description: 'ISO 3166-1 alpha-2' })),
@@ -63,11 +63,11 @@ export const CreateEventBody = Type.Object(
     description: Type.Optional(Description),
     startsAt: Timestamp,
     endsAt: Timestamp,
-    timezone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone', examples: ['Europe/Berlin'] }),
+    timezone: Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, matched ignoring case and stored as the time-zone database spells it (`utc` → `UTC`, `US/Pacific` → `America/Los_Angeles`)', examples: ['Europe/Berlin'] }),
     venue: Type.Optional(Venue),
     onlineUrl: Type.Optional(HttpUrl),
     capacity: Type.Optional(Capacity),
-    currency: Currency,
+    currency: CurrencyCode,
     metadata: Type.Optional(Metadata),
     holdMinutes: Type.Optional(HoldMinutes),
     waitlistOfferMinutes: Type.Optional(WaitlistOfferMinutes),
@@ -81,11 +81,11 @@ export const UpdateEventBody = Type.Object(
     description: Type.Optional(Type.Union([Description, Type.Null()])),
     startsAt: Type.Optional(Timestamp),
     endsAt: Type.Optional(Timestamp),
-    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, stored as the time-zone database spells it (see CreateEventRequest)' })),
     venue: Type.Optional(Type.Union([Venue, Type.Null()])),
     onlineUrl: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
     capacity: Type.Optional(Type.Union([Capacity, Type.Null()])),
-    currency: Type.Optional(Currency),
+    currency: Type.Optional(CurrencyCode),
     metadata: Type.Optional(Metadata),
     holdMinutes: Type.Optional(HoldMinutes),
     waitlistOfferMinutes: Type.Optional(WaitlistOfferMinutes),
@@ -133,7 +133,7 @@ export const CreateTicketTypeBody = Type.Object(
     name: Name,
     description: Type.Optional(Description),
     price: Money,
-    currency: Type.Optional(Currency),
+    currency: Type.Optional(CurrencyCode),
     quantity: Quantity,
     salesStartAt: Type.Optional(Timestamp),
     salesEndAt: Type.Optional(Timestamp),

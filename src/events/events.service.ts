@@ -77,9 +77,14 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
   };
 }
 
-function checkTimezone(timezone: string): void {
+/**
+ * The IANA time zone as the server's time-zone database spells it (`utc` → `UTC`,
+ * `europe/berlin` → `Europe/Berlin`, the link `US/Pacific` → `America/Los_Angeles`): events store
+ * this name, so equal zones compare equal. An unknown zone is a 400.
+ */
+export function canonicalTimezone(timezone: string): string {
   try {
-    new Intl.DateTimeFormat('en', { timeZone: timezone });
+    return new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     throw invalid('/timezone', 'must be an IANA time zone such as Europe/Berlin');
   }
@@ -95,7 +100,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
   const startsAt = parseTime(input.startsAt, '/startsAt');
   const endsAt = parseTime(input.endsAt, '/endsAt');
   checkWindow(startsAt, endsAt);
-  checkTimezone(input.timezone);
+  const timezone = canonicalTimezone(input.timezone);
   const now = Date.now();
   const row: EventRow = {
     id: newId('event'),
@@ -104,7 +109,7 @@ export async function createEvent(scope: TenantScope, input: Static<typeof Creat
     description: input.description ?? null,
     startsAt,
     endsAt,
-    timezone: input.timezone,
+    timezone,
     venue: input.venue ? JSON.stringify(input.venue) : null,
     onlineUrl: input.onlineUrl ?? null,
     capacity: input.capacity ?? null,
@@ -157,7 +162,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     const startsAt = input.startsAt === undefined ? event.startsAt : parseTime(input.startsAt, '/startsAt');
     const endsAt = input.endsAt === undefined ? event.endsAt : parseTime(input.endsAt, '/endsAt');
     checkWindow(startsAt, endsAt);
-    if (input.timezone !== undefined) checkTimezone(input.timezone);
+    const timezone = input.timezone === undefined ? undefined : canonicalTimezone(input.timezone);
     if (input.currency !== undefined && input.currency !== event.currency) {
       const types = await repo.listTicketTypes(tx, id);
       if (types.length > 0) throw new AppError('event_has_tickets', 'The currency cannot change once ticket types exist.');
@@ -175,7 +180,7 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
     const changes: Partial<EventRow> = { startsAt, endsAt, updatedAt: Date.now() };
     if (input.name !== undefined) changes.name = input.name;
     if (input.description !== undefined) changes.description = input.description;
-    if (input.timezone !== undefined) changes.timezone = input.timezone;
+    if (timezone !== undefined) changes.timezone = timezone;
     if (input.venue !== undefined) changes.venue = input.venue === null ? null : JSON.stringify(input.venue);
     if (input.onlineUrl !== undefined) changes.onlineUrl = input.onlineUrl;
     if (input.capacity !== undefined) changes.capacity = input.capacity;
@@ -189,17 +194,40 @@ export async function updateEvent(scope: TenantScope, id: string, input: Static<
   });
 }
 
+/**
+ * Deletes an event that never issued a ticket and has no order a payment could still complete
+ * (docs/events.md, "Deleting an event"). Both checks are read under the event's lock, which every
+ * order of the event takes before it is placed, completed or ended: an order placed meanwhile is
+ * either seen here (409) or waits for the lock and then finds no event (404), on both engines.
+ */
 export async function deleteEvent(scope: TenantScope, id: string): Promise<void> {
   await scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
     if (event.ticketsIssued > 0) {
       throw new AppError('event_has_tickets', `Event ${id} has issued ${event.ticketsIssued} tickets; cancel it instead.`);
     }
+    // A cancelled event completes no order (completeOrder refuses it), so its expired orders are over.
+    const open = await repo.openOrdersOfEvent(tx, id, event.status !== 'cancelled');
+    if (open.pending + open.expired > 0) {
+      // Pending orders can be cancelled one by one; an expired one only ends with its event.
+      const next =
+        open.expired === 0
+          ? `cancel them (POST /v1/orders/:id/cancel) or the event (POST /v1/events/${id}/cancel) first, then delete it`
+          : `cancel the event first (POST /v1/events/${id}/cancel), then delete it`;
+      throw new AppError(
+        'event_has_orders',
+        `Event ${id} has ${open.pending} pending and ${open.expired} expired orders that a payment could still complete; ${next}.`,
+        { pendingOrders: open.pending, expiredOrders: open.expired },
+      );
+    }
     await repo.deleteEvent(tx, id);
   });
 }
 
-/** Needs a ticket type; publishing a published event changes nothing and sends nothing. */
+/**
+ * Needs a ticket type and an end still ahead (an ended event would refuse every order as
+ * `sales_closed`); publishing a published event changes nothing and sends nothing.
+ */
 export async function publishEvent(scope: TenantScope, id: string) {
   return scope.transaction(async (tx) => {
     const event = await repo.requireLockedEvent(tx, id);
@@ -208,6 +236,9 @@ export async function publishEvent(scope: TenantScope, id: string) {
     const types = await repo.listTicketTypes(tx, id);
     if (types.length === 0) throw new AppError('event_has_no_ticket_types', `Event ${id} needs a ticket type before it can be published.`);
     const now = Date.now();
+    if (now >= event.endsAt) {
+      throw new AppError('event_ended', `Event ${id} ended at ${iso(event.endsAt)}; an ended event sells nothing, so it is not published. Move endsAt later to publish it.`, { endsAt: iso(event.endsAt) });
+    }
     const presented = presentEvent(await repo.updateEvent(tx, id, { status: 'published', publishedAt: now, updatedAt: now }));
     await fanOut.inTransaction(tx.db, scope.accountId, [{ event: 'event.published', data: presented }], now);
     return presented;

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { Type } from 'typebox';
 import { isDatabaseUnavailable } from '../db/database.js';
 import { AppError, ERROR_CODES, type FieldError } from '../errors.js';
+import { PATTERN_MESSAGES } from '../schemas.js';
 import { newId } from '../ids.js';
 
 /** RFC 9457 problem details, as every error response carries them. */
@@ -62,6 +63,8 @@ function fieldErrors(context: string | undefined, validation: AjvError[]): Field
     } else if (v.keyword === 'required' && typeof v.params?.missingProperty === 'string') {
       path = `${path}/${v.params.missingProperty}`;
       message = 'is required';
+    } else if (v.keyword === 'pattern' && typeof v.params?.pattern === 'string') {
+      message = PATTERN_MESSAGES[v.params.pattern] ?? message;
     }
     return { path: `${part}${path}` || '/', message };
   });
