@@ -290,6 +290,35 @@ describe('short stacks are held unless they only fit streamed', () => {
     await assert.rejects(small.fetch(spec), (err: BlendFailure) => err.code === 'job_too_large');
   });
 
+  test('a damaged frame in an aligned streamed stack fails the job with unsupported_image, naming it, and leaves no rejection unhandled', async (t) => {
+    // Found by a QA run: the aligner's line-up reference, a pool task awaited only once a frame is
+    // checked, was rejected with the job's failure when frame 1 could not be decoded first, and that
+    // unhandled rejection ended the server, again at every retry of the job.
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    onCleanup(t, () => process.off('unhandledRejection', listener));
+    const frames = jpegs('median-crowd');
+    const damaged = frames[2]!.subarray(0, Math.floor(frames[2]!.length / 2));
+    const engine = new BlendEngine(LIMITS, addressPolicy(true), 'http://montage.invalid');
+    onCleanup(t, () => engine.close());
+    for (const [blendType, at] of [['mean', 1], ['exposure', 1], ['lighten', 6], ['mean', HELD_FRAMES]] as const) {
+      const sources = Array.from({ length: HELD_FRAMES + 1 }, (_, i) => (i === at ? damaged : frames[i % frames.length]!));
+      assert.ok(streamOf(blendType, false, sources.length) !== null, `${blendType} of ${sources.length} frames streams`);
+      const spool = await Spool.create();
+      onCleanup(t, () => spool.discard());
+      const spooled = await Promise.all(sources.map((b, i) => spool.write(`image-${i}`, b)));
+      const spec = { images: sources.map((_, i) => `frame-${i}.jpg`), blendType, align: true, deghost: true, preserveBackground: false, outputFormat: 'jpeg' } as BlendSpec;
+      await assert.rejects(
+        engine.run(spec, { sources: spooled, pixels: 0, spool, discard: async () => {} }),
+        (err: BlendFailure) => err.code === 'unsupported_image' && err.imageIndex === at,
+      );
+      // a rejection nobody handles is reported once the microtasks of its turn have run
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(unhandled, [], `${blendType}, damaged frame ${at}`);
+    }
+  });
+
   test('a short stack refused only once every image is in (its first image the smallest) leaves no spool behind', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-stack-'));
     onCleanup(t, () => fs.rmSync(dir, { recursive: true, force: true }));

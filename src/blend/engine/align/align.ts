@@ -287,6 +287,10 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
   const [thumbWidth, thumbHeight] = thumbnailSize(width, height, factor);
   const scale: Scale = { factor, width, height, thumbWidth, thumbHeight };
   const ref = reference ?? pool.run('lineUpReference', [refGrey, thumbWidth, thumbHeight]);
+  // Awaited only once a frame is checked: should the job fail first (a later frame that cannot be
+  // decoded) and the pool reject the task with that failure, nothing would be there to handle it,
+  // and an unhandled rejection ends the process. Whoever awaits it still sees its failure.
+  ref.catch(() => {});
   // OpenCV detects the reference's features once, when the first frame that needs them asks.
   let refFeatures: Promise<TaskResult<'detectFeatures'>> | null = null;
   // The OpenCV thread takes its own tasks in the order asked, so frames take turns there: a
