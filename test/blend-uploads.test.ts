@@ -67,6 +67,17 @@ const start = (api: TestApp, key: string, images: string[], options: object = { 
 
 for (const engine of ENGINES) {
   describe(`blend uploads (${engine})`, () => {
+    test('an upload reports the size the image is shown at: a quarter turn of its EXIF orientation swaps width and height', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const { key } = await api.account();
+      const jpeg = fs.readFileSync(crowd('jpg')[0]!); // 416×277 as stored
+      for (const [orientation, size] of [[1, [416, 277]], [3, [416, 277]], [6, [277, 416]], [8, [277, 416]]] as const) {
+        const tagged = await sharp(jpeg).withMetadata({ orientation }).jpeg().toBuffer();
+        const record = await uploaded(api, key, tagged);
+        assert.deepEqual([record.width, record.height], size, `orientation ${orientation}`);
+      }
+    });
+
     test('a JPEG and a PNG are stored as sent, read back, listed by pages, deleted; another account sees none of it', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine), { MONTAGE_BLEND_UPLOAD_TTL: '2h' });
       const { key } = await api.account();
@@ -129,6 +140,10 @@ for (const engine of ENGINES) {
       const missing = await problem(await upload(api, key, jpeg, 'image'), 400, 'invalid_request');
       assert.equal(missing.errors[0].path, '/file');
       await problem(await api.fetch('/v1/blend/uploads', { method: 'POST', key, json: { file: 'x' } }), 400, 'invalid_request');
+      // An animation is refused (a job would take its first frame alone), naming its frames.
+      const still = (background: string) => sharp({ create: { width: 64, height: 48, channels: 3, background } }).png().toBuffer();
+      const animation = await sharp([await still('#c04020'), await still('#2040c0')], { join: { animated: true } }).gif().toBuffer();
+      assert.match((await problem(await upload(api, key, animation), 422, 'upload_not_an_image')).detail, /holds 2 frames/);
       // The image's own bytes as the body: the route's own advice (a multipart form), not the JSON routes' 415.
       for (const type of ['image/jpeg', 'application/octet-stream']) {
         const raw = await problem(await api.fetch('/v1/blend/uploads', { method: 'POST', key, body: jpeg, headers: { 'content-type': type } }), 400, 'invalid_request');

@@ -19,6 +19,22 @@ async function imageServer(t: TestContext) {
   const noise = await sharp(Buffer.from(Array.from({ length: 416 * 277 * 3 }, (_, i) => (i * 7919 + ((i * i) % 251)) % 256)), { raw: { width: 416, height: 277, channels: 3 } })
     .png()
     .toBuffer();
+  // an animation of two frames: decoding would take its first frame alone
+  const still = (background: string) => sharp({ create: { width: 416, height: 277, channels: 3, background } }).png().toBuffer();
+  const animation = await sharp([await still('#c04020'), await still('#2040c0')], { join: { animated: true } }).gif().toBuffer();
+  // the crowd set's second frame with an alpha channel: opaque everywhere, then with its right half transparent (magenta under it)
+  const crowd = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'median-crowd', 'manifest.json'), 'utf8')) as { images: string[] };
+  const second = await sharp(path.join(FIXTURES, 'median-crowd', crowd.images[1]!)).raw().toBuffer({ resolveWithObject: true });
+  const rgba = (transparentFrom: number) => {
+    const { width, height } = second.info;
+    const out = Buffer.alloc(width * height * 4);
+    for (let i = 0; i < width * height; i++) {
+      const hidden = i % width >= transparentFrom;
+      out.set(hidden ? [255, 0, 255, 0] : [second.data[i * 3]!, second.data[i * 3 + 1]!, second.data[i * 3 + 2]!, 255], i * 4);
+    }
+    return sharp(out, { raw: { width, height, channels: 4 } }).png().toBuffer();
+  };
+  const [opaqueAlpha, transparent] = [await rgba(second.info.width), await rgba(second.info.width >> 1)];
   const server = http.createServer((req, res) => {
     const url = req.url ?? '/';
     hits.set(url, (hits.get(url) ?? 0) + 1);
@@ -28,6 +44,9 @@ async function imageServer(t: TestContext) {
       return res.writeHead(200, { 'content-type': file.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(fs.readFileSync(file));
     }
     if (url === '/noise.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(noise);
+    if (url === '/opaque-alpha.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(opaqueAlpha);
+    if (url === '/transparent.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(transparent);
+    if (url === '/animation.gif') return res.writeHead(200, { 'content-type': 'image/gif' }).end(animation);
     if (url === '/text.jpg') return res.writeHead(200, { 'content-type': 'image/jpeg' }).end('this is not an image at all');
     if (url.startsWith('/flaky/')) {
       if (hits.get(url) === 1) return res.writeHead(503).end('try later');
@@ -164,6 +183,8 @@ for (const engine of ENGINES) {
       const cases: Array<[TestApp, string, unknown, string, number | null]> = [
         [api, key, { images: [one, `${images.base}/missing.png`] }, 'image_fetch_failed', 1],
         [api, key, { images: [`${images.base}/text.jpg`, two] }, 'unsupported_image', 0],
+        [api, key, { images: [one, `${images.base}/animation.gif`] }, 'unsupported_image', 1],
+        [api, key, { images: [one, `${images.base}/transparent.png`] }, 'unsupported_image', 1],
         [small, smallKey, { images: [one, two] }, 'image_too_large', 0],
         [api, key, { images: [one, `${images.base}/noise.png`], options: { blendType: 'mean' } }, 'alignment_failed', 1],
         [api, key, { images: images.set('noise-mean'), options: { blendType: 'mean', qualityThreshold: 0.999 } }, 'quality_below_threshold', null],
@@ -177,8 +198,14 @@ for (const engine of ENGINES) {
         assert.ok(job.error.message.length > 0);
         assert.equal(job.attempts, 1, `${code} is not retried`);
         assert.equal(job.resultUrl, undefined);
+        if (code === 'unsupported_image' && index === 1) assert.match(job.error.message, /holds 2 frames|has transparent pixels/);
         if (code === 'quality_below_threshold') assert.ok(job.qualityScore > 0 && job.qualityScore < 0.999, 'the score is still reported');
       }
+      // An alpha channel opaque everywhere is dropped: the frame blends as the same frame without it.
+      const withAlpha = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, `${images.base}/opaque-alpha.png`] })).jobId);
+      const without = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, two] })).jobId);
+      assert.deepEqual([withAlpha.status, without.status], ['completed', 'completed']);
+      assert.equal(withAlpha.qualityScore, without.qualityScore);
       // Bigger than the pixel limit (the fixtures are 416×277 > 100,000 pixels).
       const big = await settled(tiny, tinyKey, (await start(tiny, tinyKey, { projectId: 'failures', images: [one, two] })).jobId);
       assert.deepEqual([big.error.code, big.error.imageIndex], ['image_too_large', 0]);

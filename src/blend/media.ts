@@ -45,17 +45,33 @@ export async function readHeader(bytes: Buffer, index: number, maxPixels: number
   if (width * height > maxPixels) {
     throw new BlendFailure('image_too_large', `image ${index} has ${width}×${height} pixels, more than the limit of ${maxPixels}`, index);
   }
+  const pages = frameCount(meta);
+  if (pages > 1) {
+    // Decoding would take its first frame alone, silently: a set sent as one animation would blend nothing.
+    throw new BlendFailure('unsupported_image', `image ${index} holds ${pages} frames (an animation or a multi-page file); send each frame as an image of its own`, index);
+  }
   return { width, height };
 }
 
+/** Frames (pages) in an image: an animated GIF or WebP, a multi-page TIFF or HEIF; 1 for a still image. */
+const frameCount = (meta: Metadata): number => meta.pages ?? 1;
+
+/** Width and height as the image is shown: swapped when its EXIF orientation turns it a quarter (5–8), as decodeImage turns it. */
+function upright(meta: Metadata): { width: number; height: number } {
+  const [width, height] = [meta.width ?? 0, meta.height ?? 0];
+  return (meta.orientation ?? 1) >= 5 ? { width: height, height: width } : { width, height };
+}
+
 /** What the first bytes of an image tell, or why they cannot tell it yet. */
-export type HeaderPeek = { format: string; width: number; height: number } | 'need_more' | 'not_an_image';
+export type HeaderPeek = { format: string; width: number; height: number; pages: number } | 'need_more' | 'not_an_image';
 
 /**
  * Reads the format and dimensions from the first bytes of an image still arriving (an upload):
  * `need_more` while the header may lie further on (a JPEG's frame header follows its EXIF and ICC
  * segments), `not_an_image` once the first bytes name no format we decode, or `complete` (these
- * are all the bytes) and still no dimensions.
+ * are all the bytes) and still no dimensions. Width and height are the upright ones (EXIF
+ * orientation applied, as decodeImage applies it); `pages` counts the frames the bytes so far show
+ * (an animation's later frames may lie beyond them).
  */
 export async function peekHeader(prefix: Buffer, complete: boolean): Promise<HeaderPeek> {
   if (prefix.length < 12 && !complete) return 'need_more';
@@ -63,7 +79,7 @@ export async function peekHeader(prefix: Buffer, complete: boolean): Promise<Hea
   if (!format) return 'not_an_image';
   try {
     const meta = await sharp(prefix, { limitInputPixels: false }).metadata();
-    if (meta.width && meta.height) return { format, width: meta.width, height: meta.height };
+    if (meta.width && meta.height) return { format, ...upright(meta), pages: frameCount(meta) };
   } catch {
     // A header cut short reads as corrupt: more bytes may complete it.
   }
@@ -72,10 +88,22 @@ export async function peekHeader(prefix: Buffer, complete: boolean): Promise<Hea
 
 /**
  * Decodes an image whose header `readHeader` has checked to 8-bit sRGB, upright (EXIF orientation
- * applied), alpha dropped, into shared memory. libvips refuses more than `maxPixels` again.
+ * applied), into shared memory: an alpha channel opaque everywhere is dropped, a frame with
+ * transparent pixels is refused (hasTransparentPixels). libvips refuses more than `maxPixels` again.
  * `source` is the image's bytes, or the file they were spooled to (spool.ts).
  */
 export async function decodeImage(source: Buffer | string, index: number, maxPixels: number): Promise<RgbImage> {
+  let transparent: boolean;
+  try {
+    transparent = await hasTransparentPixels(source, maxPixels);
+  } catch {
+    throw new BlendFailure('unsupported_image', `image ${index} is damaged or in an unsupported variant of its format`, index);
+  }
+  if (transparent) {
+    // Under a transparent pixel a file keeps whatever colour its editor left (often black, white or
+    // magenta), which dropping the alpha channel would blend in as if it were picture.
+    throw new BlendFailure('unsupported_image', `image ${index} has transparent pixels, and a blend takes opaque frames: flatten it onto the background you want (or export it without transparency) and send it again`, index);
+  }
   try {
     const { data, info } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' })
       .rotate()
@@ -88,6 +116,20 @@ export async function decodeImage(source: Buffer | string, index: number, maxPix
   } catch {
     throw new BlendFailure('unsupported_image', `image ${index} is damaged or in an unsupported variant of its format`, index);
   }
+}
+
+/**
+ * Whether an image with an alpha channel has a pixel that is not fully opaque. Most photos have no
+ * alpha channel and cost only their header read; one that has (a PNG, a WebP) is decoded once more
+ * for the channel's minimum. An alpha channel that is opaque everywhere is simply dropped.
+ */
+async function hasTransparentPixels(source: Buffer | string, maxPixels: number): Promise<boolean> {
+  const meta = await sharp(source, { limitInputPixels: maxPixels }).metadata();
+  if (!meta.hasAlpha) return false;
+  const { channels } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' }).stats();
+  const alpha = channels.at(-1)!;
+  // 16-bit images report their channel statistics in 16-bit levels
+  return alpha.min < (meta.depth === 'ushort' ? 65535 : 255);
 }
 
 const raw = (image: RgbImage) => sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
