@@ -150,6 +150,8 @@ test('alignment of sets of one scene it was not tuned on', async (t) => {
       assert.ok(err instanceof AlignmentFailed, String(err));
       assert.equal(err.index, 2);
       assert.match(err.message, /another scene/);
+      // and what else reads so, with what to do
+      assert.match(err.message, /EXIF orientation .* options\.align false/);
       return true;
     });
   });

@@ -213,7 +213,10 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
     const features = e ? featureFault(e, s) : null;
     throw new AlignmentFailed(
       index,
-      `it shows another scene: at most ${agreeing} of its ${agreement.textured} textured blocks agree with frame 0 under any motion tried` + (features ? ` (features: ${features})` : ''),
+      `it shows another scene: at most ${agreeing} of its ${agreement.textured} textured blocks agree with frame 0 under any motion tried` +
+        (features ? ` (features: ${features})` : '') +
+        // what else reads so, and what to do about it (QA: a sideways frame, a set of dark frames of noise alone)
+        '; a frame turned a quarter without an EXIF orientation tag, or one of sensor noise alone, reads so too: turn it upright, or send frames that already line up with options.align false',
     );
   }
   // The blocks that agree under some motion are the scene's static part; the motion that fits them
