@@ -32,7 +32,15 @@ export class CommandFailure extends Error {
 export const JOB_FAILED = 3;
 
 const ATTEMPTS = 3;
+/**
+ * First wait between two status reads, growing by POLL_GROWTH up to POLL_MAX_MS: every read spends
+ * from the blend area's hourly limit (1000 on Business), which reads every half second would use up
+ * within nine minutes of one long job; growing, a job of a minute takes about 20 reads, of an hour
+ * about 730, and a short one is still seen done within a fraction of a second.
+ */
 const POLL_MS = 500;
+const POLL_GROWTH = 1.5;
+const POLL_MAX_MS = 5_000;
 /** How long the command waits for a job before it gives up (the job itself runs on). */
 const WAIT_LIMIT_MS = 60 * 60_000;
 const FORMATS: Record<string, string> = { '.jpg': 'jpeg', '.jpeg': 'jpeg', '.png': 'png', '.webp': 'webp', '.avif': 'avif' };
@@ -148,10 +156,11 @@ const api = (server: string, key: string, method: string, pathname: string, json
     ...(json === undefined ? {} : { body: JSON.stringify(json) }),
   });
 
-/** Polls the job until it has finished, telling each change of status. */
+/** Polls the job until it has finished, telling each change of status; the reads grow apart (POLL_MS). */
 async function waitFor(server: string, key: string, jobId: string): Promise<any> {
   const deadline = Date.now() + WAIT_LIMIT_MS;
   let last = '';
+  let wait = POLL_MS;
   for (;;) {
     const answer = await send('status', () => api(server, key, 'GET', `/v1/blend/status/${jobId}`));
     if (answer.status !== 200) throw refusal(answer);
@@ -162,7 +171,8 @@ async function waitFor(server: string, key: string, jobId: string): Promise<any>
     }
     if (job.status === 'completed' || job.status === 'failed') return job;
     if (Date.now() > deadline) throw new CommandFailure(1, `timeout: ${jobId} has not finished after ${WAIT_LIMIT_MS / 60_000} minutes; it runs on (GET /v1/blend/status/${jobId})`);
-    await sleep(POLL_MS);
+    await sleep(wait);
+    wait = Math.min(POLL_MAX_MS, wait * POLL_GROWTH);
   }
 }
 
