@@ -78,16 +78,20 @@ export function presentTicketType(row: TicketTypeRow, event: Pick<EventRow, 'cap
 }
 
 /**
- * The IANA time zone as the server's time-zone database spells it (`utc` → `UTC`,
- * `europe/berlin` → `Europe/Berlin`, the link `US/Pacific` → `America/Los_Angeles`): events store
- * this name, so equal zones compare equal. An unknown zone is a 400.
+ * The IANA time zone as given, spelled as the server's time-zone database spells it where it
+ * differs in case alone (`utc` → `UTC`, `europe/berlin` → `Europe/Berlin`). A name the database
+ * maps to another (a link such as `US/Pacific`, or a current name its CLDR data still files under
+ * an old one: `Europe/Kyiv` under `Europe/Kiev`, `Asia/Kolkata` under `Asia/Calcutta`) is kept as
+ * the client wrote it: the old names are what IANA itself replaced. An unknown zone is a 400.
  */
 export function canonicalTimezone(timezone: string): string {
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat('en', { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     throw invalid('/timezone', 'must be an IANA time zone such as Europe/Berlin');
   }
+  return resolved.toLowerCase() === timezone.toLowerCase() ? resolved : timezone;
 }
 
 function checkWindow(startsAt: number, endsAt: number): void {
