@@ -8,15 +8,14 @@
 import assert from 'node:assert/strict';
 import { createPublicKey, verify } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import jsQRModule from 'jsqr';
 import { PDFDict, PDFDocument, PDFName, PDFNumber, PDFRawStream } from 'pdf-lib';
 import sharp from 'sharp';
-import type { Engine } from '../src/db/database.js';
 import { idBytes, idFromBytes, newId } from '../src/ids.js';
 import { CODE_LENGTH, decodeCode, encodePayload, newKeyPair, privateKeyObject, publicKeyObject, revocationText, signCode, verifyCode } from '../src/events/ticket-codes.js';
 import { Verifier } from '../web/scanner/src/verify.js';
-import { AccountClient as Client, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { AccountClient as Client, ENGINES, problem, sharedServer } from './helpers.js';
 
 type Json = any;
 
@@ -125,19 +124,6 @@ describe('signed ticket code, format v1', () => {
 // ---------------------------------------------------------------------------------------------
 // Over HTTP
 // ---------------------------------------------------------------------------------------------
-
-function sharedServer(engine: Engine): () => TestApp {
-  let api: TestApp | undefined;
-  const cleanups: Array<() => unknown> = [];
-  const context = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
-  before(async () => {
-    api = await startApp(context, await freshStorage(context, engine));
-  });
-  after(async () => {
-    for (const fn of cleanups.reverse()) await fn();
-  });
-  return () => api!;
-}
 
 /** Every body this test file was answered, to search for private keys at the end. */
 const answered: string[] = [];

@@ -7,10 +7,9 @@
  * test makes its own account, so tests neither see nor disturb each other's data.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { parse as parseCsvWith } from 'csv-parse/sync';
-import type { Engine } from '../src/db/database.js';
-import { AccountClient as Client, type ApiResponse, ENGINES, freshStorage, problem, startApp, type TestApp } from './helpers.js';
+import { AccountClient as Client, type ApiResponse, ENGINES, problem, sharedServer } from './helpers.js';
 
 // API bodies are read as loosely typed JSON; the assertions are what type them.
 type Json = any;
@@ -24,25 +23,6 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const floorTo = (ms: number, size: number) => Math.floor(ms / size) * size;
 const omit = (value: Record<string, unknown>, keys: string[]) => Object.fromEntries(Object.entries(value).filter(([k]) => !keys.includes(k)));
 const sum = (items: Json[], key: string) => items.reduce((total: number, item: Json) => total + item[key], 0);
-
-// ---------------------------------------------------------------------------------------------
-// Server and client
-// ---------------------------------------------------------------------------------------------
-
-/** Starts one server for the enclosing describe block and stops it (and drops its storage) after it. */
-function sharedServer(engine: Engine): () => TestApp {
-  let api: TestApp | undefined;
-  const cleanups: Array<() => unknown> = [];
-  // startApp and freshStorage only use the context to register their cleanups.
-  const context = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
-  before(async () => {
-    api = await startApp(context, await freshStorage(context, engine));
-  });
-  after(async () => {
-    for (const fn of cleanups.reverse()) await fn();
-  });
-  return () => api!;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Domain helpers

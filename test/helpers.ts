@@ -5,7 +5,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createAccount, createApiKey, type NewKey } from '../src/accounts/accounts.service.js';
@@ -323,4 +323,21 @@ export async function hookReceiver(t: TestContext): Promise<{ url: string; got: 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   onCleanup(t, () => new Promise<void>((r) => server.close(() => r())));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
+}
+
+/**
+ * One server for the enclosing describe block, started before its tests and stopped (its storage
+ * dropped) after them: startApp and freshStorage only use the context to register their cleanups.
+ */
+export function sharedServer(engine: Engine): () => TestApp {
+  let api: TestApp | undefined;
+  const cleanups: Array<() => unknown> = [];
+  const context = { after: (fn: () => unknown) => void cleanups.push(fn) } as unknown as TestContext;
+  before(async () => {
+    api = await startApp(context, await freshStorage(context, engine));
+  });
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  return () => api!;
 }
