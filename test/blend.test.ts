@@ -30,11 +30,16 @@ async function imageServer(t: TestContext) {
     const out = Buffer.alloc(width * height * 4);
     for (let i = 0; i < width * height; i++) {
       const hidden = i % width >= transparentFrom;
-      out.set(hidden ? [255, 0, 255, 0] : [second.data[i * 3]!, second.data[i * 3 + 1]!, second.data[i * 3 + 2]!, 255], i * 4);
+      // 251 of 255: within the 2 % a pixel may lack of full opacity and count as opaque (media.ts OPAQUE)
+      out.set(hidden ? [255, 0, 255, 0] : [second.data[i * 3]!, second.data[i * 3 + 1]!, second.data[i * 3 + 2]!, 251], i * 4);
     }
     return sharp(out, { raw: { width, height, channels: 4 } }).png().toBuffer();
   };
   const [opaqueAlpha, transparent] = [await rgba(second.info.width), await rgba(second.info.width >> 1)];
+  // the same frame as a tiled pyramid TIFF: three pages, the first full size, the others reduced copies
+  const pyramid = await sharp(second.data, { raw: { width: second.info.width, height: second.info.height, channels: 3 } }).tiff({ tile: true, pyramid: true, tileWidth: 64, tileHeight: 64, compression: 'lzw' }).toBuffer();
+  // opaque, as a 12-bit AVIF: its lossy alpha reads back at 64,864 of 65,535, not full
+  const deepAvif = await sharp(second.data, { raw: { width: second.info.width, height: second.info.height, channels: 3 } }).ensureAlpha(1).avif({ bitdepth: 12 }).toBuffer();
   const server = http.createServer((req, res) => {
     const url = req.url ?? '/';
     hits.set(url, (hits.get(url) ?? 0) + 1);
@@ -44,6 +49,8 @@ async function imageServer(t: TestContext) {
       return res.writeHead(200, { 'content-type': file.endsWith('.png') ? 'image/png' : 'image/jpeg' }).end(fs.readFileSync(file));
     }
     if (url === '/noise.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(noise);
+    if (url === '/deep.avif') return res.writeHead(200, { 'content-type': 'image/avif' }).end(deepAvif);
+    if (url === '/pyramid.tiff') return res.writeHead(200, { 'content-type': 'image/tiff' }).end(pyramid);
     if (url === '/opaque-alpha.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(opaqueAlpha);
     if (url === '/transparent.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(transparent);
     if (url === '/animation.gif') return res.writeHead(200, { 'content-type': 'image/gif' }).end(animation);
@@ -204,8 +211,16 @@ for (const engine of ENGINES) {
       // An alpha channel opaque everywhere is dropped: the frame blends as the same frame without it.
       const withAlpha = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, `${images.base}/opaque-alpha.png`] })).jobId);
       const without = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, two] })).jobId);
-      assert.deepEqual([withAlpha.status, without.status], ['completed', 'completed']);
+      // A TIFF's reduced copies of itself are not frames of an animation: its first page is the frame.
+      const tiff = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, `${images.base}/pyramid.tiff`] })).jobId);
+      const avif = await settled(api, key, (await start(api, key, { projectId: 'failures', images: [one, `${images.base}/deep.avif`] })).jobId);
+      assert.deepEqual(
+        [withAlpha.status, without.status, tiff.status, avif.status],
+        ['completed', 'completed', 'completed', 'completed'],
+        JSON.stringify([withAlpha.error, tiff.error, avif.error]),
+      );
       assert.equal(withAlpha.qualityScore, without.qualityScore);
+      assert.equal(tiff.qualityScore, without.qualityScore);
       // Bigger than the pixel limit (the fixtures are 416×277 > 100,000 pixels).
       const big = await settled(tiny, tinyKey, (await start(tiny, tinyKey, { projectId: 'failures', images: [one, two] })).jobId);
       assert.deepEqual([big.error.code, big.error.imageIndex], ['image_too_large', 0]);

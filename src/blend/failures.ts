@@ -9,7 +9,7 @@ export const BLEND_FAILURES = {
     next: "Check that every URL opens from the internet without cookies (a pre-signed link that has not expired), and look at `error.imageIndex` and the message. Addresses on your own network are fetched only when the operator sets `MONTAGE_ALLOW_PRIVATE_NETWORK=1`.",
   },
   unsupported_image: {
-    happened: 'An image was downloaded but is not a picture the engine can decode (JPEG, PNG, WebP, AVIF, TIFF, GIF), its data is damaged, it has transparent pixels, or it holds several frames (an animation, a multi-page file).',
+    happened: 'An image was downloaded but is not a picture the engine can decode (JPEG, PNG, WebP, AVIF, TIFF, GIF), its data is damaged, it has transparent pixels, or it is an animation (an animated GIF or WebP).',
     next: 'The message says which: send the frame again as JPEG or PNG, flattened onto a background if it has transparency, and one image per frame; `error.imageIndex` names the frame (0 is the first). A file that opens in an image viewer but fails here is worth reporting with the `requestId`.',
   },
   image_too_large: {

@@ -48,13 +48,17 @@ export async function readHeader(bytes: Buffer, index: number, maxPixels: number
   const pages = frameCount(meta);
   if (pages > 1) {
     // Decoding would take its first frame alone, silently: a set sent as one animation would blend nothing.
-    throw new BlendFailure('unsupported_image', `image ${index} holds ${pages} frames (an animation or a multi-page file); send each frame as an image of its own`, index);
+    throw new BlendFailure('unsupported_image', `image ${index} holds ${pages} frames (an animated GIF or WebP); send each frame as an image of its own`, index);
   }
   return { width, height };
 }
 
-/** Frames (pages) in an image: an animated GIF or WebP, a multi-page TIFF or HEIF; 1 for a still image. */
-const frameCount = (meta: Metadata): number => meta.pages ?? 1;
+/**
+ * Frames in an image: an animated GIF's or WebP's; 1 for any other. A TIFF's or HEIF's further
+ * pages are most often reduced copies of the first (a thumbnail, a pyramid), and decoding takes the
+ * first, the full-size one.
+ */
+const frameCount = (meta: Metadata): number => (meta.format === 'gif' || meta.format === 'webp' ? (meta.pages ?? 1) : 1);
 
 /** Width and height as the image is shown: swapped when its EXIF orientation turns it a quarter (5–8), as decodeImage turns it. */
 function upright(meta: Metadata): { width: number; height: number } {
@@ -127,10 +131,19 @@ async function hasTransparentPixels(source: Buffer | string, maxPixels: number):
   const meta = await sharp(source, { limitInputPixels: maxPixels }).metadata();
   if (!meta.hasAlpha) return false;
   const { channels } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' }).stats();
-  const alpha = channels.at(-1)!;
-  // 16-bit images report their channel statistics in 16-bit levels
-  return alpha.min < (meta.depth === 'ushort' ? 65535 : 255);
+  return channels.at(-1)!.min / (FULL_ALPHA[meta.depth ?? 'uchar'] ?? 255) < OPAQUE;
 }
+
+/** An alpha channel's full opacity in each of libvips' sample formats (16-bit for 10- and 12-bit AVIF/HEIF too, scaled up). */
+const FULL_ALPHA: Partial<Record<string, number>> = { uchar: 255, char: 127, ushort: 65535, short: 32767, uint: 4294967295, int: 2147483647, float: 1, double: 1 };
+/**
+ * The least alpha (a share of full opacity) a pixel may have and count as opaque. Dropping the
+ * channel shows a pixel of alpha a with at most (1 − a) of the colour stored under it in error: 2 %
+ * is at most 5 of 255 levels, under a JPEG's own noise. An exact 1 would refuse opaque frames whose
+ * alpha went through lossy compression (AVIF's 12-bit alpha reads back at 0.990 of full) or a
+ * scaling to 16 bits (10- and 12-bit alpha read 65280 of 65535).
+ */
+const OPAQUE = 0.98;
 
 const raw = (image: RgbImage) => sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } });
 

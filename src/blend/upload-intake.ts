@@ -76,7 +76,7 @@ export class ImageIntake extends Transform {
       throw new AppError('upload_not_an_image', 'The file is not a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image whose dimensions its first MiB tells; nothing was stored.');
     }
     if (seen.pages > 1) {
-      throw new AppError('upload_not_an_image', `The file holds ${seen.pages} frames (an animation or a multi-page file): upload each frame as an image of its own; nothing was stored.`);
+      throw new AppError('upload_not_an_image', `The file holds ${seen.pages} frames (an animated GIF or WebP): upload each frame as an image of its own; nothing was stored.`);
     }
     if (seen.width * seen.height > this.limits.maxPixels) {
       throw new AppError(
