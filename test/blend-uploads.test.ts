@@ -144,6 +144,8 @@ for (const engine of ENGINES) {
       const still = (background: string) => sharp({ create: { width: 64, height: 48, channels: 3, background } }).png().toBuffer();
       const animation = await sharp([await still('#c04020'), await still('#2040c0')], { join: { animated: true } }).gif().toBuffer();
       assert.match((await problem(await upload(api, key, animation), 422, 'upload_not_an_image')).detail, /holds 2 frames/);
+      // The other routes of uploads take no such body: 415, as every JSON route answers it.
+      await problem(await api.fetch('/v1/blend/uploads/upl_00000000000000000000000000', { method: 'DELETE', key, body: jpeg, headers: { 'content-type': 'application/octet-stream' } }), 415, 'unsupported_media_type');
       // The image's own bytes as the body: the route's own advice (a multipart form), not the JSON routes' 415.
       for (const type of ['image/jpeg', 'application/octet-stream']) {
         const raw = await problem(await api.fetch('/v1/blend/uploads', { method: 'POST', key, body: jpeg, headers: { 'content-type': type } }), 400, 'invalid_request');

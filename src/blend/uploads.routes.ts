@@ -47,7 +47,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // A body of any other type (the image's own bytes, say) is left unread here, so that the route
   // answers what docs/blend.md says of it (400, path /file: send a multipart form) rather than the
   // 415 of the JSON-only routes, whose advice (send JSON) would be wrong for this one.
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+  // Only the upload itself: the other routes here refuse such a body as every JSON route does (415),
+  // rather than answer and leave the server to read and discard all of it.
+  app.addContentTypeParser('*', (request, _payload, done) =>
+    request.method === 'POST' ? done(null, undefined) : done(new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.'), undefined),
+  );
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
   const config = { scope: 'blend' as const, area: 'blend' as const };
   const tags = ['blend'];
