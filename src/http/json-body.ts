@@ -69,12 +69,14 @@ export const jsonBodyPlugin = fp(
       done(null, parsed);
     });
 
-    // No body is decoded: one sent compressed is refused before it is read, whatever its type.
+    // No body is decoded: one sent compressed is refused before it is read, whatever its type (a
+    // request without a body, or with an empty header, is not judged by it).
     // (Hooks on every request are callback-style: an async hook costs a promise per request.)
     app.addHook('preParsing', (request, _reply, payload, done) => {
-      const encoding = request.headers['content-encoding'];
-      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-        return done(new AppError('unsupported_media_type', `This server does not decode Content-Encoding ${JSON.stringify(encoding)}: send the body uncompressed, without that header.`));
+      const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+      const body = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+      if (body && encoding && encoding !== 'identity') {
+        return done(new AppError('unsupported_media_type', `This server does not decode Content-Encoding ${JSON.stringify(request.headers['content-encoding'])}: send the body uncompressed, without that header.`));
       }
       done(null, payload);
     });
