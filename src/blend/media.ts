@@ -30,7 +30,8 @@ export function sniffImage(bytes: Buffer): string | null {
 /**
  * Reads an image's dimensions from its header, without decoding it: the format is told by the
  * first bytes, and the pixel count is checked against the per-image limit (decompression bombs).
- * The job pixel budget is checked from these, before any image is decoded.
+ * The job pixel budget is checked from these, before any image is decoded. An animation and an
+ * image with transparent pixels (the one case decoded here, for its alpha) are refused.
  */
 export async function readHeader(bytes: Buffer, index: number, maxPixels: number): Promise<{ width: number; height: number }> {
   if (!sniffImage(bytes)) throw new BlendFailure('unsupported_image', `image ${index} is not a JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF image`, index);
@@ -49,6 +50,11 @@ export async function readHeader(bytes: Buffer, index: number, maxPixels: number
   if (pages > 1) {
     // Decoding would take its first frame alone, silently: a set sent as one animation would blend nothing.
     throw new BlendFailure('unsupported_image', `image ${index} holds ${pages} frames (an animated GIF or WebP); send each frame as an image of its own`, index);
+  }
+  if (await hasTransparentPixels(bytes, meta, index, maxPixels)) {
+    // Under a transparent pixel a file keeps whatever colour its editor left (often black, white or
+    // magenta), which dropping the alpha channel would blend in as if it were picture.
+    throw new BlendFailure('unsupported_image', `image ${index} has transparent pixels, and a blend takes opaque frames: flatten it onto the background you want (or export it without transparency) and send it again`, index);
   }
   return { width, height };
 }
@@ -92,22 +98,11 @@ export async function peekHeader(prefix: Buffer, complete: boolean): Promise<Hea
 
 /**
  * Decodes an image whose header `readHeader` has checked to 8-bit sRGB, upright (EXIF orientation
- * applied), into shared memory: an alpha channel opaque everywhere is dropped, a frame with
- * transparent pixels is refused (hasTransparentPixels). libvips refuses more than `maxPixels` again.
+ * applied), into shared memory, alpha dropped (readHeader has refused an image with transparent
+ * pixels: hasTransparentPixels). libvips refuses more than `maxPixels` again.
  * `source` is the image's bytes, or the file they were spooled to (spool.ts).
  */
 export async function decodeImage(source: Buffer | string, index: number, maxPixels: number): Promise<RgbImage> {
-  let transparent: boolean;
-  try {
-    transparent = await hasTransparentPixels(source, maxPixels);
-  } catch {
-    throw new BlendFailure('unsupported_image', `image ${index} is damaged or in an unsupported variant of its format`, index);
-  }
-  if (transparent) {
-    // Under a transparent pixel a file keeps whatever colour its editor left (often black, white or
-    // magenta), which dropping the alpha channel would blend in as if it were picture.
-    throw new BlendFailure('unsupported_image', `image ${index} has transparent pixels, and a blend takes opaque frames: flatten it onto the background you want (or export it without transparency) and send it again`, index);
-  }
   try {
     const { data, info } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' })
       .rotate()
@@ -123,15 +118,20 @@ export async function decodeImage(source: Buffer | string, index: number, maxPix
 }
 
 /**
- * Whether an image with an alpha channel has a pixel that is not fully opaque. Most photos have no
- * alpha channel and cost only their header read; one that has (a PNG, a WebP) is decoded once more
- * for the channel's minimum. An alpha channel that is opaque everywhere is simply dropped.
+ * Whether an image with an alpha channel (its header's `meta`) has a pixel that is not opaque
+ * (OPAQUE). Most photos have no alpha channel and cost nothing more than the header readHeader
+ * read; one that has (a PNG, a WebP) is decoded once for the channel's minimum. An alpha channel
+ * that is opaque everywhere is dropped when the image is decoded.
  */
-async function hasTransparentPixels(source: Buffer | string, maxPixels: number): Promise<boolean> {
-  const meta = await sharp(source, { limitInputPixels: maxPixels }).metadata();
+async function hasTransparentPixels(bytes: Buffer, meta: Metadata, index: number, maxPixels: number): Promise<boolean> {
   if (!meta.hasAlpha) return false;
-  const { channels } = await sharp(source, { limitInputPixels: maxPixels, failOn: 'error' }).stats();
-  return channels.at(-1)!.min / (FULL_ALPHA[meta.depth ?? 'uchar'] ?? 255) < OPAQUE;
+  let alpha: number;
+  try {
+    alpha = (await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error' }).stats()).channels.at(-1)!.min;
+  } catch {
+    throw new BlendFailure('unsupported_image', `image ${index} is damaged or in an unsupported variant of its format`, index);
+  }
+  return alpha / (FULL_ALPHA[meta.depth ?? 'uchar'] ?? 255) < OPAQUE;
 }
 
 /** An alpha channel's full opacity in each of libvips' sample formats (16-bit for 10- and 12-bit AVIF/HEIF too, scaled up). */
