@@ -6,6 +6,7 @@ import { TenantScope } from '../db/tenant.js';
 import { AppError } from '../errors.js';
 import { problems } from '../http/openapi.js';
 import { withLinkHeader } from '../http/paging.js';
+import { notJson } from '../http/problem.js';
 import { ref } from '../schemas.js';
 import { BlendUploadPage, BlendUploadRequest, BlendUploadSchema, ListUploadsQuery, UploadParams } from './uploads.schemas.js';
 import { UPLOAD_BUFFER_BYTES } from './upload-intake.js';
@@ -44,14 +45,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     fileHwm: UPLOAD_BUFFER_BYTES,
     limits: { fileSize: limits.maxImageBytes + 1, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1, headerPairs: 20 },
   });
-  // A body of any other type (the image's own bytes, say) is left unread here, so that the route
-  // answers what docs/blend.md says of it (400, path /file: send a multipart form) rather than the
-  // 415 of the JSON-only routes, whose advice (send JSON) would be wrong for this one.
-  // Only the upload itself: the other routes here refuse such a body as every JSON route does (415),
-  // rather than answer and leave the server to read and discard all of it.
-  app.addContentTypeParser('*', (request, _payload, done) =>
-    request.method === 'POST' ? done(null, undefined) : done(new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.'), undefined),
-  );
+  // The upload (POST) leaves a body of any other type (the image's own bytes, say) unread, so that
+  // it answers what docs/blend.md says (400, path /file: send a multipart form) rather than the
+  // JSON routes' 415, whose advice would be wrong for it. The other routes here refuse such a body
+  // with that 415, rather than answer and leave the server to read and discard all of it.
+  app.addContentTypeParser('*', (request, _payload, done) => (request.method === 'POST' ? done(null, undefined) : done(notJson(), undefined)));
   const scope = (request: FastifyRequest) => new TenantScope(app.db, request.principal!.accountId);
   const config = { scope: 'blend' as const, area: 'blend' as const };
   const tags = ['blend'];

@@ -70,6 +70,9 @@ function fieldErrors(context: string | undefined, validation: AjvError[]): Field
   });
 }
 
+/** The 415 of a body in a media type a route does not read (every route reads JSON; the upload route a multipart form too). */
+export const notJson = () => new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+
 /** Translates anything thrown into a problem+json; never leaks a stack, SQL or file path. */
 export function toAppError(error: FastifyError): AppError {
   if (error instanceof AppError) return error;
@@ -84,7 +87,7 @@ export function toAppError(error: FastifyError): AppError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+      return notJson();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_request', 'The request body is not valid JSON.');
