@@ -452,6 +452,44 @@ for (const engine of ENGINES) {
       assert.deepEqual(Object.fromEntries(sums.rows.map((r) => [r.listId, Number(r.entries)])), { [busy]: 42 + old.length, [quiet]: 7 });
     });
 
+    test('migration 0026: a scan, a ticket state and a counter row hold their list with its account (and event); deleting the event removes them; down and up again', async (t) => {
+      const api = await startApp(t, await freshStorage(t, engine));
+      const c = client(api, (await api.account()).key);
+      const other = (await api.account()).accountId as string;
+      const { event, generals } = await door(c, 2);
+      const list = await newList(c, event.id);
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { listId: list.id, ticketId: generals[0].id });
+      await c.expect(201, 'POST', `/events/${event.id}/checkin`, { ticketId: generals[1].id });
+      const db = api.database.db;
+      const rows = async () => ({
+        scans: (await db.selectFrom('checkinScans').select('id').where('listId', '=', list.id).execute()).length,
+        states: (await db.selectFrom('checkinListTickets').select('ticketId').where('listId', '=', list.id).execute()).length,
+        counters: (await db.selectFrom('checkinListCounts').select('slot').where('listId', '=', list.id).execute()).length,
+        checkins: (await db.selectFrom('checkins').select('id').where('eventId', '=', event.id).execute()).length,
+      });
+      const before = await rows();
+      assert.ok(before.scans === 1 && before.states === 1 && before.counters >= 1 && before.checkins >= 1, JSON.stringify(before));
+      const scanRow = await db.selectFrom('checkinScans').selectAll().where('listId', '=', list.id).executeTakeFirstOrThrow();
+      if (engine === 'postgres') {
+        // A row naming the list under another account (or another event) is refused by the key itself.
+        const refused = async (values: Record<string, unknown>) =>
+          assert.rejects(db.insertInto('checkinScans').values({ ...scanRow, id: newId('checkin'), scanId: newId('checkin'), ...values }).execute(), (e: Json) => e.code === '23503');
+        await refused({ accountId: other });
+        await refused({ eventId: newId('event') });
+        await assert.rejects(db.insertInto('checkinListCounts').values({ listId: list.id, slot: 1, accountId: other, ...NO_COUNTS }).execute(), (e: Json) => e.code === '23503');
+        const keys = async () =>
+          (await sql<{ conname: string }>`select conname from pg_constraint where contype = 'f' and conrelid::regclass::text in ('checkin_scans', 'checkin_list_tickets', 'checkin_list_counts', 'checkins') order by 1`.execute(db)).rows.map((r) => r.conname);
+        const latest = ['checkin_list_counts_list_fkey', 'checkin_list_tickets_list_fkey', 'checkin_list_tickets_ticket_id_fkey', 'checkin_scans_list_fkey', 'checkin_scans_ticket_id_fkey', 'checkins_event_fkey', 'checkins_ticket_id_fkey'];
+        assert.deepEqual(await keys(), latest);
+        await migrateUpTo(api.database, '2026_11_27_0025_checkin_counts_time_slots');
+        assert.equal((await keys()).length, 12);
+        await migrateToLatest(api.database);
+        assert.deepEqual(await keys(), latest);
+      }
+      await sql`delete from events where id = ${event.id}`.execute(db);
+      assert.deepEqual(await rows(), { scans: 0, states: 0, counters: 0, checkins: 0 });
+    });
+
     test('a ticket cancelled or transferred while its scan is decided is not admitted; a change waits for an admission in flight', async (t) => {
       const api = await startApp(t, await freshStorage(t, engine));
       const c = client(api, (await api.account()).key);

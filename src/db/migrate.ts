@@ -23,6 +23,7 @@ import * as m0022 from './migrations/2026_11_27_0022_blend_progress_cancel.js';
 import * as m0023 from './migrations/2026_11_27_0023_checkin_conflicts_index.js';
 import * as m0024 from './migrations/2026_11_27_0024_tickets_fillfactor.js';
 import * as m0025 from './migrations/2026_11_27_0025_checkin_counts_time_slots.js';
+import * as m0026 from './migrations/2026_11_28_0026_checkin_composite_foreign_keys.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '2026_11_22_0001_accounts': m0001,
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '2026_11_27_0023_checkin_conflicts_index': m0023,
   '2026_11_27_0024_tickets_fillfactor': m0024,
   '2026_11_27_0025_checkin_counts_time_slots': m0025,
+  '2026_11_28_0026_checkin_composite_foreign_keys': m0026,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
