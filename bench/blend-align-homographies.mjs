@@ -4,7 +4,7 @@
 // (method, route, homography), how far the estimate puts pixels from the true motion (the most
 // over a 9 × 9 grid of the frame, in pixels), and how far it is from a pure translation (the most,
 // over the same grid, between where it and the translation it gives the frame's centre put a
-// pixel). `--rounds` runs alignment that many times (the estimates do not vary from run to run
+// pixel), and how far that translation is from the true motion. `--rounds` runs alignment that many times (the estimates do not vary from run to run
 // unless the decisions' timing does). Not part of `npm run bench` (bench/README.md).
 //
 //   node --import tsx bench/blend-align-homographies.mjs [--inputs DIR] [--rounds 1]
@@ -64,9 +64,14 @@ for (let r = 0; r < rounds; r++) {
       const [u, v] = apply(h, x, y);
       return Math.hypot(u - (x + tx), v - (y + ty));
     });
+    const translationError = most((x, y) => {
+      const [p, q] = truth(report.index, x, y);
+      return Math.hypot(x + tx - p, y + ty - q);
+    });
     console.log(
       `frame ${report.index + 1} (drift ${DRIFT[report.index].join(', ')}): ${report.method}, ${report.route}; ` +
-        `error vs the true motion ${error.toFixed(3)} px; from its centre's translation (${tx.toFixed(3)}, ${ty.toFixed(3)}) at most ${fromTranslation.toFixed(3)} px\n` +
+        `error vs the true motion ${error.toFixed(3)} px; from its centre's translation (${tx.toFixed(3)}, ${ty.toFixed(3)}) at most ${fromTranslation.toFixed(3)} px, ` +
+        `that translation's error vs the true motion ${translationError.toFixed(3)} px\n` +
         `  homography [${h.map((v) => (Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(3) : v.toFixed(6))).join(', ')}]`,
     );
   }
