@@ -174,6 +174,25 @@ describe('warp', () => {
     }
   });
 
+  it('a translation into an output of another size than the frame gives the definition\'s bytes', async () => {
+    const frame = await load('handheld-mean/2.png', 40, 30);
+    for (const [columns, rows] of [
+      [17, 50],
+      [64, 9],
+      [1, 1],
+    ] as const) {
+      for (const h of [
+        [1, 0, 2.75, 0, 1, -3.5, 0, 0, 1],
+        [1, 0, -6, 0, 1, 4, 0, 0, 1],
+      ]) {
+        const [a, b] = [sharedImage(columns, rows), sharedImage(columns, rows)];
+        warpRowsJs(frame, a, h, 0, rows);
+        warpRows(frame, b, h, 0, rows);
+        assert.ok(Buffer.from(b.data).equals(Buffer.from(a.data)), `${columns}×${rows} by ${String(h)}`);
+      }
+    }
+  });
+
   it('the translation path\'s blend gives the definition\'s bytes at the extremes: every byte 0 or 255, every fraction', () => {
     // 255·256 in the horizontal blend is the most its u16 lanes hold; bytes 0 and 255 side by side make every sum's extremes
     const [width, height] = [53, 19];
