@@ -87,8 +87,10 @@ function allocAligned(arena: KernelArena, bytes: number, array: Uint8Array, inde
  * shift & 255 and the row's fy, so the columns whose samples are not clamped (0 ≤ x + (shift >> 8)
  * < width − 1) are one fixed blend of two source rows, each row's position computed as warpRowsJs
  * computes it. A few output rows at a time, the source rows they read are copied into the
- * WebAssembly kernel's memory (warp-wasm.ts blendRow), blended there (fx = fy = 0: moved, no
- * arithmetic) and copied out. The columns beyond, whose samples are clamped to the frame's left or
+ * WebAssembly kernel's memory (warp-wasm.ts blendRows for a run of rows with the same fy, each
+ * source row's horizontal blend made once for two output rows; blendRow for a row alone or one
+ * clamped to the top or bottom row), blended there (fx = fy = 0: moved, no arithmetic) and
+ * copied out. The columns beyond, whose samples are clamped to the frame's left or
  * right edge with fx = 0, all take the same pixel in a row: warpRowsJs's at the strip's first
  * column, repeated.
  */
@@ -133,13 +135,19 @@ function warpTranslationRows(frame: RgbImage, out: RgbImage, h: Homography, shif
       const outAt = allocAligned(arena, (y1 - y0) * rowBytes + 32, dst, y0 * rowBytes);
       const { u8 } = arena.ready();
       u8.set(src.subarray(first * stride, (last + 1) * stride), srcAt);
-      for (let y = y0; y < y1; y++) {
+      for (let y = y0; y < y1; ) {
         const fy = fys[y - y0]!;
-        const p = srcAt + (tops[y - y0]! - first) * stride + from;
+        const top = tops[y - y0]!;
+        const p = srcAt + (top - first) * stride + from;
         const o = outAt + (y - y0) * rowBytes + left * 3;
+        // the rows after it with the same fraction and the next source rows: one call for the run
+        let run = 1;
+        while (fy !== 0 && y + run < y1 && fys[y + run - y0] === fy && tops[y + run - y0] === top + run) run++;
         // a whole-pixel shift moves the bytes within the kernel's memory (not shared: a plain memmove), where the copy out is aligned
         if (fx === 0 && fy === 0) u8.copyWithin(o, p, p + inside);
-        else kernel.blendRow(p, fy === 0 ? p : p + stride, o, inside, fx, fy);
+        else if (fy !== 0 && inside >= 16) kernel.blendRows(p, stride, o, rowBytes, run, inside, fx, fy);
+        else for (let k = 0; k < run; k++) kernel.blendRow(p + k * stride, fy === 0 ? p : p + (k + 1) * stride, o + k * rowBytes, inside, fx, fy);
+        y += run;
       }
       dst.set(u8.subarray(outAt, outAt + (y1 - y0) * rowBytes), y0 * rowBytes);
     }
