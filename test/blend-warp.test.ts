@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import sharp from 'sharp';
-import { warpRows, warpRowsJs, warpThumbnailRows } from '../src/blend/engine/align/warp.js';
+import { translationShift, warpRows, warpRowsJs, warpThumbnailRows } from '../src/blend/engine/align/warp.js';
 import { thumbnailRows } from '../src/blend/engine/image/analysis.js';
 import { thumbnailFactor } from '../src/blend/engine/image/thumbnails.js';
 import { sourceRows } from '../src/blend/engine/align/warp-wasm.js';
@@ -125,6 +125,140 @@ describe('warp', () => {
         for (let b = 0; b + 1 < cuts.length; b++) warpThumbnailRows(frame, out, h, thumbnail, factor, cuts[b]!, cuts[b + 1]!);
         assert.ok(Buffer.from(out.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: the warped frame`);
         assert.ok(Buffer.from(thumbnail).equals(Buffer.from(expectedThumbnail)), `${width}×${height} ${kind}: its thumbnail`);
+      }
+    }
+  });
+
+  it('a translation takes the translation path, with the JavaScript definition\'s bytes: whole and fractional shifts, either way, beyond the frame, on tiny and odd sizes, in bands', async () => {
+    const next = random(29);
+    for (const [width, height] of [
+      [1, 1],
+      [2, 3],
+      [3, 2],
+      [1, 7],
+      [9, 1],
+      // row bytes not a multiple of 16 (the kernel's step), widths not a multiple of 4 or 16
+      [5, 4],
+      [17, 9],
+      [38, 17],
+      [101, 67],
+      [320, 213],
+    ] as const) {
+      const frame = await load('handheld-mean/2.png', width, height);
+      const shifts: number[][] = [];
+      for (const [a, b] of [
+        [0, 0],
+        [1, 0],
+        [0, -1],
+        [3, -4],
+        [-7, 6],
+        [width + 3, -height - 2],
+        [-width - 5, height + 1],
+      ]) {
+        shifts.push([a!, b!]);
+        // the same shifts with fractions, and fractions alone: each of fx, fy from 1 to 255 over the run
+        shifts.push([a! + Math.floor(next() * 255 + 1) / 256, b! - Math.floor(next() * 255 + 1) / 256]);
+        shifts.push([a! + next() - 0.5, b! + next() - 0.5]);
+      }
+      for (const [tx, ty] of shifts) {
+        const h = [1, 0, tx!, 0, 1, ty!, 0, 0, 1];
+        assert.notEqual(translationShift(h, width, width, 0, height), null, `${width}×${height} by (${tx}, ${ty}): a translation`);
+        const expected = warped(frame, h, warpRowsJs);
+        assert.ok(Buffer.from(warped(frame, h).data).equals(Buffer.from(expected.data)), `${width}×${height} by (${tx}, ${ty}): whole frame`);
+        // in bands: one row, a few, and across the 16-row steps of warpTranslationRows
+        const banded = sharedImage(width, height);
+        const cuts = [...new Set([0, Math.min(1, height), Math.floor(height / 3), Math.floor(height / 2) + 1, Math.min(height, 40), height])].sort((p, q) => p - q);
+        for (let b = 0; b + 1 < cuts.length; b++) warpRows(frame, banded, h, cuts[b]!, cuts[b + 1]!);
+        assert.ok(Buffer.from(banded.data).equals(Buffer.from(expected.data)), `${width}×${height} by (${tx}, ${ty}): in bands`);
+      }
+    }
+  });
+
+  it('a translation into an output of another size than the frame gives the definition\'s bytes', async () => {
+    const frame = await load('handheld-mean/2.png', 40, 30);
+    for (const [columns, rows] of [
+      [17, 50],
+      [64, 9],
+      [1, 1],
+    ] as const) {
+      for (const h of [
+        [1, 0, 2.75, 0, 1, -3.5, 0, 0, 1],
+        [1, 0, -6, 0, 1, 4, 0, 0, 1],
+      ]) {
+        const [a, b] = [sharedImage(columns, rows), sharedImage(columns, rows)];
+        warpRowsJs(frame, a, h, 0, rows);
+        warpRows(frame, b, h, 0, rows);
+        assert.ok(Buffer.from(b.data).equals(Buffer.from(a.data)), `${columns}×${rows} by ${String(h)}`);
+      }
+    }
+  });
+
+  it('the translation path\'s blend gives the definition\'s bytes at the extremes: every byte 0 or 255, every fraction', () => {
+    // 255·256 in the horizontal blend is the most its u16 lanes hold; bytes 0 and 255 side by side make every sum's extremes
+    const [width, height] = [53, 19];
+    const next = random(31);
+    const frame = sharedImage(width, height);
+    for (let i = 0; i < frame.data.length; i++) frame.data[i] = next() < 0.5 ? 0 : 255;
+    for (let f = 0; f < 256; f += 3) {
+      const h = [1, 0, 2 + f / 256, 0, 1, -1 + (255 - f) / 256, 0, 0, 1];
+      assert.ok(Buffer.from(warped(frame, h).data).equals(Buffer.from(warped(frame, h, warpRowsJs).data)), `fx ${f}`);
+    }
+  });
+
+  it('checks the shift column by column: where f64 rounding moves some columns\' positions, or an entry is not a translation\'s, the general kernel warps', async () => {
+    // h2 a hair below half of 1/256: (x + h2)·256 + 0.5 truncates to 256·x for small x, but x + h2 rounds up to x + 1/512 from x = 512 on
+    const h2 = 1 / 512 - 2 ** -45;
+    assert.equal(translationShift([1, 0, h2, 0, 1, 0, 0, 0, 1], 256, 256, 0, 10), 0);
+    assert.equal(translationShift([1, 0, h2, 0, 1, 0, 0, 0, 1], 1000, 1000, 0, 10), null);
+    // left of the frame a negative position is truncated toward zero, not 256·x + D, and clamped to column 0 all the same
+    assert.equal(translationShift([1, 0, -2.7, 0, 1, 7, 0, 0, 1], 1000, 1000, 0, 10), -691);
+    for (const h of [
+      [1 + 2 ** -52, 0, 3, 0, 1, 0, 0, 0, 1],
+      [1, 1e-12, 3, 0, 1, 0, 0, 0, 1],
+      [1, 0, 3, 0, 1, 0, 1e-15, 0, 1],
+      [1, 0, Number.NaN, 0, 1, 0, 0, 0, 1],
+    ]) {
+      assert.equal(translationShift(h, 40, 40, 0, 10), null, String(h));
+    }
+    // positions that saturate: every column clamped to the same edge, which a shift describes as well
+    assert.notEqual(translationShift([1, 0, Number.POSITIVE_INFINITY, 0, 1, 0, 0, 0, 1], 40, 40, 0, 10), null);
+    assert.notEqual(translationShift([1, 0, -(2 ** 30), 0, 1, 0, 0, 0, 1], 40, 40, 0, 10), null);
+    const frame = await load('handheld-mean/2.png', 1000, 9);
+    for (const h of [
+      [1, 0, h2, 0, 1, 0.25, 0, 0, 1],
+      [1, 0, 2 ** 30, 0, 1, 0, 0, 0, 1],
+      [1, 0, Number.NEGATIVE_INFINITY, 0, 1, 2 ** 40, 0, 0, 1],
+      [1, 0, 3, 0, 1, Number.NaN, 0, 0, 1],
+      [1, 0, 3.5, 0, 1, Number.NEGATIVE_INFINITY, 0, 0, 1],
+    ]) {
+      assert.ok(Buffer.from(warped(frame, h).data).equals(Buffer.from(warped(frame, h, warpRowsJs).data)), String(h));
+    }
+  });
+
+  it('makes a translated frame\'s thumbnail as it warps, with the bytes of a warp and then a thumbnail of the whole', async () => {
+    for (const [width, height] of [
+      [37, 23],
+      [1700, 41],
+      [2731, 97],
+    ] as const) {
+      const frame = await load('handheld-mean/2.png', width, height);
+      const factor = thumbnailFactor(width, height);
+      const [thumbWidth, thumbHeight] = [Math.ceil(width / factor), Math.ceil(height / factor)];
+      for (const [tx, ty] of [
+        [3, -4],
+        [-7.3, 6.6],
+        [11.5, 0],
+      ]) {
+        const h = [1, 0, tx!, 0, 1, ty!, 0, 0, 1];
+        const expected = warped(frame, h, warpRowsJs);
+        const expectedThumbnail = new Uint8Array(thumbWidth * thumbHeight * 3);
+        thumbnailRows(expected.data, width, height, factor, expectedThumbnail, 0, thumbHeight);
+        const out = sharedImage(width, height);
+        const thumbnail = new Uint8Array(thumbWidth * thumbHeight * 3);
+        const cuts = [0, Math.floor(thumbHeight / 4), Math.floor(thumbHeight / 2) + 1, thumbHeight];
+        for (let b = 0; b + 1 < cuts.length; b++) warpThumbnailRows(frame, out, h, thumbnail, factor, cuts[b]!, cuts[b + 1]!);
+        assert.ok(Buffer.from(out.data).equals(Buffer.from(expected.data)), `${width}×${height} by (${tx}, ${ty}): the warped frame`);
+        assert.ok(Buffer.from(thumbnail).equals(Buffer.from(expectedThumbnail)), `${width}×${height} by (${tx}, ${ty}): its thumbnail`);
       }
     }
   });

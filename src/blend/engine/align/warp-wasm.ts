@@ -264,3 +264,128 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, terms);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }
+
+/**
+ * `blend(top, bottom, dst, bytes, fx, fy)`: one output row of a translation by a fractional shift
+ * (align/warp.ts warpTranslationRows), where every pixel's sample has the same weights: byte i of
+ * the row is ((top[i]·(256 − fx) + top[i + 3]·fx)·(256 − fy) + (bottom[i]·(256 − fx) +
+ * bottom[i + 3]·fx)·fy + 32768) >> 16, warpRowsJs's arithmetic for a pixel whose top-left sample
+ * is at `top` (its lower neighbour's row at `bottom`), channel by channel. 16 bytes a step:
+ * unaligned loads at i and i + 3 of both rows, widened to u16; the horizontal blend in u16 lanes
+ * (at most 255·256 = 65280); the vertical one in i32 lanes (extended multiplies), rounded, shifted
+ * and narrowed back to bytes. The last step may read 18 bytes and write 15 beyond `bytes`.
+ */
+function blendRow(): Code {
+  return fn(
+    {
+      params: { top: I32, bottom: I32, dst: I32, bytes: I32, fx: I32, fy: I32 },
+      locals: { i: I32, at: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
+    },
+    (code, $) => {
+      code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
+      code.get($.fx).op('i16x8.splat').set($.wx);
+      code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
+      code.get($.fy).op('i16x8.splat').set($.wy);
+      code.i32(32768).op('i32x4.splat').set($.half);
+      /** One row's 16 bytes from `row` + i: P·(256 − fx) + Q·fx as two u16 vectors (bytes 0–7, 8–15). */
+      const across = (row: number, low: number, high: number) => {
+        code.get(row).get($.i).op('i32.add').set($.at);
+        code.get($.at).load(0).set($.p);
+        code.get($.at).load(3).set($.q);
+        code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
+        code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
+      };
+      /** (top·(256 − fy) + bottom·fy + 32768) >> 16 of four of the lanes, as i32. */
+      const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
+        code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+      code.forStep($.i, $.bytes, 16, () => {
+        across($.top, $.topLow, $.topHigh);
+        across($.bottom, $.bottomLow, $.bottomHigh);
+        code.get($.dst).get($.i).op('i32.add');
+        down($.topLow, $.bottomLow, 'i32x4.extmul_low_i16x8_u');
+        down($.topLow, $.bottomLow, 'i32x4.extmul_high_i16x8_u');
+        code.op('i16x8.narrow_i32x4_u');
+        down($.topHigh, $.bottomHigh, 'i32x4.extmul_low_i16x8_u');
+        down($.topHigh, $.bottomHigh, 'i32x4.extmul_high_i16x8_u');
+        code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+      });
+    },
+  );
+}
+
+/**
+ * `blendRows(src, stride, dst, dstStride, rows, bytes, fx, fy)`: `rows` output rows of blendRow
+ * (bytes ≥ 16), row r from source rows r and r + 1 of `src` with the same fractions: the
+ * horizontal blend of each source row is made once and serves two output rows, as the kernel goes
+ * down each 16-byte column of the rows before the next. The last column starts at bytes − 16
+ * (written twice, with the same bytes): nothing is read beyond a row's bytes + 3 or written beyond
+ * its bytes, which the next row's first column, written before, may hold.
+ */
+function blendRows(): Code {
+  return fn(
+    {
+      params: { src: I32, stride: I32, dst: I32, dstStride: I32, rows: I32, bytes: I32, fx: I32, fy: I32 },
+      locals: { i: I32, r: I32, at: I32, o: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
+    },
+    (code, $) => {
+      code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
+      code.get($.fx).op('i16x8.splat').set($.wx);
+      code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
+      code.get($.fy).op('i16x8.splat').set($.wy);
+      code.i32(32768).op('i32x4.splat').set($.half);
+      const across = (low: number, high: number) => {
+        code.get($.at).load(0).set($.p);
+        code.get($.at).load(3).set($.q);
+        code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
+        code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
+      };
+      const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
+        code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+      code.i32(0).set($.i);
+      code.whileBelow($.i, $.bytes, () => {
+        // the column's first byte: i, or bytes − 16 for the last one
+        code.get($.i).get($.bytes).i32(16).op('i32.sub').get($.i).get($.bytes).i32(16).op('i32.sub', 'i32.lt_s', 'select').set($.o);
+        code.get($.src).get($.o).op('i32.add').set($.at);
+        code.get($.dst).get($.o).op('i32.add').set($.o);
+        across($.topLow, $.topHigh);
+        code.forStep($.r, $.rows, 1, () => {
+          code.get($.at).get($.stride).op('i32.add').set($.at);
+          across($.bottomLow, $.bottomHigh);
+          code.get($.o);
+          down($.topLow, $.bottomLow, 'i32x4.extmul_low_i16x8_u');
+          down($.topLow, $.bottomLow, 'i32x4.extmul_high_i16x8_u');
+          code.op('i16x8.narrow_i32x4_u');
+          down($.topHigh, $.bottomHigh, 'i32x4.extmul_low_i16x8_u');
+          down($.topHigh, $.bottomHigh, 'i32x4.extmul_high_i16x8_u');
+          code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+          code.get($.bottomLow).set($.topLow);
+          code.get($.bottomHigh).set($.topHigh);
+          code.get($.o).get($.dstStride).op('i32.add').set($.o);
+        });
+        code.get($.i).i32(16).op('i32.add').set($.i);
+      });
+    },
+  );
+}
+
+/** The module of the translation's row kernels (its own memory: align/warp.ts copies in only the rows it blends). */
+export function warpTranslationModule(): ModuleSource {
+  return { functions: { blendRow: blendRow(), blendRows: blendRows() }, pages: 1 };
+}
+
+interface TranslationKernel {
+  blendRow(top: number, bottom: number, dst: number, bytes: number, fx: number, fy: number): void;
+  blendRows(src: number, stride: number, dst: number, dstStride: number, rows: number, bytes: number, fx: number, fy: number): void;
+  memory: WasmMemory;
+}
+
+let translation: { kernel: TranslationKernel; arena: KernelArena } | null = null;
+
+/** This thread's instance of the translation kernel and the arena over its memory. */
+export function translationKernel(): { kernel: TranslationKernel; arena: KernelArena } {
+  if (!translation) {
+    const kernel = instantiate(warpTranslationModule()).exports as unknown as TranslationKernel;
+    translation = { kernel, arena: new KernelArena(kernel.memory) };
+  }
+  return translation;
+}

@@ -1,7 +1,8 @@
 import type { Homography } from './homography.js';
 import type { RgbImage } from '../image/image.js';
 import { thumbnailRows } from '../image/analysis.js';
-import { warpBand } from './warp-wasm.js';
+import { translationKernel, warpBand } from './warp-wasm.js';
+import type { KernelArena } from '../wasm/assembler.js';
 
 type Nine = [number, number, number, number, number, number, number, number, number];
 
@@ -16,11 +17,153 @@ function toFixed(t: number): number {
 
 /**
  * Writes rows [rowStart, rowEnd) of `out`: `frame` warped by `h` as warpRowsJs defines it, in the
- * WebAssembly kernel (align/warp-wasm.ts). Runs in a pool thread on one row range, so a frame is
- * warped by all threads at once.
+ * WebAssembly kernel (align/warp-wasm.ts), or, when translationShift finds every pixel's position
+ * a fixed shift of its own, by warpTranslationRows (fixed weights, no positions to compute). Runs
+ * in a pool thread on one row range, so a frame is warped by all threads at once.
  */
 export function warpRows(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
-  warpBand(frame.data, frame.width, frame.height, out.data, out.width, h, rowStart, rowEnd);
+  const shift = translationShift(h, frame.width, out.width, rowStart, rowEnd);
+  if (shift === null) warpBand(frame.data, frame.width, frame.height, out.data, out.width, h, rowStart, rowEnd);
+  else warpTranslationRows(frame, out, h, shift, rowStart, rowEnd);
+}
+
+/** The last homography, frame width and row length translationShift checked the columns of, and what it found. */
+let checked: { h: number[]; width: number; columns: number; shift: number | null } | null = null;
+
+/** The sample warpRowsJs takes for fixed-point column position X in a frame of columns [0, maxX]: x0·256 + fx after its clamp (X may be beyond the int32 range here). */
+function sampleColumn(X: number, maxX: number): number {
+  const x0 = Math.floor(X / 256);
+  return x0 < 0 ? 0 : x0 >= maxX ? maxX * 256 : X;
+}
+
+/**
+ * When warpRowsJs would sample every output pixel (x, y) of rows [rowStart, rowEnd), in a frame
+ * `width` pixels wide, at the fixed-point column X = 256·x + D (after its clamp to the frame), D the
+ * same for the whole band: D; otherwise null. Only a homography with h0 = h4 = h8 = 1 and h1 = h3 =
+ * h6 = h7 = 0 (a translation) can, and only verified: D is taken from the last column, and every
+ * column's X computed as warpRowsJs computes it ((h0·x + (h1·y + h2)) / w, ·256, + 0.5, truncated,
+ * saturating) and clamped as it clamps it must give the same sample as 256·x + D; the row's terms
+ * h1·y + h2 and h7·y + h8 are checked to be the same in every row of the band (then w = h6·x + 1
+ * is 1, and the row position depends on the row alone). The clamp is what is compared, not X: X is
+ * truncated toward zero, so left of the frame (a negative position) it is not 256·x + D, yet both
+ * are clamped to column 0 with no fraction. In f64, x + h2 is rounded, and far from the origin or
+ * with NaN or infinite entries the samples are not a shift's: those fall back to the general
+ * kernel. The column check is kept for the last homography and sizes, as warpThumbnailRows asks
+ * again for each step of a band.
+ */
+export function translationShift(h: Homography, width: number, columns: number, rowStart: number, rowEnd: number): number | null {
+  const [h0, h1, h2, h3, h4, , h6, h7, h8] = h as Nine;
+  if (h0 !== 1 || h1 !== 0 || h3 !== 0 || h4 !== 1 || h6 !== 0 || h7 !== 0 || h8 !== 1 || columns < 1) return null;
+  const rowX = h1 * rowStart + h2;
+  for (let y = rowStart; y < rowEnd; y++) if (h1 * y + h2 !== rowX || h7 * y + h8 !== 1) return null;
+  if (checked === null || checked.width !== width || checked.columns !== columns || checked.h.some((v, i) => !Object.is(v, h[i]))) {
+    const maxX = width - 1;
+    const at = (x: number) => toFixed(((h0 * x + rowX) / (h6 * x + 1)) * 256 + 0.5);
+    let shift: number | null = at(columns - 1) - 256 * (columns - 1);
+    for (let x = 0; x < columns && shift !== null; x++) {
+      if (sampleColumn(at(x), maxX) !== sampleColumn(256 * x + shift, maxX)) shift = null;
+    }
+    checked = { h: [...h], width, columns, shift };
+  }
+  return checked.shift;
+}
+
+/** Output rows a step of warpTranslationRows blends from the source rows it copied into the kernel's memory: ~200 KB in and out of a 4000-pixel row, in the cache. */
+const TRANSLATION_ROWS_A_STEP = 16;
+
+/**
+ * An address for `bytes` bytes in `arena` at the same offset modulo 8 as byte `index` of `array`:
+ * V8 copies between a SharedArrayBuffer and another buffer word by word only when both ends have
+ * the same offset in a word, byte by byte otherwise (about 4 times slower).
+ */
+function allocAligned(arena: KernelArena, bytes: number, array: Uint8Array, index: number): number {
+  const at = arena.alloc(bytes + 8);
+  return at + (((array.byteOffset + index - at) % 8) + 8) % 8;
+}
+
+/**
+ * Rows [rowStart, rowEnd) of `out` as warpRowsJs writes them, for a homography whose columns
+ * translationShift found at 256·x + `shift`: every pixel of a row has the same fractions, fx =
+ * shift & 255 and the row's fy, so the columns whose samples are not clamped (0 ≤ x + (shift >> 8)
+ * < width − 1) are one fixed blend of two source rows, each row's position computed as warpRowsJs
+ * computes it. A few output rows at a time, the source rows they read are copied into the
+ * WebAssembly kernel's memory (warp-wasm.ts blendRows for a run of rows with the same fy, each
+ * source row's horizontal blend made once for two output rows; blendRow for a row alone or one
+ * clamped to the top or bottom row), blended there (fx = fy = 0: moved, no arithmetic) and
+ * copied out. The columns beyond, whose samples are clamped to the frame's left or
+ * right edge with fx = 0, all take the same pixel in a row: warpRowsJs's at the strip's first
+ * column, repeated.
+ */
+function warpTranslationRows(frame: RgbImage, out: RgbImage, h: Homography, shift: number, rowStart: number, rowEnd: number): void {
+  const [, , , h3, h4, h5, h6, h7, h8] = h as Nine;
+  const { width, height, data: src } = frame;
+  const dst = out.data;
+  const maxX = width - 1;
+  const maxY = height - 1;
+  const stride = width * 3;
+  const columns = out.width;
+  const rowBytes = columns * 3;
+  // (not >> and &: far outside the frame, the shift need not be an int32)
+  const dx = Math.floor(shift / 256);
+  const fx = shift - dx * 256;
+  // the columns whose samples are not clamped: 0 ≤ x + dx < maxX
+  const left = Math.min(columns, Math.max(0, -dx));
+  const right = Math.min(columns, Math.max(left, maxX - dx));
+  const inside = (right - left) * 3;
+  const from = (left + dx) * 3;
+  const tops = new Int32Array(TRANSLATION_ROWS_A_STEP);
+  const fys = new Int32Array(TRANSLATION_ROWS_A_STEP);
+  for (let y0 = rowStart; y0 < rowEnd; y0 += TRANSLATION_ROWS_A_STEP) {
+    const y1 = Math.min(rowEnd, y0 + TRANSLATION_ROWS_A_STEP);
+    // each row's source row and fraction, as warpRowsJs computes them (h3 = h6 = 0: the same for every column)
+    let first = height;
+    let last = -1;
+    for (let y = y0; y < y1; y++) {
+      const Y = toFixed(((h3 * 0 + (h4 * y + h5)) / (h6 * 0 + (h7 * y + h8))) * 256 + 0.5);
+      let top = Y >> 8;
+      let fy = Y & 255;
+      if (top < 0 || top >= maxY) (top = top < 0 ? 0 : maxY), (fy = 0);
+      tops[y - y0] = top;
+      fys[y - y0] = fy;
+      first = Math.min(first, top);
+      last = Math.max(last, fy === 0 ? top : top + 1);
+    }
+    if (inside > 0) {
+      // the rows the step reads, copied in once; the kernel's last step reads up to 18 bytes beyond a row and writes up to 15
+      const { kernel, arena } = translationKernel();
+      const srcAt = allocAligned(arena.reset(), (last - first + 1) * stride + 32, src, first * stride);
+      const outAt = allocAligned(arena, (y1 - y0) * rowBytes + 32, dst, y0 * rowBytes);
+      const { u8 } = arena.ready();
+      u8.set(src.subarray(first * stride, (last + 1) * stride), srcAt);
+      for (let y = y0; y < y1; ) {
+        const fy = fys[y - y0]!;
+        const top = tops[y - y0]!;
+        const p = srcAt + (top - first) * stride + from;
+        const o = outAt + (y - y0) * rowBytes + left * 3;
+        // the rows after it with the same fraction and the next source rows: one call for the run
+        let run = 1;
+        while (fy !== 0 && y + run < y1 && fys[y + run - y0] === fy && tops[y + run - y0] === top + run) run++;
+        // a whole-pixel shift moves the bytes within the kernel's memory (not shared: a plain memmove), where the copy out is aligned
+        if (fx === 0 && fy === 0) u8.copyWithin(o, p, p + inside);
+        else if (fy !== 0 && inside >= 16) kernel.blendRows(p, stride, o, rowBytes, run, inside, fx, fy);
+        else for (let k = 0; k < run; k++) kernel.blendRow(p + k * stride, fy === 0 ? p : p + (k + 1) * stride, o + k * rowBytes, inside, fx, fy);
+        y += run;
+      }
+      dst.set(u8.subarray(outAt, outAt + (y1 - y0) * rowBytes), y0 * rowBytes);
+    }
+    for (let y = y0; y < y1; y++) {
+      if (left > 0) edgeStrip(frame, out, h, y, 0, left);
+      if (right < columns) edgeStrip(frame, out, h, y, right, columns);
+    }
+  }
+}
+
+/** Columns [start, end) of row y, whose samples warpRowsJs clamps to the same edge column with fx = 0: its pixel at `start`, repeated. */
+function edgeStrip(frame: RgbImage, out: RgbImage, h: Homography, y: number, start: number, end: number): void {
+  warpRowsJs(frame, out, h, y, y + 1, start, start + 1);
+  const o = (y * out.width + start) * 3;
+  const dst = out.data;
+  for (let done = 3, total = (end - start) * 3; done < total; done *= 2) dst.copyWithin(o + done, o, o + Math.min(done, total - done));
 }
 
 /** Thumbnail rows warped and then reduced per step of warpThumbnailRows: 8 rows of a 12 MP frame's thumbnail are 32 rows, ~400 KB, of the warped frame. */
@@ -45,9 +188,9 @@ export function warpThumbnailRows(frame: RgbImage, out: RgbImage, h: Homography,
  * The definition of the warp, which the kernel matches byte for byte (test/blend-warp.test.ts):
  * writes rows [rowStart, rowEnd) of `out`, each output pixel (x, y) taking the bilinear sample of
  * `frame` at h·(x, y) (h maps output pixel → frame pixel, pixel centres at integers), with
- * coordinates clamped to the frame (edge replication).
+ * coordinates clamped to the frame (edge replication); only columns [columnStart, columnEnd) when given.
  */
-export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number): void {
+export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowStart: number, rowEnd: number, columnStart = 0, columnEnd = out.width): void {
   const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as Nine;
   const { width, height, data: src } = frame;
   const dst = out.data;
@@ -61,8 +204,8 @@ export function warpRowsJs(frame: RgbImage, out: RgbImage, h: Homography, rowSta
     const rowX = h1 * y + h2;
     const rowY = h4 * y + h5;
     const rowW = h7 * y + h8;
-    let o = y * columns * 3;
-    for (let x = 0; x < columns; x++, o += 3) {
+    let o = (y * columns + columnStart) * 3;
+    for (let x = columnStart; x < columnEnd; x++, o += 3) {
       const nx = h0 * x + rowX;
       const ny = h3 * x + rowY;
       const w = h6 * x + rowW;

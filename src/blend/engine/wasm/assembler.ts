@@ -125,6 +125,9 @@ export const SIMD = {
   'i32x4.shr_s': 0xac,
   'v128.andnot': 0x4f,
   'v128.or': 0x50,
+  'i16x8.splat': 0x10,
+  'i32x4.extmul_low_i16x8_u': 0xbe,
+  'i32x4.extmul_high_i16x8_u': 0xbf,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;

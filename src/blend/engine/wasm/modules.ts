@@ -1,4 +1,4 @@
-import { warpModule } from '../align/warp-wasm.js';
+import { warpModule, warpTranslationModule } from '../align/warp-wasm.js';
 import { agreementModule } from '../deghost/agreement-kernels.js';
 import { compositeModule } from '../composite/simd.js';
 import { blocksModule } from '../image/blocks-simd.js';
@@ -23,6 +23,7 @@ export function engineModules(): Map<string, () => ModuleSource> {
     ['rows', rowModule],
     ['composite', compositeModule],
     ['warp', warpModule],
+    ['warp-translation', warpTranslationModule],
     ['agreement', agreementModule],
     ['fold-mean', foldMeanModule],
   ]);
