@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { loggableUrl } from './log-url.js';
+import { cachedSerializerFactory } from './serializers.js';
 import { clientErrorHandler, sendProblem, toAppError, writeProblem } from './problem.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -40,6 +41,8 @@ export function serverOptions(config: Config, logger: FastifyServerOptions['logg
     clientErrorHandler,
     // Checked in onRequest instead (shutdown.ts), so that the 400 is a problem like any other.
     http: { requireHostHeader: false },
+    // Response serializers compiled once per distinct schema (serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory() } },
     routerOptions: {
       maxParamLength: MAX_PARAM_LENGTH,
       // No ID is that long: answer like any unknown ID, in the API's error shape.

@@ -53,14 +53,34 @@ function decimalNumbersOnly(validate: Validate, schema: object): Validate {
   return checked;
 }
 
+/** The two Ajv instances of the process, made when the first app asks, and what they compiled, by schema. */
+let compilers: { text: Ajv; json: Ajv } | null = null;
+const compiled = { text: new Map<string, Validate>(), json: new Map<string, Validate>() };
+
 /**
  * Query strings, path parameters and headers are text, so they are coerced ("20" → 20) once they
  * are written as decimal numbers (decimalNumbersOnly); JSON bodies are typed already and are
- * validated exactly as sent ("20" is not a number).
+ * validated exactly as sent ("20" is not a number). Each distinct schema is compiled once per
+ * process, whichever route and app asks (routes share parameter and query schemas, and tests build
+ * many apps): a compiled validator depends on its schema and the instance's options alone.
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
-  const text = makeAjv('array');
-  const json = makeAjv(false);
+  compilers ??= { text: makeAjv('array'), json: makeAjv(false) };
+  const { text, json } = compilers;
+  const compile = (kind: 'text' | 'json', schema: object): Validate => {
+    const key = JSON.stringify(schema);
+    let validate = compiled[kind].get(key);
+    if (!validate) {
+      validate = (kind === 'text' ? text : json).compile(schema) as Validate;
+      compiled[kind].set(key, validate);
+    }
+    return validate;
+  };
   return ({ schema, httpPart }) =>
-    (httpPart === 'body' ? json.compile(schema as object) : decimalNumbersOnly(text.compile(schema as object), schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
+    (httpPart === 'body' ? compile('json', schema as object) : decimalNumbersOnly(compile('text', schema as object), schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
+}
+
+/** How many validators this process has compiled (each distinct schema once per kind). */
+export function validatorsCompiled(): number {
+  return compiled.text.size + compiled.json.size;
 }

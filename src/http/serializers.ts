@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+import { SerializerSelector, type Serializer, type SerializerFactory } from '@fastify/fast-json-stringify-compiler';
+
+/** The serializers compiled in this process, by the named schemas and options they were compiled with and the response schema. */
+const compiled = new Map<string, Serializer>();
+
+/**
+ * Fastify's serializer factory (fast-json-stringify, as Fastify uses it by default), with each
+ * response schema compiled once per process. Compiling one is costly here: fast-json-stringify
+ * checks the schema and adds every named schema of the API (registerComponents, the Problem) to
+ * its reference resolver again for each route and status, and most routes share their error
+ * responses; compiled route by route, the server spent 3.3-5.4 s of CPU building its routes before
+ * it could listen. A serializer depends only on its schema, the named schemas and the options, all
+ * in the key (the named schemas and options hashed once per factory call), and is a pure function
+ * of the value it is given, so routes, and apps of one process (tests), can share it.
+ */
+export function cachedSerializerFactory(): SerializerFactory {
+  const factory = SerializerSelector();
+  return (externalSchemas, serializerOpts) => {
+    const compile = factory(externalSchemas, serializerOpts);
+    const context = createHash('sha256')
+      .update(JSON.stringify([externalSchemas, serializerOpts ?? null]))
+      .digest('base64');
+    return (route) => {
+      // (Fastify also names the content type of a response schema given per content type)
+      const key = `${context} ${(route as { contentType?: string }).contentType ?? ''} ${JSON.stringify(route.schema)}`;
+      let serialize = compiled.get(key);
+      if (!serialize) {
+        serialize = compile(route);
+        compiled.set(key, serialize);
+      }
+      return serialize;
+    };
+  };
+}
+
+/** How many serializers this process has compiled (each distinct schema once). */
+export function serializersCompiled(): number {
+  return compiled.size;
+}

@@ -1,0 +1,41 @@
+/**
+ * Response serializers and request validators are compiled once per distinct schema in a process
+ * (http/serializers.ts, http/validation.ts): a second app of the same routes compiles nothing new,
+ * and routes whose schemas differ keep their own (a shared cache never answers with another
+ * schema's fields or rules).
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Type } from 'typebox';
+import { serializersCompiled } from '../src/http/serializers.js';
+import { validatorsCompiled } from '../src/http/validation.js';
+import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
+
+const routes = async (app: any) => {
+  const row = { a: 'one', b: 'two', secret: 'not in any schema' };
+  app.get('/test/narrow', { schema: { response: { 200: Type.Object({ a: Type.String() }) } } }, async () => row);
+  app.get('/test/wide', { schema: { response: { 200: Type.Object({ a: Type.String(), b: Type.String() }) } } }, async () => row);
+  app.get('/test/count', { schema: { querystring: Type.Object({ n: Type.Integer({ minimum: 1, maximum: 5 }) }) } }, async (request: any) => ({ n: request.query.n }));
+  app.get('/test/other', { schema: { querystring: Type.Object({ n: Type.Integer({ minimum: 10 }) }) } }, async (request: any) => ({ n: request.query.n }));
+};
+
+for (const engine of ENGINES) {
+  describe(`compiled once per schema (${engine})`, () => {
+    test('a second app compiles no new serializer or validator; different schemas keep their own fields and rules', async (t) => {
+      const first = await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: routes });
+      const counts = [serializersCompiled(), validatorsCompiled()];
+      const second = await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: routes });
+      assert.deepEqual([serializersCompiled(), validatorsCompiled()], counts);
+      for (const api of [first, second]) {
+        const { key } = await api.account();
+        const get = async (path: string) => (await api.fetch(path, { key })).json();
+        assert.deepEqual(await get('/v1/test/narrow'), { a: 'one' });
+        assert.deepEqual(await get('/v1/test/wide'), { a: 'one', b: 'two' });
+        assert.deepEqual(await get('/v1/test/count?n=3'), { n: 3 });
+        assert.deepEqual(await get('/v1/test/other?n=30'), { n: 30 });
+        await problem(await api.fetch('/v1/test/count?n=30', { key }), 400, 'invalid_request');
+        await problem(await api.fetch('/v1/test/other?n=3', { key }), 400, 'invalid_request');
+      }
+    });
+  });
+}
