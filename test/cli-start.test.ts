@@ -223,9 +223,10 @@ describe('npx', () => {
     const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-npx-'));
     onCleanup(t, () => fs.rmSync(cache, { recursive: true, force: true }));
     const env = { ...bareEnv(), npm_config_registry: `http://127.0.0.1:${(registry.address() as AddressInfo).port}/`, npm_config_cache: path.join(cache, 'cache') };
+    // npx reads the installed tree first: 57-85 s on a machine busy with a test run (2026-11-28), past the 60 s this allowed.
     const npx = (cwd: string) =>
       new Promise<{ status: number | null; stdout: string }>((resolve) => {
-        execFile('npx', ['--no', '--', 'montage', '--version'], { cwd, env, timeout: 60_000 }, (err, stdout) => resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout }));
+        execFile('npx', ['--no', '--', 'montage', '--version'], { cwd, env, timeout: 180_000 }, (err, stdout) => resolve({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout }));
       });
 
     const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));

@@ -37,5 +37,19 @@ for (const engine of ENGINES) {
         await problem(await api.fetch('/v1/test/other?n=3', { key }), 400, 'invalid_request');
       }
     });
+
+    test('two apps whose body schemas share an $id but not their rules (limits from their config) each validate by their own', async (t) => {
+      const withLimit = (max: number) => async (app: any) => {
+        const body = Type.Object({ name: Type.String({ maxLength: max }) }, { $id: 'SameIdDifferentLimits', additionalProperties: false });
+        app.post('/test/named', { schema: { body } }, async (request: any) => ({ name: request.body.name }));
+      };
+      const apps = [await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: withLimit(3) }), await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: withLimit(6) })];
+      for (const [api, limit] of [[apps[0]!, 3], [apps[1]!, 6]] as const) {
+        const { key } = await api.account();
+        const post = (name: string) => api.fetch('/v1/test/named', { key, method: 'POST', json: { name } });
+        assert.deepEqual(await (await post('x'.repeat(limit))).json(), { name: 'x'.repeat(limit) });
+        await problem(await post('x'.repeat(limit + 1)), 400, 'invalid_request');
+      }
+    });
   });
 }

@@ -66,12 +66,20 @@ const compiled = { text: new Map<string, Validate>(), json: new Map<string, Vali
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   compilers ??= { text: makeAjv('array'), json: makeAjv(false) };
-  const { text, json } = compilers;
   const compile = (kind: 'text' | 'json', schema: object): Validate => {
     const key = JSON.stringify(schema);
     let validate = compiled[kind].get(key);
     if (!validate) {
-      validate = (kind === 'text' ? text : json).compile(schema) as Validate;
+      try {
+        validate = compilers![kind].compile(schema) as Validate;
+      } catch (err) {
+        // Another app of the process (its own limits in the schema) compiled a schema of the same
+        // $id: new instances for this and later schemas, as each app had before. What was
+        // compiled stays valid (no request schema refers to another by its $id).
+        if (!/already exists/.test((err as Error).message)) throw err;
+        compilers = { text: makeAjv('array'), json: makeAjv(false) };
+        validate = compilers[kind].compile(schema) as Validate;
+      }
       compiled[kind].set(key, validate);
     }
     return validate;
