@@ -10,6 +10,10 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     removeAdditional: false,
     allErrors: true,
     strict: false,
+    // A compiled schema is not kept under its $id: the blend start body (`$id: StartBlendRequest`)
+    // carries each app's image limits, so two apps of one process compile different schemas of the
+    // same $id, which Ajv would refuse as "already exists". No request schema refers to another by $id.
+    addUsedSchema: false,
   });
   addFormats.default(ajv);
   return ajv;
@@ -70,16 +74,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
     const key = JSON.stringify(schema);
     let validate = compiled[kind].get(key);
     if (!validate) {
-      try {
-        validate = compilers![kind].compile(schema) as Validate;
-      } catch (err) {
-        // Another app of the process (its own limits in the schema) compiled a schema of the same
-        // $id: new instances for this and later schemas, as each app had before. What was
-        // compiled stays valid (no request schema refers to another by its $id).
-        if (!/already exists/.test((err as Error).message)) throw err;
-        compilers = { text: makeAjv('array'), json: makeAjv(false) };
-        validate = compilers[kind].compile(schema) as Validate;
-      }
+      validate = compilers![kind].compile(schema) as Validate;
       compiled[kind].set(key, validate);
     }
     return validate;
