@@ -265,6 +265,41 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }
 
+/** The locals both translation kernels (blendRow, blendRows) name alike: the fractions, their weights, and the 16 bytes read at `at` and `at` + 3. */
+type FixedWeights = Record<'fx' | 'fy' | 'gx' | 'wx' | 'gy' | 'wy' | 'half' | 'at' | 'p' | 'q', number>;
+
+/** The weights every pixel of the row shares: 256 − fx, fx, 256 − fy and fy as i16x8 splats, and the rounding 32768 as i32x4. */
+function setWeights(code: Code, $: FixedWeights): void {
+  code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
+  code.get($.fx).op('i16x8.splat').set($.wx);
+  code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
+  code.get($.fy).op('i16x8.splat').set($.wy);
+  code.i32(32768).op('i32x4.splat').set($.half);
+}
+
+/** A source row's 16 bytes from `at`: P·(256 − fx) + Q·fx (Q the bytes from `at` + 3) as two u16 vectors, bytes 0–7 into `low`, 8–15 into `high`. */
+function across(code: Code, $: FixedWeights, low: number, high: number): void {
+  code.get($.at).load(0).set($.p);
+  code.get($.at).load(3).set($.q);
+  code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
+  code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
+}
+
+/**
+ * The vertical blend of two rows' horizontal ones, (top·(256 − fy) + bottom·fy + 32768) >> 16 in
+ * i32 lanes, narrowed back to 16 bytes and stored at the address on the stack.
+ */
+function downAndStore(code: Code, $: FixedWeights, topLow: number, topHigh: number, bottomLow: number, bottomHigh: number): void {
+  const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
+    code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+  down(topLow, bottomLow, 'i32x4.extmul_low_i16x8_u');
+  down(topLow, bottomLow, 'i32x4.extmul_high_i16x8_u');
+  code.op('i16x8.narrow_i32x4_u');
+  down(topHigh, bottomHigh, 'i32x4.extmul_low_i16x8_u');
+  down(topHigh, bottomHigh, 'i32x4.extmul_high_i16x8_u');
+  code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+}
+
 /**
  * `blend(top, bottom, dst, bytes, fx, fy)`: one output row of a translation by a fractional shift
  * (align/warp.ts warpTranslationRows), where every pixel's sample has the same weights: byte i of
@@ -282,32 +317,14 @@ function blendRow(): Code {
       locals: { i: I32, at: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
     },
     (code, $) => {
-      code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
-      code.get($.fx).op('i16x8.splat').set($.wx);
-      code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
-      code.get($.fy).op('i16x8.splat').set($.wy);
-      code.i32(32768).op('i32x4.splat').set($.half);
-      /** One row's 16 bytes from `row` + i: P·(256 − fx) + Q·fx as two u16 vectors (bytes 0–7, 8–15). */
-      const across = (row: number, low: number, high: number) => {
-        code.get(row).get($.i).op('i32.add').set($.at);
-        code.get($.at).load(0).set($.p);
-        code.get($.at).load(3).set($.q);
-        code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
-        code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
-      };
-      /** (top·(256 − fy) + bottom·fy + 32768) >> 16 of four of the lanes, as i32. */
-      const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
-        code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+      setWeights(code, $);
       code.forStep($.i, $.bytes, 16, () => {
-        across($.top, $.topLow, $.topHigh);
-        across($.bottom, $.bottomLow, $.bottomHigh);
+        code.get($.top).get($.i).op('i32.add').set($.at);
+        across(code, $, $.topLow, $.topHigh);
+        code.get($.bottom).get($.i).op('i32.add').set($.at);
+        across(code, $, $.bottomLow, $.bottomHigh);
         code.get($.dst).get($.i).op('i32.add');
-        down($.topLow, $.bottomLow, 'i32x4.extmul_low_i16x8_u');
-        down($.topLow, $.bottomLow, 'i32x4.extmul_high_i16x8_u');
-        code.op('i16x8.narrow_i32x4_u');
-        down($.topHigh, $.bottomHigh, 'i32x4.extmul_low_i16x8_u');
-        down($.topHigh, $.bottomHigh, 'i32x4.extmul_high_i16x8_u');
-        code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+        downAndStore(code, $, $.topLow, $.topHigh, $.bottomLow, $.bottomHigh);
       });
     },
   );
@@ -328,36 +345,19 @@ function blendRows(): Code {
       locals: { i: I32, r: I32, at: I32, o: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
     },
     (code, $) => {
-      code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
-      code.get($.fx).op('i16x8.splat').set($.wx);
-      code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
-      code.get($.fy).op('i16x8.splat').set($.wy);
-      code.i32(32768).op('i32x4.splat').set($.half);
-      const across = (low: number, high: number) => {
-        code.get($.at).load(0).set($.p);
-        code.get($.at).load(3).set($.q);
-        code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
-        code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
-      };
-      const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
-        code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+      setWeights(code, $);
       code.i32(0).set($.i);
       code.whileBelow($.i, $.bytes, () => {
         // the column's first byte: i, or bytes − 16 for the last one
         code.get($.i).get($.bytes).i32(16).op('i32.sub').get($.i).get($.bytes).i32(16).op('i32.sub', 'i32.lt_s', 'select').set($.o);
         code.get($.src).get($.o).op('i32.add').set($.at);
         code.get($.dst).get($.o).op('i32.add').set($.o);
-        across($.topLow, $.topHigh);
+        across(code, $, $.topLow, $.topHigh);
         code.forStep($.r, $.rows, 1, () => {
           code.get($.at).get($.stride).op('i32.add').set($.at);
-          across($.bottomLow, $.bottomHigh);
+          across(code, $, $.bottomLow, $.bottomHigh);
           code.get($.o);
-          down($.topLow, $.bottomLow, 'i32x4.extmul_low_i16x8_u');
-          down($.topLow, $.bottomLow, 'i32x4.extmul_high_i16x8_u');
-          code.op('i16x8.narrow_i32x4_u');
-          down($.topHigh, $.bottomHigh, 'i32x4.extmul_low_i16x8_u');
-          down($.topHigh, $.bottomHigh, 'i32x4.extmul_high_i16x8_u');
-          code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+          downAndStore(code, $, $.topLow, $.topHigh, $.bottomLow, $.bottomHigh);
           code.get($.bottomLow).set($.topLow);
           code.get($.bottomHigh).set($.topHigh);
           code.get($.o).get($.dstStride).op('i32.add').set($.o);
