@@ -259,6 +259,24 @@ test('frame alignment', async (t) => {
     for (const e of errors) assert.ok(e < 0.5, `corner error ${e.toFixed(3)} px`);
   });
 
+  await t.test("reports a shifted frame as a translation (the feature homography's centre shift), a turned one as a homography", async (st) => {
+    // A tripod's drift: frame 1 only shifted, frame 2 also turned. The shift is judged by the
+    // blocks beside the feature homography and taken unless the homography fits significantly
+    // more of them; then the warp's fixed-weight path (align/warp.ts) serves it.
+    const scene = grainy(await load(path.join(FIXTURES, 'median-crowd', 'gt.png'), 2400, 1600), 5, 10);
+    const toFrame = [similarity(2400, 1600, 0, 0, 0), similarity(2400, 1600, 7.25, -3.5, 0), similarity(2400, 1600, -6, 4.5, 0.3)];
+    const frames = toFrame.map((h) => warped(scene, h));
+    const { frameReports } = await alignFrames(pool, frames);
+    const errors = frameReports.map((r) => cornerError(r.homography, toFrame[r.index]!, 2400, 1600));
+    st.diagnostic(`${frameReports.map((r) => `${r.method} (${r.route})`).join(', ')}; corner errors ${errors.map((e) => e.toFixed(3)).join(', ')} px`);
+    assert.deepEqual(frameReports.map((r) => r.method), ['reference', 'translation', 'homography']);
+    // exactly a translation at full size, as translationShift requires
+    const [h0, h1, , h3, h4, , h6, h7, h8] = frameReports[1]!.homography;
+    assert.deepEqual([h0, h1, h3, h4, h6, h7, h8], [1, 0, 0, 1, 0, 0, 1]);
+    assert.equal(frameReports[1]!.inliers > 0, true, 'the shift comes from the feature matches');
+    for (const e of errors) assert.ok(e < 0.5, `corner error ${e.toFixed(3)} px`);
+  });
+
   await t.test('names the frame that cannot be aligned', async () => {
     const [first, second] = await Promise.all(manifest.images.slice(0, 2).map((f) => load(path.join(dir, f))));
     assert.ok(first && second);

@@ -20,7 +20,8 @@ export interface FrameReport {
   index: number;
   /**
    * 'identity': left as is, because it already lines up with the reference; 'translation': moved by
-   * the phase-correlation shift; 'homography': warped by a feature or refined global homography.
+   * the phase-correlation shift or by the shift the feature homography gives the frame's centre;
+   * 'homography': warped by a feature or refined global homography.
    */
   method: 'reference' | 'identity' | 'translation' | 'homography';
   /** How far (full-size pixels, at the worst corner) alignment moves the frame; 0 for 'reference' and 'identity'. */
@@ -131,6 +132,13 @@ interface Candidate {
   inliers: number;
   inlierRatio: number;
   correlation: number;
+  /**
+   * A simplification of the candidate after it (the feature homography's centre shift): it stands
+   * in for a richer motion only when the blocks do not favour that motion significantly (decide's
+   * sign test), not for being within LINED_UP_PIXELS of it. A turn of a tenth of a degree moves a
+   * thumbnail's corners by less than that, yet the blocks see it and the result is sharper for it.
+   */
+  byBlocksOnly?: true;
 }
 
 /** Largest distance (full-size pixels) between where two thumbnail homographies send the frame's corners. */
@@ -163,7 +171,8 @@ function strongFeatures(e: Estimate, lineUp: LineUp, s: Scale): boolean {
 }
 
 /**
- * Whether the blocks confirm a strong feature homography (candidates identity, then it), so that
+ * Whether the blocks confirm a strong feature homography (candidate `homography`; candidate 0 is
+ * the frame as it is), so that
  * the global estimate cannot change the decision: at least MIN_CONFIRMING textured blocks agree
  * under it, no fewer than as the frame is, and those that do not are no more than SAME_SCENE of
  * them. The global estimate could only win (decide) on the blocks that fit it better; on the ones
@@ -173,8 +182,8 @@ function strongFeatures(e: Estimate, lineUp: LineUp, s: Scale): boolean {
  * features bunch in one region and the homography drifts at the far side, half of the blocks can
  * agree under it while a global motion fits nearly all of them, and must then be weighed.
  */
-function confirms(agreement: Agreement): boolean {
-  const [asIs, features] = agreement.scores.map((scores) => agreeingBlocks(scores));
+function confirms(agreement: Agreement, homography: number): boolean {
+  const [asIs, features] = [agreement.scores[0], agreement.scores[homography]].map((scores) => (scores ? agreeingBlocks(scores) : undefined));
   if (asIs === undefined || features === undefined) return false;
   return features >= MIN_CONFIRMING && features >= asIs && agreement.textured - features <= SAME_SCENE * agreement.textured;
 }
@@ -185,9 +194,12 @@ function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate
   const list: Candidate[] = [{ method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation }];
   if (g) list.push({ method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation });
   // Too few inliers to trust on their own, a plausible feature homography is still worth judging by
-  // its blocks; ahead of the global one, as the stronger evidence when both fit alike.
+  // its blocks; ahead of the global one, as the stronger evidence when both fit alike. Its centre's
+  // shift comes first: the cheaper warp, when the blocks see no turn or tilt beyond it.
   if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
-    list.push({ method: 'homography', homography: e.homography, inliers: e.inliers, inlierRatio: e.inliers / e.matches, correlation: e.correlation });
+    const fromFeatures = { inliers: e.inliers, inlierRatio: e.inliers / e.matches };
+    if (e.translation) list.push({ method: 'translation', homography: e.translation, ...fromFeatures, correlation: e.translationCorrelation, byBlocksOnly: true });
+    list.push({ method: 'homography', homography: e.homography, ...fromFeatures, correlation: e.correlation });
   }
   if (g?.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
   return list;
@@ -200,7 +212,9 @@ function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate
  */
 function decide(index: number, candidates: Candidate[], agreement: Agreement, e: Estimate | undefined, s: Scale): FrameReport {
   const report = (c: Candidate, confidence: number): FrameReport => {
-    const homography = c.method === 'identity' ? IDENTITY : fromThumbnail(c.homography, s.factor);
+    const full = fromThumbnail(c.homography, s.factor);
+    // a shift stays exactly one at full size (h0 = h4 = 1, no terms beyond the shift's), as the warp's fixed-weight path asks
+    const homography = c.method === 'identity' ? IDENTITY : c.method === 'translation' ? [1, 0, full[2]!, 0, 1, full[5]!, 0, 0, 1] : full;
     const shiftPx = c.method === 'identity' ? 0 : cornerDisplacement(homography, s.width, s.height);
     return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, correlation: c.correlation, homography, route: 'weighed' };
   };
@@ -220,9 +234,10 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
     );
   }
   // The blocks that agree under some motion are the scene's static part; the motion that fits them
-  // best wins, unless a simpler motion fits them as well: within LINED_UP_PIXELS of it, or not
-  // beaten by it in significantly more blocks than it beats it (a sign test). Focus blur or a bare
-  // sky lets a homography's extra parameters wander, and those wanderings fit no better.
+  // best wins, unless a simpler motion fits them as well: within LINED_UP_PIXELS of it (not for a
+  // byBlocksOnly one), or not beaten by it in significantly more blocks than it beats it (a sign
+  // test). Focus blur or a bare sky lets a homography's extra parameters wander, and those
+  // wanderings fit no better.
   const blocks = staticBlocks(agreement);
   const value = (c: number, k: number) => blockValue(agreement.scores[c]!, k);
   const fit = motionFits(agreement);
@@ -235,7 +250,7 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
     }
     return wins - losses > SIGNIFICANT * Math.sqrt(wins + losses);
   };
-  const chosen = candidates.findIndex((c, i) => i === best || apart(c.homography, candidates[best]!.homography, s) <= LINED_UP_PIXELS || !beats(best, i));
+  const chosen = candidates.findIndex((c, i) => i === best || (!c.byBlocksOnly && apart(c.homography, candidates[best]!.homography, s) <= LINED_UP_PIXELS) || !beats(best, i));
   return report(candidates[chosen]!, shares[chosen]!);
 }
 
@@ -329,32 +344,37 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
     // its features are not strong, after the blocks' judgement and the line-up check when neither
     // lets them decide.
     let first: Agreement | null = null;
+    let firstJudged: Homography[] = [];
     if (e && strongFeatures(e, lineUp, scale)) {
       const candidates = candidatesOf(lineUp, e, null, scale);
-      first = await judge(candidates.map((c) => c.homography));
-      if (confirms(first)) return { ...decide(index, candidates, first, e, scale), route: 'features' };
+      firstJudged = candidates.map((c) => c.homography);
+      first = await judge(firstJudged);
+      if (confirms(first, firstJudged.indexOf(e.homography!))) return { ...decide(index, candidates, first, e, scale), route: 'features' };
       // Passers-by make more than a tenth of the blocks fail under any motion. The blocks that
       // still show the scene then say whether the homography, corrected by their residual motion,
       // lines up as closely as a frame left as it is must (linesUp): if so, no other motion could
       // bring it closer by the same measure.
       const after = await pool.run('lineUpAfter', [reference, grey, lineUp.smoothed, thumbWidth, thumbHeight, e.homography!]);
       if (after.drift * factor <= LINED_UP_PIXELS && isPlausible(after.homography, thumbWidth, thumbHeight)) {
-        const corrected = { ...e, homography: after.homography, correlation: after.correlation };
-        const [underCorrected] = (await judge([after.homography])).scores;
-        const agreement = { textured: first.textured, scores: [first.scores[0]!, underCorrected!] };
-        return { ...decide(index, candidatesOf(lineUp, corrected, null, scale), agreement, corrected, scale), route: 'features' };
+        const corrected = { ...e, homography: after.homography, correlation: after.correlation, translation: after.translation, translationCorrelation: after.translationCorrelation };
+        const candidates = candidatesOf(lineUp, corrected, null, scale);
+        // the frame as it is was judged already; the corrected motions are new
+        const { scores } = await judge(candidates.slice(1).map((c) => c.homography));
+        const agreement = { textured: first.textured, scores: [first.scores[0]!, ...scores] };
+        return { ...decide(index, candidates, agreement, corrected, scale), route: 'features' };
       }
     }
     const g = await globalEstimate();
     const candidates = candidatesOf(lineUp, e, g, scale);
-    // Each motion's block scores depend on it alone: identity and the feature homography, already
-    // judged, are not judged again.
-    const judged = new Map<Homography, BlockScores>();
-    if (first) [IDENTITY, e!.homography!].forEach((h, k) => judged.set(h, first.scores[k]!));
-    const fresh = candidates.filter((c) => !judged.has(c.homography));
+    // Each motion's block scores depend on it alone: the motions already judged (the frame as it
+    // is, the feature homography and its shift) are not judged again.
+    const judged = new Map<string, BlockScores>();
+    const key = (h: Homography) => h.join(',');
+    firstJudged.forEach((h, k) => judged.set(key(h), first!.scores[k]!));
+    const fresh = candidates.filter((c) => !judged.has(key(c.homography)));
     const agreement = await judge(fresh.map((c) => c.homography));
-    fresh.forEach((c, k) => judged.set(c.homography, agreement.scores[k]!));
-    return decide(index, candidates, { textured: agreement.textured, scores: candidates.map((c) => judged.get(c.homography)!) }, e, scale);
+    fresh.forEach((c, k) => judged.set(key(c.homography), agreement.scores[k]!));
+    return decide(index, candidates, { textured: agreement.textured, scores: candidates.map((c) => judged.get(key(c.homography))!) }, e, scale);
   };
   return {
     check: (grey) => ref.then((r) => pool.run('checkLineUp', [r, grey, thumbWidth, thumbHeight])),

@@ -48,6 +48,18 @@ export function fromThumbnail(h: Homography, factor: number): Homography {
   return normalise(multiply(multiply(toFull, h), toThumb));
 }
 
+/**
+ * The translation that moves the centre of a `width` × `height` image where `h` moves it: a motion
+ * that is nearly a shift (a tripod's drift, a turn of a few hundredths of a degree) as the shift
+ * alone, which the full-size warp makes with fixed weights (align/warp.ts) instead of a position
+ * per pixel.
+ */
+export function centreTranslation(h: Homography, width: number, height: number): Homography {
+  const [cx, cy] = [(width - 1) / 2, (height - 1) / 2];
+  const [u, v] = apply(h, cx, cy);
+  return [1, 0, u - cx, 0, 1, v - cy, 0, 0, 1];
+}
+
 const corners = (width: number, height: number): Array<[number, number]> => [
   [0, 0],
   [width - 1, 0],
