@@ -77,6 +77,27 @@ const LOCALS = {
   v1: V128,
   v2: V128,
   v3: V128,
+  // the consecutive path's: the steps (0, 3, 6, 9), each channel's weights (channels 0–3, 4–7, 8–11),
+  // a row's 16 bytes at p0 and p0 + 3 and their first 8 interleaved, each row's horizontal blends
+  steps: V128,
+  across0: V128,
+  across1: V128,
+  across2: V128,
+  gy0: V128,
+  gy1: V128,
+  gy2: V128,
+  fy0: V128,
+  fy1: V128,
+  fy2: V128,
+  here: V128,
+  next: V128,
+  pairs: V128,
+  top0: V128,
+  top1: V128,
+  top2: V128,
+  bottom0: V128,
+  bottom1: V128,
+  bottom2: V128,
 } as const;
 
 /** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to bytes P.r, Q.r, P.g, Q.g, P.b, Q.b (of the first vector only, so one byte shuffle), widened after. */
@@ -85,6 +106,18 @@ const PAIRS = [0, 3, 1, 4, 2, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0];
 const laneOf = (k: number) => Array.from({ length: 16 }, (_, i) => 4 * k + (i % 4));
 /** i8x16.shuffle lanes that take the low i32 pairs of two vectors (trunc_sat_f64x2_s_zero's results) to one vector of four. */
 const LOW_PAIRS = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+/**
+ * i8x16.shuffle lanes that repeat, for channels 0–3, 4–7 and 8–11 of four consecutive pixels (pixel
+ * k's three bytes are 3k, 3k + 1, 3k + 2), the 4-byte lane of the pixel each channel belongs to.
+ */
+const CHANNELS = [
+  [0, 0, 0, 1],
+  [1, 1, 2, 2],
+  [2, 3, 3, 3],
+].map((pixels) => pixels.flatMap((k) => [4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3]));
+/** i8x16.shuffle lanes that interleave the low (`INTERLEAVE_LOW`) or high 8 bytes of two vectors: P0, Q0, P1, Q1... */
+const INTERLEAVE_LOW = Array.from({ length: 16 }, (_, i) => (i >> 1) + (i % 2) * 16);
+const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
 /** i8x16.shuffle lanes that drop every fourth byte: four pixels [r g b 0] to 12 bytes (the last 4 unused). */
 const PACK = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15];
 
@@ -119,6 +152,8 @@ function warp(affine: boolean): Code {
     i32Splat(() => code.get($.width).i32(1).op('i32.sub'), $.maxX);
     i32Splat(() => code.get($.height).i32(1).op('i32.sub'), $.maxY);
     i32Splat(() => code.get($.stride), $.strideV);
+    // (0, 3, 6, 9): the columns' pairs (0, 1) and (2, 3) truncated to one i32x4, times 3
+    code.get($.low).op('i32x4.trunc_sat_f64x2_s_zero').get($.high).op('i32x4.trunc_sat_f64x2_s_zero').shuffle(LOW_PAIRS).get($.three).op('i32x4.mul').set($.steps);
     // the address of source row 0 (rows before `first` are not copied in; none is read)
     i32Splat(() => code.get($.src).get($.first).get($.stride).op('i32.mul', 'i32.sub'), $.base);
 
@@ -159,6 +194,55 @@ function warp(affine: boolean): Code {
       lane($.fy);
       code.op('i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set(into);
     };
+    /** The four pixels gathered one by one (pixel), packed into 12 bytes and stored at `o` (16 bytes written). */
+    const gathered = () => {
+      pixel(0, $.v0);
+      pixel(1, $.v1);
+      pixel(2, $.v2);
+      pixel(3, $.v3);
+      code.get($.o);
+      code.get($.v0).get($.v1).op('i16x8.narrow_i32x4_u').get($.v2).get($.v3).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u');
+      code.get($.zero).shuffle(PACK).store(0);
+    };
+    /** A source row's horizontal blends P·(256 − fx) + Q·fx of channels 0–3, 4–7, 8–11 (i32 lanes) from the 16 bytes at `q` (P) and `q` + 3 (Q): each pair of bytes interleaved and dotted with its pixel's weights. */
+    const row = (into: [number, number, number]) => {
+      code.get($.q).load(0).set($.here);
+      code.get($.q).load(3).set($.next);
+      code.get($.here).get($.next).shuffle(INTERLEAVE_LOW).set($.pairs);
+      code.get($.pairs).op('i16x8.extend_low_i8x16_u').get($.across0).op('i32x4.dot_i16x8_s').set(into[0]);
+      code.get($.pairs).op('i16x8.extend_high_i8x16_u').get($.across1).op('i32x4.dot_i16x8_s').set(into[1]);
+      code.get($.here).get($.next).shuffle(INTERLEAVE_HIGH).op('i16x8.extend_low_i8x16_u').get($.across2).op('i32x4.dot_i16x8_s').set(into[2]);
+    };
+    /**
+     * The four pixels when their top-left samples are consecutive in the source (p = p0 + (0, 3, 6,
+     * 9)), as most of a turned or slightly tilted frame's are: their 12 bytes are the first 12 of
+     * the 16 at p0, their right neighbours' those at p0 + 3, and the same a row down, so each row is
+     * two 16-byte loads instead of a gather a pixel. The arithmetic is the gathered path's in the
+     * same lanes, channel by channel instead of pixel by pixel: the horizontal blend an i16 dot
+     * product of each channel's P and Q, the vertical one in i32 lanes, each channel with its
+     * pixel's weights (i32 lanes repeated: one 32-bit shuffle each). The 12 bytes come out in order;
+     * the 4 after them (0) are written at o + 12..15 as the gathered path writes its slack. Reads
+     * p0..p0 + 18 of both rows (the gathered path p0..p0 + 16).
+     */
+    const consecutive = () => {
+      code.get($.p).extractLane(0).set($.q);
+      CHANNELS.forEach((lanes, i) => {
+        code.get($.across).get($.across).shuffle(lanes).set([$.across0, $.across1, $.across2][i]!);
+        code.get($.gy).get($.gy).shuffle(lanes).set([$.gy0, $.gy1, $.gy2][i]!);
+        code.get($.fy).get($.fy).shuffle(lanes).set([$.fy0, $.fy1, $.fy2][i]!);
+      });
+      row([$.top0, $.top1, $.top2]);
+      code.get($.q).get($.stride).op('i32.add').set($.q);
+      row([$.bottom0, $.bottom1, $.bottom2]);
+      const down = (top: number, bottom: number, gy: number, fy: number) =>
+        code.get(top).get(gy).op('i32x4.mul').get(bottom).get(fy).op('i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
+      code.get($.o);
+      down($.top0, $.bottom0, $.gy0, $.fy0);
+      down($.top1, $.bottom1, $.gy1, $.fy1);
+      code.op('i16x8.narrow_i32x4_u');
+      down($.top2, $.bottom2, $.gy2, $.fy2);
+      code.get($.zero).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+    };
 
     code.get($.rowStart).set($.y);
     code.whileBelow($.y, $.rowEnd, () => {
@@ -185,13 +269,8 @@ function warp(affine: boolean): Code {
         // weights as i16 pairs (256 − fx, fx), and the rows' 256 − fy (fy as it is)
         code.get($.full).get($.fx).op('i32x4.sub').get($.fx).i32(16).op('i32x4.shl', 'v128.or').set($.across);
         code.get($.full).get($.fy).op('i32x4.sub').set($.gy);
-        pixel(0, $.v0);
-        pixel(1, $.v1);
-        pixel(2, $.v2);
-        pixel(3, $.v3);
-        code.get($.o);
-        code.get($.v0).get($.v1).op('i16x8.narrow_i32x4_u').get($.v2).get($.v3).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u');
-        code.get($.zero).shuffle(PACK).store(0);
+        // p = p0 + (0, 3, 6, 9) in every lane: one row's consecutive samples; otherwise a gather a pixel
+        code.get($.p).get($.p).shuffle(laneOf(0)).get($.steps).op('i32x4.add').get($.p).op('i32x4.eq', 'i32x4.all_true').when(consecutive, gathered);
         code.get($.o).i32(12).op('i32.add').set($.o);
       });
       // the group's pixels beyond the row are written over from the next row's start
@@ -252,8 +331,10 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   const stride = width * 3;
   const inBytes = (last - first + 1) * stride;
   const outBytes = (rowEnd - rowStart) * columns * 3;
-  // one row more than copied in: the lower neighbour of the last row is read, with weight 0
-  const srcAt = arena.reset().alloc(inBytes + stride);
+  // one row more than copied in: the lower neighbour of the last row is read, with weight 0; and 16
+  // bytes more: four consecutive samples ending at the last pixel of a row read 16 bytes from its
+  // right neighbour's in the row below, 7 bytes beyond that row (gathered, 5), with weight 0
+  const srcAt = arena.reset().alloc(inBytes + stride + 16);
   // the last group of four pixels may reach 3 pixels beyond the band, and its store 4 bytes further
   const dstAt = arena.alloc(outBytes + 16);
   const terms = arena.alloc(13 * 8);
