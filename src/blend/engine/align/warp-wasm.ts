@@ -15,7 +15,8 @@ import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, 
 
 /**
  * The kernel's parameters: source rows from row `first` at `src`, output rows [rowStart, rowEnd)
- * written from `dst`; at `h` the homography's nine entries as f64, then the f64 pairs (0, 1) and (2, 3).
+ * written from `dst`; at `h` the homography's nine entries as f64, then the f64 pairs (0, 1) and (2, 3);
+ * at `columnTerms` room for the columns' terms, COLUMN_TERMS bytes a group of four columns.
  */
 const PARAMS = {
   src: I32,
@@ -27,12 +28,14 @@ const PARAMS = {
   rowStart: I32,
   rowEnd: I32,
   h: I32,
+  columnTerms: I32,
 } as const;
 
 const LOCALS = {
   y: I32,
   x: I32,
   o: I32,
+  t: I32,
   q: I32,
   stride: I32,
   // f64 pairs: the row's terms h1·y + h2, h4·y + h5, h7·y + h8, the per-column ones, the last column
@@ -121,8 +124,11 @@ const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
 /** i8x16.shuffle lanes that drop every fourth byte: four pixels [r g b 0] to 12 bytes (the last 4 unused). */
 const PACK = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15];
 
+/** Bytes of a group of four columns' terms (warp): h0·x, h3·x, h6·x, each as two f64 pairs. */
+const COLUMN_TERMS = 96;
+
 /**
- * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, h)`: a band of warpRowsJs,
+ * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, h, columnTerms)`: a band of warpRowsJs,
  * projective or (`affine`) without the division. A row is written in groups of four pixels; the
  * last group's pixels beyond the row repeat its last pixel's position (so they sample inside the
  * rows copied in) and are written over by the next row, or land in the slack after the band.
@@ -166,13 +172,13 @@ function warp(affine: boolean): Code {
       code.get(max).get(whole).get($.zero).op('i32x4.lt_s', 'v128.andnot').get(whole).get($.outside).op('v128.bitselect').set(whole);
       code.get(fraction).get($.outside).op('v128.andnot').set(fraction);
     };
-    /** Fixed-point positions of the four pixels for one coordinate: (n / w)·256 + 0.5 of both pairs, truncated, saturating. */
-    const positions = (h: number, row: number, into: number) => {
-      for (const [xs, w] of [
-        [$.xa, $.wa],
-        [$.xb, $.wb],
+    /** Fixed-point positions of the four pixels for one coordinate: (n / w)·256 + 0.5 of both pairs, truncated, saturating; the column terms (h0·x or h3·x) of both pairs at `t` + `offset`. */
+    const positions = (offset: number, row: number, into: number) => {
+      for (const [at, w] of [
+        [offset, $.wa],
+        [offset + 16, $.wb],
       ] as const) {
-        code.get(h).get(xs).op('f64x2.mul').get(row).op('f64x2.add');
+        code.get($.t).load(at).get(row).op('f64x2.add');
         if (!affine) code.get(w).op('f64x2.div');
         code.get($.scale).op('f64x2.mul').get($.round).op('f64x2.add', 'i32x4.trunc_sat_f64x2_s_zero');
       }
@@ -244,6 +250,26 @@ function warp(affine: boolean): Code {
       code.get($.zero).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
     };
 
+    // Each group's column terms h0·x, h3·x (and h6·x) as f64 pairs, COLUMN_TERMS bytes a group, made
+    // once for all rows of the band: the same products as computed in every row, without the
+    // columns' conversion, their clamp to the last column (a NaN-aware f64x2.min) and the products
+    code.get($.columnTerms).set($.t);
+    code.forStep($.x, $.columns, 4, () => {
+      // columns x..x+3 as f64 pairs, the ones beyond the row at its last column
+      code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.low).op('f64x2.add').get($.last).op('f64x2.min').set($.xa);
+      code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.high).op('f64x2.add').get($.last).op('f64x2.min').set($.xb);
+      const products: Array<[number, number]> = [
+        [$.h0, 0],
+        [$.h3, 32],
+      ];
+      if (!affine) products.push([$.h6, 64]);
+      for (const [h, offset] of products) {
+        code.get($.t).get(h).get($.xa).op('f64x2.mul').store(offset);
+        code.get($.t).get(h).get($.xb).op('f64x2.mul').store(offset + 16);
+      }
+      code.get($.t).i32(COLUMN_TERMS).op('i32.add').set($.t);
+    });
+
     code.get($.rowStart).set($.y);
     code.whileBelow($.y, $.rowEnd, () => {
       const rowTerm = (a: number, b: number, into: number) =>
@@ -251,16 +277,14 @@ function warp(affine: boolean): Code {
       rowTerm(8, 16, $.rowX);
       rowTerm(32, 40, $.rowY);
       if (!affine) rowTerm(56, 64, $.rowW);
+      code.get($.columnTerms).set($.t);
       code.forStep($.x, $.columns, 4, () => {
-        // columns x..x+3 as f64 pairs, the ones beyond the row at its last column
-        code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.low).op('f64x2.add').get($.last).op('f64x2.min').set($.xa);
-        code.get($.x).op('f64.convert_i32_u', 'f64x2.splat').get($.high).op('f64x2.add').get($.last).op('f64x2.min').set($.xb);
         if (!affine) {
-          code.get($.h6).get($.xa).op('f64x2.mul').get($.rowW).op('f64x2.add').set($.wa);
-          code.get($.h6).get($.xb).op('f64x2.mul').get($.rowW).op('f64x2.add').set($.wb);
+          code.get($.t).load(64).get($.rowW).op('f64x2.add').set($.wa);
+          code.get($.t).load(80).get($.rowW).op('f64x2.add').set($.wb);
         }
-        positions($.h0, $.rowX, $.X);
-        positions($.h3, $.rowY, $.Y);
+        positions(0, $.rowX, $.X);
+        positions(32, $.rowY, $.Y);
         split($.X, $.x0, $.fx, $.maxX);
         split($.Y, $.y0, $.fy, $.maxY);
         // p: each top-left sample's address. The right and lower neighbours are read even at an
@@ -272,6 +296,7 @@ function warp(affine: boolean): Code {
         // p = p0 + (0, 3, 6, 9) in every lane: one row's consecutive samples; otherwise a gather a pixel
         code.get($.p).get($.p).shuffle(laneOf(0)).get($.steps).op('i32x4.add').get($.p).op('i32x4.eq', 'i32x4.all_true').when(consecutive, gathered);
         code.get($.o).i32(12).op('i32.add').set($.o);
+        code.get($.t).i32(COLUMN_TERMS).op('i32.add').set($.t);
       });
       // the group's pixels beyond the row are written over from the next row's start
       code.get($.dst).get($.y).i32(1).op('i32.add').get($.rowStart).op('i32.sub').get($.columns).i32(3).op('i32.mul', 'i32.mul', 'i32.add').set($.o);
@@ -338,11 +363,12 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   // the last group of four pixels may reach 3 pixels beyond the band, and its store 4 bytes further
   const dstAt = arena.alloc(outBytes + 16);
   const terms = arena.alloc(13 * 8);
+  const columnTerms = arena.alloc(Math.ceil(columns / 4) * COLUMN_TERMS);
   const { u8, f64 } = arena.ready();
   u8.set(src.subarray(first * stride, first * stride + inBytes), srcAt);
   f64.set([...h.slice(0, 9), 0, 1, 2, 3], terms / 8);
   const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
-  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, terms);
+  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, terms, columnTerms);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }
 
