@@ -4,13 +4,18 @@ import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, 
  * The full-size warp (align/warp.ts) in WebAssembly, byte for byte the JavaScript definition
  * `warpRowsJs`, four output pixels at a time: their positions in f64 exactly as it computes them
  * (h0·x + (h1·y + h2) and the others, then (n / w)·256 + 0.5 truncated, saturating), in two f64
- * pairs per coordinate; the fixed-point split and the clamp to the frame's edges in i32x4 lanes
- * (no branches); then each pixel's two rows blended, its three channels at once (two i16 dot
- * products), and the four pixels packed into 12 bytes and written with one store. An affine
- * homography (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1 there, so the
- * numbers are the same. A band of output rows is warped per call: JavaScript copies in the source
- * rows the band can reach (all of them when it cannot tell) and copies the band out. One kernel per
- * thread; its memory grows to the largest band asked for.
+ * pairs per coordinate, the column terms h0·x, h3·x, h6·x made once per band and loaded in each
+ * row; the fixed-point split and the clamp to the frame's edges in i32x4 lanes (no branches). Then
+ * the four pixels' samples: when their top-left ones are consecutive in one source row, as nearly
+ * all are in a frame turned by up to a degree or slightly tilted, each row's 16 bytes are loaded
+ * twice (at the first sample and 3 bytes on) and blended channel by channel with each pixel's
+ * weights; otherwise (a group across source rows, clamped at the left edge, at a row's end, or
+ * scaled) each pixel's two rows are gathered and blended, its three channels at once (two i16 dot
+ * products). Either way the four pixels are 12 bytes written with one store. An affine homography
+ * (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1 there, so the numbers are
+ * the same. A band of output rows is warped per call: JavaScript copies in the source rows the band
+ * can reach (all of them when it cannot tell) and copies the band out. One kernel per thread; its
+ * memory grows to the largest band asked for.
  */
 
 /**
