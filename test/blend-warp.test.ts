@@ -53,6 +53,42 @@ function warped(frame: RgbImage, h: number[], warp = warpRows): RgbImage {
   return out;
 }
 
+/** What the kernel makes of a group of four output pixels (countGroups). */
+type GroupKind = 'consecutive' | 'consecutive, right edge' | 'consecutive, top edge' | 'consecutive, bottom edge' | 'across rows' | 'repeated or skipped';
+
+/**
+ * Counts into `kinds` the groups of four output pixels the kernel (align/warp-wasm.ts) takes in
+ * rows of `width` columns of a `width` × `height` frame under `h`, by what it makes of them: four
+ * consecutive top-left samples in one source row (its fast path), some clamped at the right,
+ * top or bottom edge (a group is counted once for each) or none, or samples gathered one by one
+ * because the group crosses a source row or repeats or skips a column (a sample clamped at the left
+ * edge repeats column 0; the last group of a row whose width is not a multiple of 4 repeats its
+ * last position). Positions as warpRowsJs computes and clamps them.
+ */
+function countGroups(width: number, height: number, h: number[], kinds: Record<GroupKind, number>): void {
+  const [h0, h1, h2, h3, h4, h5, h6, h7, h8] = h as [number, number, number, number, number, number, number, number, number];
+  const fixed = (t: number) => Math.max(-2147483648, Math.min(2147483647, t)) | 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x += 4) {
+      const samples = [0, 1, 2, 3].map((k) => {
+        const c = Math.min(x + k, width - 1);
+        const w = h6 * c + (h7 * y + h8);
+        const [X, Y] = [fixed(((h0 * c + (h1 * y + h2)) / w) * 256 + 0.5), fixed(((h3 * c + (h4 * y + h5)) / w) * 256 + 0.5)];
+        const [x0, y0] = [Math.min(width - 1, Math.max(0, X >> 8)), Math.min(height - 1, Math.max(0, Y >> 8))];
+        return { x0, y0, right: X >> 8 >= width - 1, top: Y >> 8 < 0, bottom: Y >> 8 >= height - 1 };
+      });
+      const [first] = samples as [(typeof samples)[0]];
+      if (samples.some((s) => s.y0 !== first.y0)) kinds['across rows']++;
+      else if (samples.some((s, k) => s.x0 !== first.x0 + k)) kinds['repeated or skipped']++;
+      else {
+        const edges = (['right', 'top', 'bottom'] as const).filter((edge) => samples.some((s) => s[edge]));
+        for (const edge of edges) kinds[`consecutive, ${edge} edge`]++;
+        if (edges.length === 0) kinds.consecutive++;
+      }
+    }
+  }
+}
+
 describe('warp', () => {
   it('takes a position beyond ±2^31 / 256 pixels to the frame edge instead of wrapping it back inside', async () => {
     const frame = await load('handheld-mean/1.png', 64, 48);
@@ -100,6 +136,63 @@ describe('warp', () => {
         for (let b = 0; b + 1 < cuts.length; b++) warpRows(frame, banded, h, cuts[b]!, cuts[b + 1]!);
         assert.ok(Buffer.from(banded.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: in bands`);
       }
+    }
+  });
+
+  it('a turned or slightly tilted frame\'s groups of four consecutive samples (the kernel\'s fast path) give the definition\'s bytes: at its edges, across source rows, in bands down to the frame\'s bottom', async () => {
+    const degrees = (a: number) => (a * Math.PI) / 180;
+    /** A turn by `angle` about the frame's centre, then a shift by (tx, ty), tilted by (h6, h7) and scaled by `scale`, as an output → source homography. */
+    const turn = (width: number, height: number, angle: number, tx: number, ty: number, scale = 1, h6 = 0, h7 = 0) => {
+      const [c, s] = [scale * Math.cos(degrees(angle)), scale * Math.sin(degrees(angle))];
+      const [cx, cy] = [(width - 1) / 2, (height - 1) / 2];
+      return [c, -s, cx - c * cx + s * cy + tx, s, c, cy - s * cx - c * cy + ty, h6, h7, 1];
+    };
+    const kinds: Record<GroupKind, number> = { consecutive: 0, 'consecutive, right edge': 0, 'consecutive, top edge': 0, 'consecutive, bottom edge': 0, 'across rows': 0, 'repeated or skipped': 0 };
+    // widths 1, 2 and 3 past a multiple of 4: the last group repeats the row's last position, never consecutive
+    for (const [width, height] of [
+      [4000, 64],
+      [1001, 37],
+      [1002, 29],
+      [1003, 41],
+    ] as const) {
+      const frame = await load('handheld-mean/3.png', width, height);
+      const cases: Array<[string, number[]]> = [];
+      for (const angle of [0.05, 0.2, 0.5, 1, -0.5]) {
+        cases.push([`turned ${angle}°`, turn(width, height, angle, 0.37, -0.61)]);
+        // shifted by a few pixels: columns and rows at each edge sample clamped
+        cases.push([`turned ${angle}°, shifted`, turn(width, height, angle, -3.3, 2.8)]);
+        cases.push([`turned ${angle}°, shifted the other way`, turn(width, height, angle, 4.6, -3.9)]);
+      }
+      cases.push(['tilted', turn(width, height, 0.2, 1.4, -0.3, 1, 1e-6, -2e-6)]);
+      cases.push(['tilted the other way', turn(width, height, -0.5, -2.1, 1.7, 1, -1.5e-6, 1e-6)]);
+      // columns 0.99 and 1.01 apart: a sample repeated or skipped every ~100 columns, those groups gathered
+      cases.push(['scaled 0.99', turn(width, height, 0.2, 0.5, 0.5, 0.99)]);
+      cases.push(['scaled 1.01', turn(width, height, -0.3, 0.5, 0.5, 1.01)]);
+      for (const [kind, h] of cases) {
+        countGroups(width, height, h, kinds);
+        const expected = warped(frame, h, warpRowsJs);
+        assert.ok(Buffer.from(warped(frame, h).data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: whole frame`);
+        // in bands, the last ones the frame's last rows: what a band copies in ends there, and its last group reads furthest
+        const banded = sharedImage(width, height);
+        const cuts = [0, 1, Math.floor(height / 3), height - 5, height - 1, height];
+        for (let b = 0; b + 1 < cuts.length; b++) warpRows(frame, banded, h, cuts[b]!, cuts[b + 1]!);
+        assert.ok(Buffer.from(banded.data).equals(Buffer.from(expected.data)), `${width}×${height} ${kind}: in bands`);
+      }
+    }
+    // the cases reach every kind of group the kernel tells apart
+    for (const [kind, count] of Object.entries(kinds)) assert.ok(count > 100, `${kind}: ${count} groups`);
+  });
+
+  it('the fast path\'s blend gives the definition\'s bytes at the extremes: every byte 0 or 255, turned frames', () => {
+    // 255·256 in the horizontal blend is the most its u16 lanes hold; bytes 0 and 255 side by side make every sum's extremes
+    const [width, height] = [1001, 23];
+    const next = random(37);
+    const frame = sharedImage(width, height);
+    for (let i = 0; i < frame.data.length; i++) frame.data[i] = next() < 0.5 ? 0 : 255;
+    for (const angle of [0.05, 0.2, -0.5, 1]) {
+      const [c, s] = [Math.cos((angle * Math.PI) / 180), Math.sin((angle * Math.PI) / 180)];
+      const h = [c, -s, 0.3 + next(), s, c, -0.2 - next(), 0, 0, 1];
+      assert.ok(Buffer.from(warped(frame, h).data).equals(Buffer.from(warped(frame, h, warpRowsJs).data)), `turned ${angle}°`);
     }
   });
 

@@ -128,6 +128,8 @@ export const SIMD = {
   'i16x8.splat': 0x10,
   'i32x4.extmul_low_i16x8_u': 0xbe,
   'i32x4.extmul_high_i16x8_u': 0xbf,
+  'i32x4.eq': 0x37,
+  'i32x4.all_true': 0xa3,
 } as const;
 
 export type Op = keyof typeof PLAIN | keyof typeof SIMD;
