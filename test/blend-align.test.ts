@@ -129,7 +129,7 @@ test('frame alignment', async (t) => {
       st.diagnostic(`${kind}: PSNR ${score.toFixed(2)} dB on the crop box; corner errors ${errors.map((e) => e.toFixed(3)).join(', ')} px`);
       assert.ok(score >= 33, `PSNR ${score.toFixed(2)} dB`);
       for (const e of errors) assert.ok(e < 1, `corner error ${e.toFixed(3)} px`);
-      for (const r of frameReports.slice(1)) assert.ok(r.inliers >= 15 && r.correlation > 0.9, JSON.stringify(r));
+      for (const r of frameReports.slice(1)) assert.ok(r.inliers >= 15 && r.confidence > 0.9, JSON.stringify(r));
     });
   }
 

@@ -32,8 +32,6 @@ export interface FrameReport {
   inliers: number;
   /** inliers / ratio-test matches; 1 when the frame's motion does not come from feature matches. */
   inlierRatio: number;
-  /** Normalised correlation with the reference after alignment, on the lightly smoothed grey thumbnails. */
-  correlation: number;
   /** Full-size, row-major, normalised (last entry 1): maps a reference pixel to the frame pixel shown there. */
   homography: Homography;
   /**
@@ -131,7 +129,6 @@ interface Candidate {
   homography: Homography;
   inliers: number;
   inlierRatio: number;
-  correlation: number;
   /**
    * A simplification of the candidate after it (the feature homography's centre shift): it stands
    * in for a richer motion only when the blocks do not favour that motion significantly (decide's
@@ -191,17 +188,17 @@ function confirms(agreement: Agreement, homography: number): boolean {
 /** The motions tried for a frame that does not line up as it is, simplest (and then best founded) first; without the global estimate's when `g` is null. */
 function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate | null, s: Scale): Candidate[] {
   const none = { inliers: 0, inlierRatio: 1 };
-  const list: Candidate[] = [{ method: 'identity', homography: IDENTITY, ...none, correlation: lineUp.correlation }];
-  if (g) list.push({ method: 'translation', homography: g.translation, ...none, correlation: g.translationCorrelation });
+  const list: Candidate[] = [{ method: 'identity', homography: IDENTITY, ...none }];
+  if (g) list.push({ method: 'translation', homography: g.translation, ...none });
   // Too few inliers to trust on their own, a plausible feature homography is still worth judging by
   // its blocks; ahead of the global one, as the stronger evidence when both fit alike. Its centre's
   // shift comes first: the cheaper warp, when the blocks see no turn or tilt beyond it.
   if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
     const fromFeatures = { inliers: e.inliers, inlierRatio: e.inliers / e.matches };
-    if (e.translation) list.push({ method: 'translation', homography: e.translation, ...fromFeatures, correlation: e.translationCorrelation, byBlocksOnly: true });
-    list.push({ method: 'homography', homography: e.homography, ...fromFeatures, correlation: e.correlation });
+    if (e.translation) list.push({ method: 'translation', homography: e.translation, ...fromFeatures, byBlocksOnly: true });
+    list.push({ method: 'homography', homography: e.homography, ...fromFeatures });
   }
-  if (g?.refined) list.push({ method: 'homography', homography: g.refined, ...none, correlation: g.refinedCorrelation });
+  if (g?.refined) list.push({ method: 'homography', homography: g.refined, ...none });
   return list;
 }
 
@@ -216,7 +213,7 @@ function decide(index: number, candidates: Candidate[], agreement: Agreement, e:
     // a shift stays exactly one at full size (h0 = h4 = 1, no terms beyond the shift's), as the warp's fixed-weight path asks
     const homography = c.method === 'identity' ? IDENTITY : c.method === 'translation' ? [1, 0, full[2]!, 0, 1, full[5]!, 0, 0, 1] : full;
     const shiftPx = c.method === 'identity' ? 0 : cornerDisplacement(homography, s.width, s.height);
-    return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, correlation: c.correlation, homography, route: 'weighed' };
+    return { index, method: c.method, shiftPx: round(shiftPx, 2), confidence: round(confidence, 3), inliers: c.inliers, inlierRatio: c.inlierRatio, homography, route: 'weighed' };
   };
   const shares = agreement.scores.map((scores) => agreeingShare(agreement, scores));
   // A reference without texture anywhere (fog, a blank wall) cannot tell one motion from another.
@@ -289,7 +286,7 @@ export interface FrameAligner {
 }
 
 /** Frame 0's report: the reference, which never moves. */
-export const REFERENCE_REPORT: FrameReport = { index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, correlation: 1, homography: IDENTITY, route: 'lined-up' };
+export const REFERENCE_REPORT: FrameReport = { index: 0, method: 'reference', shiftPx: 0, confidence: 1, inliers: 0, inlierRatio: 1, homography: IDENTITY, route: 'lined-up' };
 
 /**
  * The aligner of frames of frame 0's size (`width` × `height`) to frame 0, from its grey thumbnail
@@ -325,7 +322,7 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
   const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
     const lineUp = await check;
     if (linesUp(lineUp, scale)) {
-      return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, correlation: lineUp.correlation, homography: IDENTITY, route: 'lined-up' };
+      return { index, method: 'identity', shiftPx: 0, confidence: round(lineUp.agreement, 3), inliers: 0, inlierRatio: 1, homography: IDENTITY, route: 'lined-up' };
     }
     const reference = await ref;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
@@ -356,7 +353,7 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
       // bring it closer by the same measure.
       const after = await pool.run('lineUpAfter', [reference, grey, lineUp.smoothed, thumbWidth, thumbHeight, e.homography!]);
       if (after.drift * factor <= LINED_UP_PIXELS && isPlausible(after.homography, thumbWidth, thumbHeight)) {
-        const corrected = { ...e, homography: after.homography, correlation: after.correlation, translation: after.translation, translationCorrelation: after.translationCorrelation };
+        const corrected = { ...e, homography: after.homography, translation: after.translation };
         const candidates = candidatesOf(lineUp, corrected, null, scale);
         // the frame as it is was judged already; the corrected motions are new
         const { scores } = await judge(candidates.slice(1).map((c) => c.homography));

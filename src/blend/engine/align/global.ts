@@ -1,5 +1,5 @@
 import FFT from 'fft.js';
-import { correlationAfterWarp, gridStep, halve, sampleThroughHomography } from './grey.js';
+import { gridStep, halve, sampleThroughHomography } from './grey.js';
 import { IDENTITY, isPlausible, multiply, normalise, type Homography } from './homography.js';
 import { refineHomography } from './refine.js';
 
@@ -349,9 +349,6 @@ function medianBlockShift(ref: Float32Array, frame: Float32Array, width: number,
 export interface GlobalEstimate {
   translation: Homography;
   refined: Homography | null;
-  /** Normalised correlation with the reference (smoothed thumbnails) after each. */
-  translationCorrelation: number;
-  refinedCorrelation: number;
   /** Height of the phase correlation's peak. */
   peak: number;
 }
@@ -379,8 +376,6 @@ export function globalEstimate(refSmoothed: Float32Array, refLevel: Float32Array
   return {
     translation,
     refined: isPlausible(refined, width, height) ? refined : null,
-    translationCorrelation: correlationAfterWarp(refSmoothed, frame, width, height, translation),
-    refinedCorrelation: correlationAfterWarp(refSmoothed, frame, width, height, refined),
     peak,
   };
 }

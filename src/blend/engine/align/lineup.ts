@@ -1,6 +1,6 @@
 import { agreeingShare, agreementAsIs, agreementLevel, soften, toHalved } from './global.js';
 import { centreTranslation, multiply, normalise, type Homography } from './homography.js';
-import { ENOUGH_SAMPLES, correlation, correlationAfterWarp, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
+import { ENOUGH_SAMPLES, correlation, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
 import { sharedFloats } from '../image/image.js';
 import { solveSymmetric } from './linear.js';
 
@@ -442,11 +442,8 @@ export interface LinedUpMotion {
   homography: Homography;
   /** The drift (LineUp.drift) the corrected motion leaves; Infinity where it cannot be measured. */
   drift: number;
-  /** Normalised correlation with the reference (smoothed thumbnails) under the corrected motion. */
-  correlation: number;
-  /** The corrected motion's shift of the thumbnail's centre (homography.ts centreTranslation), and the correlation under it. */
+  /** The corrected motion's shift of the thumbnail's centre (homography.ts centreTranslation). */
   translation: Homography;
-  translationCorrelation: number;
 }
 
 /**
@@ -461,7 +458,7 @@ export interface LinedUpMotion {
  */
 export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Float32Array, width: number, height: number, h: Homography): LinedUpMotion {
   const counts = histogram(grey);
-  const unmeasured = { homography: h, drift: Infinity, correlation: NaN, translation: centreTranslation(h, width, height), translationCorrelation: NaN };
+  const unmeasured = { homography: h, drift: Infinity, translation: centreTranslation(h, width, height) };
   if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return unmeasured;
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
   const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
@@ -472,13 +469,10 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
   const [x0, y0] = shiftAt(residual, unitOf(width, height)(0, 0));
   const back = [1 - residual[1]! / half, -residual[2]! / half, -x0, -residual[4]! / half, 1 - residual[5]! / half, -y0, 0, 0, 1];
   const corrected = normalise(multiply(h, back));
-  const translation = centreTranslation(corrected, width, height);
   return {
     homography: corrected,
     // What is left after the correction is within the reach the first measure already saw.
     drift: cornerDrift(residualMotion(...fineShifts(ref, smoothed, corrected, width, height)), width, height),
-    correlation: correlationAfterWarp(ref.smoothed, smoothed, width, height, corrected),
-    translation,
-    translationCorrelation: correlationAfterWarp(ref.smoothed, smoothed, width, height, translation),
+    translation: centreTranslation(corrected, width, height),
   };
 }

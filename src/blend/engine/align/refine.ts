@@ -208,8 +208,6 @@ export interface Estimate extends FeatureMatch {
   correlation: number;
   /** The shift `homography` gives the thumbnail's centre, as a translation (homography.ts centreTranslation); null without a homography. */
   translation: Homography | null;
-  /** Normalised correlation with the reference after `translation` (smoothed thumbnails); 0 without one. */
-  translationCorrelation: number;
 }
 
 /**
@@ -220,13 +218,12 @@ export interface Estimate extends FeatureMatch {
  */
 export function refineEstimate(match: FeatureMatch, refSmoothed: Float32Array, frameSmoothed: Float32Array, width: number, height: number): Estimate {
   const ransac = match.homography;
-  if (!ransac) return { ...match, correlation: 0, translation: null, translationCorrelation: 0 };
+  if (!ransac) return { ...match, correlation: 0, translation: null };
   const a = refSmoothed;
   const b = frameSmoothed;
   const refined = refineHomography(a, b, width, height, ransac);
   const before = correlationAfterWarp(a, b, width, height, ransac);
   const after = correlationAfterWarp(a, b, width, height, refined);
   const homography = after > before ? refined : ransac;
-  const translation = centreTranslation(homography, width, height);
-  return { ...match, homography, correlation: Math.max(before, after), translation, translationCorrelation: correlationAfterWarp(a, b, width, height, translation) };
+  return { ...match, homography, correlation: Math.max(before, after), translation: centreTranslation(homography, width, height) };
 }
