@@ -15,7 +15,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { option, roundsOption, seeded } from './lib.mjs';
+import { option, roundsOption, fillTexture } from './lib.mjs';
 
 const base = option('base');
 if (!base) throw new Error('--base DIR: a tree with the src/ of the code to compare with');
@@ -26,10 +26,7 @@ const { sharedImage } = await import('../src/blend/engine/image/image.ts');
 
 const rounds = roundsOption(9);
 const [width, height] = [4000, 3000];
-const frame = sharedImage(width, height);
-// texture: a smooth gradient with noise (as bench/blend-warp-translation.mjs makes it)
-const next = seeded(7);
-for (let i = 0; i < frame.data.length; i++) frame.data[i] = (((i / 3) % width) * 0.05 + next() * 60) & 255;
+const frame = fillTexture(sharedImage(width, height), width);
 const BAND = 32;
 
 /** A turn by `degrees` about the frame's centre, then a shift by (tx, ty) and a tilt (h6, h7): output → source. */

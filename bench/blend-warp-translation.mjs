@@ -10,7 +10,7 @@
 //
 //   node --import tsx bench/blend-warp-translation.mjs [--rounds 9]
 import os from 'node:os';
-import { roundsOption, seeded } from './lib.mjs';
+import { fillTexture, roundsOption } from './lib.mjs';
 
 const { warpRows, warpThumbnailRows } = await import('../src/blend/engine/align/warp.ts');
 const { warpBand } = await import('../src/blend/engine/align/warp-wasm.ts');
@@ -20,10 +20,7 @@ const { sharedImage } = await import('../src/blend/engine/image/image.ts');
 
 const rounds = roundsOption(9);
 const [width, height] = [4000, 3000];
-const frame = sharedImage(width, height);
-// texture: a smooth gradient with noise, so that neither path meets only one value
-const next = seeded(7);
-for (let i = 0; i < frame.data.length; i++) frame.data[i] = (((i / 3) % width) * 0.05 + next() * 60) & 255;
+const frame = fillTexture(sharedImage(width, height), width);
 const factor = thumbnailFactor(width, height);
 const [thumbWidth, thumbHeight] = [Math.ceil(width / factor), Math.ceil(height / factor)];
 const bands = 8;

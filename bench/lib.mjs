@@ -654,6 +654,16 @@ export function seeded(seed) {
   };
 }
 
+/**
+ * Fills an RGB frame (`data`, `width` pixels a row) with a smooth gradient and noise, so that a
+ * warp benchmark meets neither one value everywhere nor pure noise; the same bytes every run.
+ */
+export function fillTexture(frame, width) {
+  const next = seeded(7);
+  for (let i = 0; i < frame.data.length; i++) frame.data[i] = (((i / 3) % width) * 0.05 + next() * 60) & 255;
+  return frame;
+}
+
 /** The stage timings of the last job the server logged (`blend completed`), as `name=ms` pairs. */
 export function lastStages(output) {
   const line = output.split('\n').findLast((l) => l.includes('"blend completed"'));
