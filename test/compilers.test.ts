@@ -1,13 +1,13 @@
 /**
  * Response serializers and request validators are compiled once per distinct schema in a process
- * (http/serializers.ts, http/validation.ts): a second app of the same routes compiles nothing new,
+ * (http/serializers.ts, http/validation.ts; a serializer when first used): a second app of the same routes compiles nothing new,
  * and routes whose schemas differ keep their own (a shared cache never answers with another
  * schema's fields or rules).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type } from 'typebox';
-import { serializersCompiled } from '../src/http/serializers.js';
+import { compileEverySerializer, serializersCompiled } from '../src/http/serializers.js';
 import { validatorsCompiled } from '../src/http/validation.js';
 import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
 
@@ -36,6 +36,12 @@ for (const engine of ENGINES) {
         await problem(await api.fetch('/v1/test/count?n=30', { key }), 400, 'invalid_request');
         await problem(await api.fetch('/v1/test/other?n=3', { key }), 400, 'invalid_request');
       }
+    });
+
+    test("every response schema of the API builds (serializers are built at a route's first answer, so this is where a bad one shows)", async (t) => {
+      await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: routes });
+      assert.ok(serializersCompiled() > 50, `${serializersCompiled()} serializers`);
+      compileEverySerializer();
     });
 
     test('two apps whose body schemas share an $id but not their rules (limits from their config) each validate by their own', async (t) => {
