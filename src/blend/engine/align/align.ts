@@ -1,6 +1,6 @@
 import type { LineUp, LineUpReference } from './lineup.js';
 import { agreeingBlocks, agreeingShare, blockValue, motionFits, staticBlocks, type Agreement, type BlockScores, type GlobalEstimate } from './global.js';
-import { IDENTITY, apply, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
+import { IDENTITY, apply, centreTranslation, cornerDisplacement, fromThumbnail, isPlausible, type Homography } from './homography.js';
 import { rowRanges, sharedImage, thumbnailSize, type RgbImage } from '../image/image.js';
 import type { TaskArgs, TaskResult, WorkerPool } from '../threads/pool.js';
 import type { Estimate } from './refine.js';
@@ -195,7 +195,7 @@ function candidatesOf(lineUp: LineUp, e: Estimate | undefined, g: GlobalEstimate
   // shift comes first: the cheaper warp, when the blocks see no turn or tilt beyond it.
   if (e && e.homography && isPlausible(e.homography, s.thumbWidth, s.thumbHeight)) {
     const fromFeatures = { inliers: e.inliers, inlierRatio: e.inliers / e.matches };
-    if (e.translation) list.push({ method: 'translation', homography: e.translation, ...fromFeatures, byBlocksOnly: true });
+    list.push({ method: 'translation', homography: centreTranslation(e.homography, s.thumbWidth, s.thumbHeight), ...fromFeatures, byBlocksOnly: true });
     list.push({ method: 'homography', homography: e.homography, ...fromFeatures });
   }
   if (g?.refined) list.push({ method: 'homography', homography: g.refined, ...none });
@@ -353,7 +353,7 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
       // bring it closer by the same measure.
       const after = await pool.run('lineUpAfter', [reference, grey, lineUp.smoothed, thumbWidth, thumbHeight, e.homography!]);
       if (after.drift * factor <= LINED_UP_PIXELS && isPlausible(after.homography, thumbWidth, thumbHeight)) {
-        const corrected = { ...e, homography: after.homography, translation: after.translation };
+        const corrected = { ...e, homography: after.homography };
         const candidates = candidatesOf(lineUp, corrected, null, scale);
         // the frame as it is was judged already; the corrected motions are new
         const { scores } = await judge(candidates.slice(1).map((c) => c.homography));

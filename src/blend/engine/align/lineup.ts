@@ -1,5 +1,5 @@
 import { agreeingShare, agreementAsIs, agreementLevel, soften, toHalved } from './global.js';
-import { centreTranslation, multiply, normalise, type Homography } from './homography.js';
+import { multiply, normalise, type Homography } from './homography.js';
 import { ENOUGH_SAMPLES, correlation, gridStep, halve, sampleThroughHomography, smooth } from './grey.js';
 import { sharedFloats } from '../image/image.js';
 import { solveSymmetric } from './linear.js';
@@ -442,8 +442,6 @@ export interface LinedUpMotion {
   homography: Homography;
   /** The drift (LineUp.drift) the corrected motion leaves; Infinity where it cannot be measured. */
   drift: number;
-  /** The corrected motion's shift of the thumbnail's centre (homography.ts centreTranslation). */
-  translation: Homography;
 }
 
 /**
@@ -458,12 +456,11 @@ export interface LinedUpMotion {
  */
 export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Float32Array, width: number, height: number, h: Homography): LinedUpMotion {
   const counts = histogram(grey);
-  const unmeasured = { homography: h, drift: Infinity, translation: centreTranslation(h, width, height) };
-  if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return unmeasured;
+  if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity };
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
   const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
   const residual = residualOf(ref, smoothed, h, halved, null, width, height);
-  if (!residual) return unmeasured;
+  if (!residual) return { homography: h, drift: Infinity };
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
   const half = Math.max(width, height) / 2;
   const [x0, y0] = shiftAt(residual, unitOf(width, height)(0, 0));
@@ -473,6 +470,5 @@ export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Fl
     homography: corrected,
     // What is left after the correction is within the reach the first measure already saw.
     drift: cornerDrift(residualMotion(...fineShifts(ref, smoothed, corrected, width, height)), width, height),
-    translation: centreTranslation(corrected, width, height),
   };
 }

@@ -1,6 +1,6 @@
 import { correlationAfterWarp } from './grey.js';
 import type { FeatureMatch } from './cv.js';
-import { centreTranslation, cornerDisplacement, invert, multiply, normalise, type Homography } from './homography.js';
+import { cornerDisplacement, invert, multiply, normalise, type Homography } from './homography.js';
 import { solveSymmetric } from './linear.js';
 
 /**
@@ -206,8 +206,6 @@ export function refineHomography(
 export interface Estimate extends FeatureMatch {
   /** Normalised correlation with the reference after warping by `homography` (smoothed thumbnails). */
   correlation: number;
-  /** The shift `homography` gives the thumbnail's centre, as a translation (homography.ts centreTranslation); null without a homography. */
-  translation: Homography | null;
 }
 
 /**
@@ -218,12 +216,11 @@ export interface Estimate extends FeatureMatch {
  */
 export function refineEstimate(match: FeatureMatch, refSmoothed: Float32Array, frameSmoothed: Float32Array, width: number, height: number): Estimate {
   const ransac = match.homography;
-  if (!ransac) return { ...match, correlation: 0, translation: null };
+  if (!ransac) return { ...match, correlation: 0 };
   const a = refSmoothed;
   const b = frameSmoothed;
   const refined = refineHomography(a, b, width, height, ransac);
   const before = correlationAfterWarp(a, b, width, height, ransac);
   const after = correlationAfterWarp(a, b, width, height, refined);
-  const homography = after > before ? refined : ransac;
-  return { ...match, homography, correlation: Math.max(before, after), translation: centreTranslation(homography, width, height) };
+  return { ...match, homography: after > before ? refined : ransac, correlation: Math.max(before, after) };
 }
