@@ -31,7 +31,13 @@ export function cachedSerializerFactory(): SerializerFactory {
         // start`. compileEverySerializer builds the rest (the tests call it, so a schema that
         // cannot be built fails there, not at a user's first response).
         let built: Serializer | null = null;
-        const build = () => (built ??= compile(route));
+        const build = (): Serializer => {
+          if (!built) {
+            built = compile(route);
+            pending.delete(build);
+          }
+          return built;
+        };
         serialize = (value: unknown) => build()(value);
         pending.add(build);
         compiled.set(key, serialize);
@@ -46,10 +52,7 @@ const pending = new Set<() => Serializer>();
 
 /** Builds every serializer the process's apps have asked for and not used yet; throws what a schema that cannot be built throws. */
 export function compileEverySerializer(): void {
-  for (const build of pending) {
-    build();
-    pending.delete(build);
-  }
+  for (const build of pending) build();
 }
 
 /** How many serializers this process has compiled (each distinct schema once). */

@@ -69,12 +69,12 @@ const compiled = { text: new Map<string, Validate>(), json: new Map<string, Vali
  * many apps): a compiled validator depends on its schema and the instance's options alone.
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
-  compilers ??= { text: makeAjv('array'), json: makeAjv(false) };
+  const instances = (compilers ??= { text: makeAjv('array'), json: makeAjv(false) });
   const compile = (kind: 'text' | 'json', schema: object): Validate => {
     const key = JSON.stringify(schema);
     let validate = compiled[kind].get(key);
     if (!validate) {
-      validate = compilers![kind].compile(schema) as Validate;
+      validate = instances[kind].compile(schema) as Validate;
       compiled[kind].set(key, validate);
     }
     return validate;
