@@ -251,7 +251,7 @@ const PEAKS = 8;
 /** conj(A)·B, whitened, into `a` (interleaved complex, `count` values): its inverse peaks where frame(p + t) matches ref(p). */
 function whiten(a: Float64Array, b: Float64Array, count: number): void {
   for (let k = 0; k < count; k++) {
-    const [ar, ai, br, bi] = [a[2 * k]!, a[2 * k + 1]!, b[2 * k]!, b[2 * k + 1]!];
+    const ar = a[2 * k]!, ai = a[2 * k + 1]!, br = b[2 * k]!, bi = b[2 * k + 1]!;
     const re = ar * br + ai * bi;
     const im = ar * bi - ai * br;
     const m = Math.hypot(re, im);
@@ -264,7 +264,7 @@ function whiten(a: Float64Array, b: Float64Array, count: number): void {
 function localMaxima(a: Float64Array, nx: number, ny: number): number[] {
   const maxima: number[] = [];
   for (let k = 0; k < nx * ny; k++) {
-    const [x, y] = [k % nx, Math.floor(k / nx)];
+    const x = k % nx, y = Math.floor(k / nx);
     const v = a[2 * k]!;
     let highest = true;
     for (let j = -2; j <= 2 && highest; j++) {

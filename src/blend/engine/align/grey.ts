@@ -75,7 +75,7 @@ class Correlation {
 /** Normalised correlation of two images of the same size, pixel for pixel. */
 export function correlation(a: Float32Array, b: Float32Array): number {
   // Correlation's sums in locals, in the same order: the same value, without a memory round trip per pixel.
-  let [sa, sb, saa, sbb, sab] = [0, 0, 0, 0, 0];
+  let sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!;
     const y = b[i]!;

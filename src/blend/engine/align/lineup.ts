@@ -94,8 +94,10 @@ function blockShifts(ref: Float32Array, frame: Float32Array, width: number, heig
       const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
       // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame,
       // in locals (the same sums in the same order as into m and t, without a memory round trip
-      // each), and of the frame's squares for what the fit leaves.
-      let [rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf, ff] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+      // each), and of the frame's squares for what the fit leaves. Declared one by one: taken
+      // from an array literal (`let [a, b] = [0, 0]`), V8 kept them as boxed numbers, and the loop
+      // allocated a number for every sum of every sample (the function took 4 × as long).
+      let rr = 0, r1 = 0, rgx = 0, rgy = 0, count = 0, sgx = 0, sgy = 0, gxx = 0, gxy = 0, gyy = 0, rf = 0, sf = 0, gxf = 0, gyf = 0, ff = 0;
       const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
       for (let y = y0; y < y1; y += step) {
         for (let x = x0; x < x1; x += step) {
@@ -224,10 +226,10 @@ function residualMotion(shifts: BlockShift[], textured: number, width: number, h
   // The affine motion through blocks i, j, k exactly (Cramer's rule), and how many blocks agree
   // with it. Written out rather than with a helper for x and y: it runs for every triple.
   const votes = (i: number, j: number, k: number): number => {
-    const [ui, vi, uj, vj, uk, vk] = [us[i]!, vs[i]!, us[j]!, vs[j]!, us[k]!, vs[k]!];
+    const ui = us[i]!, vi = vs[i]!, uj = us[j]!, vj = vs[j]!, uk = us[k]!, vk = vs[k]!;
     const det = (uj - ui) * (vk - vi) - (uk - ui) * (vj - vi);
     if (Math.abs(det) < 1e-6) return 0;
-    const [xi, xj, xk, yi, yj, yk] = [dxs[i]!, dxs[j]!, dxs[k]!, dys[i]!, dys[j]!, dys[k]!];
+    const xi = dxs[i]!, xj = dxs[j]!, xk = dxs[k]!, yi = dys[i]!, yj = dys[j]!, yk = dys[k]!;
     const x1 = ((xj - xi) * (vk - vi) - (xk - xi) * (vj - vi)) / det;
     const x2 = ((uj - ui) * (xk - xi) - (uk - ui) * (xj - xi)) / det;
     const x0 = xi - x1 * ui - x2 * vi;

@@ -111,8 +111,8 @@ function sampleThrough(image: Float32Array, width: number, height: number, h: Ho
 
 /** Σ steepest·e over the valid samples, e the residual of the warped frame (after gain and offset) clipped at ±clip. */
 function descent(steepest: Float32Array, values: Float32Array, warped: Float32Array, valid: Uint8Array, n: number, gain: number, offset: number, clip: number): Float64Array {
-  // The eight sums in locals, each in sample order.
-  let [g0, g1, g2, g3, g4, g5, g6, g7] = [0, 0, 0, 0, 0, 0, 0, 0];
+  // The eight sums in locals, each in sample order (declared one by one: see lineup.ts blockShifts).
+  let g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0;
   for (let s = 0; s < n; s++) {
     if (!valid[s]) continue;
     const e = Math.max(-clip, Math.min(clip, gain * warped[s]! + offset - values[s]!));

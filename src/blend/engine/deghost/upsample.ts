@@ -70,7 +70,7 @@ export function maskRows(small: Uint8Array, smallWidth: number, smallHeight: num
   const flat = new Int16Array(runStart.length);
   const across = (r0: number, r1: number, x0: number, x1: number) => {
     for (let j = runOf[x0]!, end = x1 > x0 ? runOf[x1 - 1]! + 1 : j; j < end; j++) {
-      const [s0, s1] = [runStart[j]!, runStart[j + 1]!];
+      const s0 = runStart[j]!, s1 = runStart[j + 1]!;
       const a = r0 * smallWidth + xs[s0]!, b = r1 * smallWidth + xs[s0]!;
       const c = small[a]!;
       if (small[a + next] === c && small[b] === c && small[b + next] === c) {

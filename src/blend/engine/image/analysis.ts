@@ -90,7 +90,9 @@ export function frameStats(rgb: Uint8Array, width: number, height: number): Fram
         const start = r * width + tileX[tx]!;
         const end = r * width + tileX[tx + 1]!;
         // The 3 × 3 neighbourhood slides along the row: three new values a pixel, not nine loads.
-        let [a0, a1, b0, b1, c0, c1] = [y[start - width - 1]!, y[start - width]!, y[start - 1]!, y[start]!, y[start + width - 1]!, y[start + width]!];
+        let a0 = y[start - width - 1]!, a1 = y[start - width]!;
+        let b0 = y[start - 1]!, b1 = y[start]!;
+        let c0 = y[start + width - 1]!, c1 = y[start + width]!;
         for (let i = start; i < end; i++) {
           const a2 = y[i - width + 1]!;
           const b2 = y[i + 1]!;
