@@ -66,6 +66,120 @@ interface ClippedSums {
 }
 
 /**
+ * A block's samples, gathered by one of the loops below: the reference pixel each is taken at
+ * and the frame's value there. Each loop is a small function of its own, so that V8 optimises
+ * it whole and at once in every pool thread (one large function with all three loops ran its
+ * first calls in each thread in the interpreter, ~60 ms each, and lost its optimised code
+ * whenever a call took another path).
+ */
+interface Gathered {
+  at: Int32Array;
+  value: Float64Array;
+}
+
+/** The block's samples, the frame as it is. */
+function gatherAsIs({ at, value }: Gathered, frame: Float32Array, width: number, x0: number, x1: number, y0: number, y1: number, step: number): number {
+  let n = 0;
+  for (let y = y0; y < y1; y += step) {
+    for (let x = x0, i = y * width + x0; x < x1; x += step, i += step) {
+      const f = frame[i]!;
+      if (Number.isNaN(f)) continue;
+      at[n] = i;
+      value[n++] = f;
+    }
+  }
+  return n;
+}
+
+/** The block's samples taken through homography `h` (reference pixel → frame pixel), rounded to float32 as a warped thumbnail holds them. */
+function gatherThrough({ at, value }: Gathered, frame: Float32Array, width: number, height: number, h: Homography, x0: number, x1: number, y0: number, y1: number, step: number): number {
+  let n = 0;
+  for (let y = y0; y < y1; y += step) {
+    for (let x = x0, i = y * width + x0; x < x1; x += step, i += step) {
+      const f = Math.fround(sampleThroughHomography(frame, width, height, h, x, y));
+      if (Number.isNaN(f)) continue;
+      at[n] = i;
+      value[n++] = f;
+    }
+  }
+  return n;
+}
+
+/** The block's samples that draw on no pixel `clipped` flags (through `h` where one is given). */
+function gatherUnclipped(into: Gathered, frame: Float32Array, width: number, height: number, h: Homography | null, clipped: ClippedSums, scale: number, x0: number, x1: number, y0: number, y1: number, step: number): number {
+  const { sums, width: fullWidth, height: fullHeight } = clipped;
+  const stride = fullWidth + 1;
+  // Thumbnail pixels a sample reaches beyond its own: the blur's one, then the gradient's one at this scale.
+  const before = scale + 1;
+  const after = 2 * scale;
+  let n = 0;
+  for (let y = y0; y < y1; y += step) {
+    for (let x = x0; x < x1; x += step) {
+      const xa = Math.max(0, scale * x - before), xb = Math.min(fullWidth, scale * x + after + 1);
+      const ya = Math.max(0, scale * y - before) * stride, yb = Math.min(fullHeight, scale * y + after + 1) * stride;
+      if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
+      const i = y * width + x;
+      const f = h ? Math.fround(sampleThroughHomography(frame, width, height, h, x, y)) : frame[i]!;
+      if (Number.isNaN(f)) continue;
+      into.at[n] = i;
+      into.value[n++] = f;
+    }
+  }
+  return n;
+}
+
+/** What a block's fit sums over its samples: products of (ref, 1, gx, gy) with each other and with the frame, and the frame's squares. */
+interface BlockSums {
+  rr: number;
+  r1: number;
+  rgx: number;
+  rgy: number;
+  count: number;
+  sgx: number;
+  sgy: number;
+  gxx: number;
+  gxy: number;
+  gyy: number;
+  rf: number;
+  sf: number;
+  gxf: number;
+  gyf: number;
+  ff: number;
+}
+
+/**
+ * The sums over the first `n` gathered samples (the fit's, and the frame's squares for what it
+ * leaves), each in sample order. In locals declared one by one: taken from an array literal (`let [a, b] = [0, 0]`), V8 kept them boxed
+ * and allocated a number for every sum of every sample (the loop took 4 × as long).
+ */
+function sumSamples(ref: Float32Array, width: number, { at, value }: Gathered, n: number): BlockSums {
+  let rr = 0, r1 = 0, rgx = 0, rgy = 0, count = 0, sgx = 0, sgy = 0, gxx = 0, gxy = 0, gyy = 0, rf = 0, sf = 0, gxf = 0, gyf = 0, ff = 0;
+  for (let s = 0; s < n; s++) {
+    const i = at[s]!;
+    const f = value[s]!;
+    const r = ref[i]!;
+    const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
+    const gy = (ref[i + width]! - ref[i - width]!) / 2;
+    rr += r * r;
+    r1 += r;
+    rgx += r * gx;
+    rgy += r * gy;
+    count += 1;
+    sgx += gx;
+    sgy += gy;
+    gxx += gx * gx;
+    gxy += gx * gy;
+    gyy += gy * gy;
+    rf += r * f;
+    sf += f;
+    gxf += gx * f;
+    gyf += gy * f;
+    ff += f * f;
+  }
+  return { rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf, ff };
+}
+
+/**
  * One Lucas–Kanade step per block, taken at integer positions (no interpolation, which would
  * bias a noisy frame towards half-pixel shifts): least squares of
  * frame ≈ gain·ref + offset + gain·(gx·dx + gy·dy). Exact for sub-pixel shifts, which are the
@@ -79,57 +193,22 @@ interface ClippedSums {
  */
 function blockShifts(ref: Float32Array, frame: Float32Array, width: number, height: number, clipped: ClippedSums | null, scale: number, through: Homography | null = null): BlockShift[] {
   const shifts: BlockShift[] = [];
-  const sums = clipped?.sums ?? null;
-  const fullWidth = clipped?.width ?? 0;
-  const fullHeight = clipped?.height ?? 0;
-  const stride = fullWidth + 1;
-  // Thumbnail pixels a sample reaches beyond its own: the blur's one, then the gradient's one at this scale.
-  const before = scale + 1;
-  const after = 2 * scale;
+  let gathered: Gathered = { at: new Int32Array(0), value: new Float64Array(0) };
   for (let by = 0; by < BLOCKS; by++) {
     for (let bx = 0; bx < BLOCKS; bx++) {
       const x0 = Math.max(1, Math.floor((bx * width) / BLOCKS));
       const x1 = Math.min(width - 1, Math.floor(((bx + 1) * width) / BLOCKS));
       const y0 = Math.max(1, Math.floor((by * height) / BLOCKS));
       const y1 = Math.min(height - 1, Math.floor(((by + 1) * height) / BLOCKS));
-      // Sums over the block of the products of (ref, 1, gx, gy) with each other and with the frame,
-      // in locals (the same sums in the same order as into m and t, without a memory round trip
-      // each), and of the frame's squares for what the fit leaves. Declared one by one: taken
-      // from an array literal (`let [a, b] = [0, 0]`), V8 kept them as boxed numbers, and the loop
-      // allocated a number for every sum of every sample (the function took 4 × as long).
-      let rr = 0, r1 = 0, rgx = 0, rgy = 0, count = 0, sgx = 0, sgy = 0, gxx = 0, gxy = 0, gyy = 0, rf = 0, sf = 0, gxf = 0, gyf = 0, ff = 0;
       const step = gridStep((x1 - x0) * (y1 - y0), ENOUGH_SAMPLES / (BLOCKS * BLOCKS));
-      for (let y = y0; y < y1; y += step) {
-        for (let x = x0; x < x1; x += step) {
-          if (sums) {
-            const xa = Math.max(0, scale * x - before), xb = Math.min(fullWidth, scale * x + after + 1);
-            const ya = Math.max(0, scale * y - before) * stride, yb = Math.min(fullHeight, scale * y + after + 1) * stride;
-            if (sums[yb + xb]! - sums[ya + xb]! - sums[yb + xa]! + sums[ya + xa]! !== 0) continue;
-          }
-          const i = y * width + x;
-          // rounded to float32 as a warped thumbnail holds it
-          const f = through ? Math.fround(sampleThroughHomography(frame, width, height, through, x, y)) : frame[i]!;
-          if (Number.isNaN(f)) continue;
-          const r = ref[i]!;
-          const gx = (ref[i + 1]! - ref[i - 1]!) / 2;
-          const gy = (ref[i + width]! - ref[i - width]!) / 2;
-          rr += r * r;
-          r1 += r;
-          rgx += r * gx;
-          rgy += r * gy;
-          count += 1;
-          sgx += gx;
-          sgy += gy;
-          gxx += gx * gx;
-          gxy += gx * gy;
-          gyy += gy * gy;
-          rf += r * f;
-          sf += f;
-          gxf += gx * f;
-          gyf += gy * f;
-          ff += f * f;
-        }
-      }
+      const most = Math.ceil(Math.max(0, x1 - x0) / step) * Math.ceil(Math.max(0, y1 - y0) / step);
+      if (gathered.at.length < most) gathered = { at: new Int32Array(most), value: new Float64Array(most) };
+      const samples = clipped
+        ? gatherUnclipped(gathered, frame, width, height, through, clipped, scale, x0, x1, y0, y1, step)
+        : through
+          ? gatherThrough(gathered, frame, width, height, through, x0, x1, y0, y1, step)
+          : gatherAsIs(gathered, frame, width, x0, x1, y0, y1, step);
+      const { rr, r1, rgx, rgy, count, sgx, sgy, gxx, gxy, gyy, rf, sf, gxf, gyf, ff } = sumSamples(ref, width, gathered, samples);
       const m = Float64Array.of(rr, r1, rgx, rgy, 0, count, sgx, sgy, 0, 0, gxx, gxy, 0, 0, 0, gyy);
       const t = Float64Array.of(rf, sf, gxf, gyf);
       const n = m[5]!;
