@@ -311,12 +311,25 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
   // The OpenCV thread takes its own tasks in the order asked, so frames take turns there: a
   // frame's features and then its matches, before the next frame's features. Were every frame's
   // features asked for at once, the first frame's matches would wait behind all of them, and the
-  // refinement and warp that follow with them, while the other threads had nothing to do.
+  // refinement and warp that follow with them, while the other threads had nothing to do. The
+  // next frame's features are asked for as soon as this frame's matches are (not once they are
+  // found): the OpenCV thread, which takes its own tasks first, goes on to them, and this frame's
+  // refinement goes to another thread, where it waited for the OpenCV thread before.
   let cvTurns: Promise<unknown> = Promise.resolve();
-  const onCvThread = <T>(work: () => Promise<T>): Promise<T> => {
-    const turn = cvTurns.then(work);
-    cvTurns = turn.catch(() => {});
-    return turn;
+  const matchOnCvThread = (grey: Uint8Array): Promise<TaskResult<'matchHomography'>> => {
+    let asked!: () => void;
+    const previous = cvTurns;
+    cvTurns = new Promise<void>((resolve) => (asked = resolve));
+    return previous.then(async () => {
+      try {
+        refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
+        const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
+        const [r, f] = await Promise.all([refFeatures, features]);
+        return pool.run('matchHomography', [r, f], ON_CV_THREAD);
+      } finally {
+        asked();
+      }
+    });
   };
 
   const decideFrame = async (index: number, grey: Uint8Array, check: Promise<LineUp>): Promise<FrameReport> => {
@@ -327,11 +340,7 @@ export function frameAligner(pool: WorkerPool, width: number, height: number, re
     const reference = await ref;
     // Each pair is matched as soon as its features exist, and refined on another thread while the
     // OpenCV thread detects the next frame's features.
-    const e = await onCvThread(() => {
-      refFeatures ??= pool.run('detectFeatures', [refGrey, thumbWidth, thumbHeight], ON_CV_THREAD);
-      const features = pool.run('detectFeatures', [grey, thumbWidth, thumbHeight], ON_CV_THREAD);
-      return Promise.all([refFeatures, features]).then(([r, f]) => pool.run('matchHomography', [r, f], ON_CV_THREAD));
-    })
+    const e = await matchOnCvThread(grey)
       .then((match) => pool.run('refineEstimate', [match, reference.smoothed, lineUp.smoothed, thumbWidth, thumbHeight]))
       .catch(() => undefined);
     const judge = (motions: Homography[]) => pool.run('judgeMotions', [reference.level, lineUp.level, thumbWidth, thumbHeight, motions]);
