@@ -1,6 +1,6 @@
 /**
  * Response serializers and request validators are compiled once per distinct schema in a process
- * (http/serializers.ts, http/validation.ts; a serializer when first used): a second app of the same routes compiles nothing new,
+ * (http/serializers.ts, http/validation.ts; each when first used): a second app of the same routes compiles nothing new,
  * and routes whose schemas differ keep their own (a shared cache never answers with another
  * schema's fields or rules).
  */
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Type } from 'typebox';
 import { compileEverySerializer, serializersCompiled } from '../src/http/serializers.js';
-import { validatorsCompiled } from '../src/http/validation.js';
+import { compileEveryValidator, validatorsCompiled } from '../src/http/validation.js';
 import { ENGINES, freshStorage, problem, startApp } from './helpers.js';
 
 const routes = async (app: any) => {
@@ -38,10 +38,12 @@ for (const engine of ENGINES) {
       }
     });
 
-    test("every response schema of the API builds (serializers are built at a route's first answer, so this is where a bad one shows)", async (t) => {
+    test("every response and request schema of the API builds (serializers and validators are built at their route's first use, so this is where a bad one shows)", async (t) => {
       await startApp(t, await freshStorage(t, engine), {}, { extraRoutes: routes });
       assert.ok(serializersCompiled() > 50, `${serializersCompiled()} serializers`);
+      assert.ok(validatorsCompiled() > 50, `${validatorsCompiled()} validators`);
       compileEverySerializer();
+      compileEveryValidator();
     });
 
     test('two apps whose body schemas share an $id but not their rules (limits from their config) each validate by their own', async (t) => {
