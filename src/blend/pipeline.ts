@@ -66,7 +66,8 @@ interface Measured {
   frames: RgbImage[];
   thumbnails: Thumbnail[];
   stats: Array<Promise<FrameStats>>;
-  correlations: Array<Promise<number>>;
+  /** Frame k + 1's, measured once alignment has left it as it is; null for a frame it warped, or that it has not decided yet. */
+  correlations: Array<Promise<number> | null>;
 }
 
 const noProgress: OnProgress = () => {};
@@ -339,17 +340,19 @@ export class BlendEngine {
     const measuring = thumbnailing.map((thumbnail) => handled(thumbnail.then((t) => this.stats(pool, t.rgb))));
     const lineUps = spec.align ? checkLineUps(pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
     if (lineUps) [lineUps.reference as Promise<unknown>, ...lineUps.checks].forEach(handled);
-    // Alignment leaves most frames as they are: the score's correlation of each with frame 0 is
-    // measured now, and again only for frames it warps.
-    const correlating = spec.align
-      ? thumbnailing.slice(1).map((thumbnail, k) =>
-          handled(
-            Promise.all([thumbnailing[0]!, thumbnail, measuring[0]!, measuring[k + 1]!]).then(([first, t, firstStats, stats]) =>
-              pool.run('blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
-            ),
-          ),
-        )
-      : [];
+    // The score's correlation of each frame with frame 0: of a frame alignment leaves as it is,
+    // measured as soon as alignment says so (most frames of a tripod set, decided by their line-up
+    // checks while others are still decoded); of a frame it warps, on the warped thumbnail only.
+    const correlating: Array<Promise<number> | null> = images.slice(1).map(() => null);
+    const frameAligned = (index: number, warped: boolean) => {
+      frameLinedUp();
+      if (index === 0 || warped) return;
+      correlating[index - 1] = handled(
+        Promise.all([thumbnailing[0]!, thumbnailing[index]!, measuring[0]!, measuring[index]!]).then(([first, t, firstStats, stats]) =>
+          pool.run('blockCorrelation', [first.rgb.data, t.rgb.data, t.rgb.width, t.rgb.height, firstStats.noise, stats.noise]),
+        ),
+      );
+    };
     // A composite (or preserveBackground) needs every frame's person mask, and most frames keep
     // their pixels through alignment: each frame's mask is made as soon as the frame is decoded
     // (without alignment) or its line-up check finds it (nearly) lined up, while the others are
@@ -386,7 +389,7 @@ export class BlendEngine {
     let frameAlignment: FrameAlignment[] | null = null;
     if (spec.align) {
       const greys = thumbnails.map((t) => t.grey!);
-      const alignment = await alignFrames(pool, frames, greys, lineUps!, frameLinedUp).catch((err: Error & { code?: string; index?: number }) => {
+      const alignment = await alignFrames(pool, frames, greys, lineUps!, frameAligned).catch((err: Error & { code?: string; index?: number }) => {
         if (err.code !== 'alignment_failed') throw err;
         throw new BlendFailure('alignment_failed', err.message, err.index ?? null);
       });
@@ -478,9 +481,8 @@ export class BlendEngine {
     if (wasAligned) {
       const correlations = await Promise.all(
         small.slice(1).map((f, k) =>
-          f === thumbnails[k + 1]!.rgb
-            ? before.correlations[k]!
-            : pool.run('blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
+          (f === thumbnails[k + 1]!.rgb ? before.correlations[k] : null) ??
+          pool.run('blockCorrelation', [small[0]!.data, f.data, width, height, inputs[0]!.noise, inputs[k + 1]!.noise]),
         ),
       );
       correlation = correlations.reduce((sum, c) => sum + c, 0) / correlations.length;

@@ -445,16 +445,23 @@ export async function warpFrame(pool: WorkerPool, frame: RgbImage, r: FrameRepor
  * Aligns every frame to frame 0 (all frames have its size; pixels in shared memory, image/image.ts).
  * `greys` are the frames' grey thumbnails when the caller already has them, `lineUps` their
  * line-up checks when the caller started them (checkLineUps). `onFrameAligned` is called as each
- * frame is done (the job's progress, pipeline.ts).
+ * frame is done, with its index and whether it was warped (the job's progress and the score's
+ * measures of a frame left as it is, pipeline.ts).
  */
-export async function alignFrames(pool: WorkerPool, frames: RgbImage[], greys?: Uint8Array[], lineUps?: LineUps, onFrameAligned?: () => void): Promise<AlignResult> {
+export async function alignFrames(
+  pool: WorkerPool,
+  frames: RgbImage[],
+  greys?: Uint8Array[],
+  lineUps?: LineUps,
+  onFrameAligned?: (index: number, warped: boolean) => void,
+): Promise<AlignResult> {
   greys ??= (await makeThumbnails(pool, frames, true)).map((t) => t.grey!);
   const reports = decideFrames(pool, frames, greys, lineUps);
   // Each frame is warped as soon as it is decided, while the OpenCV thread works on the next frames.
   const warping = reports.map((report, i) =>
     report.then(async (r) => {
       const warped = await warpFrame(pool, frames[i]!, r);
-      onFrameAligned?.();
+      onFrameAligned?.(i, warped.image !== frames[i]);
       return warped;
     }),
   );
