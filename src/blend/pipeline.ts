@@ -341,8 +341,9 @@ export class BlendEngine {
     const lineUps = spec.align ? checkLineUps(pool, framing[0]!, thumbnailing.map((t) => t.then((x) => x.grey!))) : null;
     if (lineUps) [lineUps.reference as Promise<unknown>, ...lineUps.checks].forEach(handled);
     // The score's correlation of each frame with frame 0: of a frame alignment leaves as it is,
-    // measured as soon as alignment says so (most frames of a tripod set, decided by their line-up
-    // checks while others are still decoded); of a frame it warps, on the warped thumbnail only.
+    // measured as soon as alignment says so (at once for a frame its line-up check finds lined up,
+    // most frames of a tripod set), while other frames are still aligned; of a frame it warps, on
+    // the warped thumbnail only (score).
     const correlating: Array<Promise<number> | null> = images.slice(1).map(() => null);
     const frameAligned = (index: number, warped: boolean) => {
       frameLinedUp();
