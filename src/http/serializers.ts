@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SerializerSelector, type Serializer, type SerializerFactory } from '@fastify/fast-json-stringify-compiler';
+import { BuiltOnFirstUse } from './built-on-first-use.js';
 
 /** The serializers compiled in this process, by the named schemas and options they were compiled with and the response schema. */
 const compiled = new Map<string, Serializer>();
@@ -30,16 +31,8 @@ export function cachedSerializerFactory(): SerializerFactory {
         // process's routes answer few of their statuses, and building them all was ~1 s of `npm
         // start`. compileEverySerializer builds the rest (the tests call it, so a schema that
         // cannot be built fails there, not at a user's first response).
-        let built: Serializer | null = null;
-        const build = (): Serializer => {
-          if (!built) {
-            built = compile(route);
-            pending.delete(build);
-          }
-          return built;
-        };
+        const build = builds.once(() => compile(route));
         serialize = (value: unknown) => build()(value);
-        pending.add(build);
         compiled.set(key, serialize);
       }
       return serialize;
@@ -48,11 +41,11 @@ export function cachedSerializerFactory(): SerializerFactory {
 }
 
 /** The builds of serializers not asked for yet. */
-const pending = new Set<() => Serializer>();
+const builds = new BuiltOnFirstUse<Serializer>();
 
 /** Builds every serializer the process's apps have asked for and not used yet; throws what a schema that cannot be built throws. */
 export function compileEverySerializer(): void {
-  for (const build of pending) build();
+  builds.buildAll();
 }
 
 /** How many serializers this process has compiled (each distinct schema once). */

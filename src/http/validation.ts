@@ -1,6 +1,7 @@
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { BuiltOnFirstUse } from './built-on-first-use.js';
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({
@@ -61,7 +62,7 @@ function decimalNumbersOnly(validate: Validate, schema: object): Validate {
 let compilers: { text: Ajv; json: Ajv } | null = null;
 const compiled = { text: new Map<string, Validate>(), json: new Map<string, Validate>() };
 /** The builds of validators not used yet. */
-const pending = new Set<() => Validate>();
+const builds = new BuiltOnFirstUse<Validate>();
 
 /**
  * Query strings, path parameters and headers are text, so they are coerced ("20" → 20) once they
@@ -81,14 +82,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
     const key = JSON.stringify(schema);
     let validate = compiled[kind].get(key);
     if (!validate) {
-      let built: Validate | null = null;
-      const build = (): Validate => {
-        if (!built) {
-          built = instances[kind].compile(schema) as Validate;
-          pending.delete(build);
-        }
-        return built;
-      };
+      const build = builds.once(() => instances[kind].compile(schema) as Validate);
       // Ajv's validator leaves its errors on itself; Fastify reads them from the function it was given.
       const lazy: Validate = (data) => {
         const inner = build();
@@ -97,7 +91,6 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
         return valid;
       };
       validate = lazy;
-      pending.add(build);
       compiled[kind].set(key, validate);
     }
     return validate;
@@ -108,7 +101,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
 
 /** Compiles every validator the process's apps have asked for and not used yet; throws what Ajv throws for a schema it refuses. */
 export function compileEveryValidator(): void {
-  for (const build of pending) build();
+  builds.buildAll();
 }
 
 /** How many validators this process has asked for (each distinct schema once per kind). */
