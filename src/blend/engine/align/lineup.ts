@@ -149,8 +149,9 @@ interface BlockSums {
 
 /**
  * The sums over the first `n` gathered samples (the fit's, and the frame's squares for what it
- * leaves), each in sample order. In locals declared one by one: taken from an array literal (`let [a, b] = [0, 0]`), V8 kept them boxed
- * and allocated a number for every sum of every sample (the loop took 4 × as long).
+ * leaves), each in sample order. In locals declared one by one: taken from an array literal
+ * (`let [a, b] = [0, 0]`), V8 kept them boxed and allocated a number for every sum of every
+ * sample (the loop took 4 × as long).
  */
 function sumSamples(ref: Float32Array, width: number, { at, value }: Gathered, n: number): BlockSums {
   let rr = 0, r1 = 0, rgx = 0, rgy = 0, count = 0, sgx = 0, sgy = 0, gxx = 0, gxy = 0, gyy = 0, rf = 0, sf = 0, gxf = 0, gyf = 0, ff = 0;
@@ -537,11 +538,12 @@ export interface LinedUpMotion {
  */
 export function lineUpAfter(ref: LineUpReference, grey: Uint8Array, smoothed: Float32Array, width: number, height: number, h: Homography): LinedUpMotion {
   const counts = histogram(grey);
-  if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return { homography: h, drift: Infinity };
+  const unmeasured = { homography: h, drift: Infinity };
+  if (toneDistance(toneMap(counts, ref.counts), counts) > OTHER_EXPOSURE) return unmeasured;
   // At half the resolution the frame's own halved thumbnail is warped: a quarter of the pixels.
   const halved = warpedOnto(halve(smoothed, width, height), width >> 1, height >> 1, toHalved(h, 1));
   const residual = residualOf(ref, smoothed, h, halved, null, width, height);
-  if (!residual) return { homography: h, drift: Infinity };
+  if (!residual) return unmeasured;
   // The warped frame at p shows the reference at p + s(p): the reference at q is the frame at h(q − s(q)).
   const half = Math.max(width, height) / 2;
   const [x0, y0] = shiftAt(residual, unitOf(width, height)(0, 0));
