@@ -1,6 +1,7 @@
 // The full-size warp of one 12 MP frame (4000×3000) by a pure translation, in one thread, warm:
-// the translation path of align/warp.ts (warpRows: a shift verified per column, the WebAssembly
-// row blend of warp-wasm.ts blendRow, or a plain row copy for a whole-pixel shift) against the
+// the translation path of align/warp.ts (warpRows: a shift verified per column, each source row's
+// horizontal sums once and each output row from four of them, warp-wasm.ts `horizontal` and
+// `vertical`, or a plain row copy for a whole-pixel shift) against the
 // general affine kernel (warp-wasm.ts warpBand) on the same frame and homography, the two
 // alternated call by call in the same run. Both as one call over the whole frame, and as align.ts
 // warpFrame runs it: warpThumbnailRows in 8 bands of thumbnail rows (2 threads × 4), here one

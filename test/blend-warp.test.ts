@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import sharp from 'sharp';
+import { cubicWeights } from '../src/blend/engine/align/cubic.js';
 import { translationShift, warpRows, warpRowsJs, warpThumbnailRows } from '../src/blend/engine/align/warp.js';
 import { thumbnailRows } from '../src/blend/engine/image/analysis.js';
 import { thumbnailFactor } from '../src/blend/engine/image/thumbnails.js';
@@ -184,7 +185,7 @@ describe('warp', () => {
   });
 
   it('the fast path\'s blend gives the definition\'s bytes at the extremes: every byte 0 or 255, turned frames', () => {
-    // 255·256 in the horizontal blend is the most its u16 lanes hold; bytes 0 and 255 side by side make every sum's extremes
+    // bytes 0 and 255 side by side make every sum's extremes, and the kernel's overshoot past 0 and 255 (clamped)
     const [width, height] = [1001, 23];
     const next = random(37);
     const frame = sharedImage(width, height);
@@ -286,8 +287,8 @@ describe('warp', () => {
     }
   });
 
-  it('the translation path\'s blend gives the definition\'s bytes at the extremes: every byte 0 or 255, every fraction', () => {
-    // 255·256 in the horizontal blend is the most its u16 lanes hold; bytes 0 and 255 side by side make every sum's extremes
+  it('the translation path gives the definition\'s bytes at the extremes: every byte 0 or 255, every fraction', () => {
+    // bytes 0 and 255 side by side make every sum's extremes, and the kernel's overshoot past 0 and 255 (clamped)
     const [width, height] = [53, 19];
     const next = random(31);
     const frame = sharedImage(width, height);
@@ -354,6 +355,44 @@ describe('warp', () => {
         assert.ok(Buffer.from(thumbnail).equals(Buffer.from(expectedThumbnail)), `${width}×${height} by (${tx}, ${ty}): its thumbnail`);
       }
     }
+  });
+
+  it('weighs the taps by the Catmull–Rom kernel: four weights summing to 1024 at every fraction, the pixel itself at fraction 0, linear ramps reproduced', () => {
+    assert.deepEqual(cubicWeights(0), [0, 1024, 0, 0]);
+    assert.deepEqual(cubicWeights(128), [-64, 576, 576, -64]);
+    for (let f = 0; f < 256; f++) {
+      const w = cubicWeights(f);
+      assert.equal(w[0] + w[1] + w[2] + w[3], 1024, `f ${f}`);
+      // taps at −1, 0, 1, 2: the weights' first moment is the fraction (1024·f/256), within their rounding
+      assert.ok(Math.abs(-w[0] + w[2] + 2 * w[3] - 4 * f) <= 2, `f ${f}: moment ${-w[0] + w[2] + 2 * w[3]}`);
+      // mirror: the weights at 256 − f are the same taps the other way round, the outer ones exactly
+      if (f > 0) assert.equal(cubicWeights(256 - f)[3], w[0], `f ${f}`);
+    }
+    // a horizontal ramp moved by a fraction of a pixel is the ramp at the moved positions, within a level
+    const [width, height] = [64, 8];
+    const ramp = sharedImage(width, height);
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) ramp.data.fill(3 * x + 20, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    for (const dx of [0.25, 0.5, 0.8, 3.3]) {
+      const moved = warped(ramp, [1, 0, dx, 0, 1, 0.4, 0, 0, 1]);
+      for (let x = 2; x < width - 6; x++) assert.ok(Math.abs(moved.data[(3 * width + x) * 3]! - (3 * (x + dx) + 20)) <= 1, `dx ${dx}, x ${x}: ${moved.data[(3 * width + x) * 3]}`);
+    }
+  });
+
+  it('keeps fine detail that a bilinear warp blurs: a stripe pattern of period 4 px moved half a pixel and back keeps over 70 % of its contrast (bilinear: 50 %)', () => {
+    const [width, height] = [64, 16];
+    const stripes = sharedImage(width, height);
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) stripes.data.fill(Math.round(128 + 100 * Math.cos((Math.PI * x) / 2)), (y * width + x) * 3, (y * width + x) * 3 + 3);
+    const there = warped(stripes, [1, 0, 0.5, 0, 1, 0, 0, 0, 1]);
+    const back = warped(there, [1, 0, -0.5, 0, 1, 0, 0, 0, 1]);
+    // the amplitude of the period-4 component in the middle of a row (away from the replicated edges)
+    let [c, s] = [0, 0];
+    for (let x = 8; x < 56; x++) {
+      const v = back.data[(8 * width + x) * 3]! - 128;
+      c += v * Math.cos((Math.PI * x) / 2);
+      s += v * Math.sin((Math.PI * x) / 2);
+    }
+    const kept = Math.hypot(c, s) / (48 / 2) / 100;
+    assert.ok(kept > 0.7 && kept <= 1.01, `contrast kept: ${kept.toFixed(3)}`);
   });
 
   it('copies in only the source rows a band reaches when the divisor stays positive over it', () => {

@@ -12,7 +12,7 @@ import { makeThumbnails, thumbnailFactor } from '../image/thumbnails.js';
  * for the others an AKAZE + RANSAC homography and, unless it is strong and confirmed (by its
  * blocks, or by the line-up check once corrected), a global estimate (align/global.ts) are weighed
  * by how many of the frame's blocks each makes agree with the reference, then the frame gets a
- * full-size bilinear warp. Only a frame that agrees under no motion fails: it shows another scene.
+ * full-size bicubic warp (align/warp.ts). Only a frame that agrees under no motion fails: it shows another scene.
  * All pixel work runs in the pool.
  */
 

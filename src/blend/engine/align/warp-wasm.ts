@@ -1,33 +1,41 @@
 import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
+import { WEIGHT_BITS } from './cubic.js';
 
 /**
  * The full-size warp (align/warp.ts) in WebAssembly, byte for byte the JavaScript definition
- * `warpRowsJs`, four output pixels at a time: their positions in f64 exactly as it computes them
- * (h0·x + (h1·y + h2) and the others, then (n / w)·256 + 0.5 truncated, saturating), in two f64
- * pairs per coordinate, the column terms h0·x, h3·x, h6·x made once per band and loaded in each
- * row; the fixed-point split and the clamp to the frame's edges in i32x4 lanes (no branches). Then
- * the four pixels' samples: when their top-left ones are consecutive in one source row, as nearly
- * all are in a frame turned by up to a degree or slightly tilted, each row's 16 bytes are loaded
- * twice (at the first sample and 3 bytes on) and blended channel by channel with each pixel's
- * weights; otherwise (a group across source rows, clamped at the left edge, at a row's end, or
- * scaled) each pixel's two rows are gathered and blended, its three channels at once (two i16 dot
- * products). Either way the four pixels are 12 bytes written with one store. An affine homography
- * (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1 there, so the numbers are
- * the same. A band of output rows is warped per call: JavaScript copies in the source rows the band
- * can reach (all of them when it cannot tell) and copies the band out. One kernel per thread; its
- * memory grows to the largest band asked for.
+ * `warpRowsJs` (bicubic, Catmull–Rom), four output pixels at a time: their positions in f64
+ * exactly as it computes them (h0·x + (h1·y + h2) and the others, then (n / w)·256 + 0.5
+ * truncated, saturating), in two f64 pairs per coordinate, the column terms h0·x, h3·x, h6·x made
+ * once per band and loaded in each row; the fixed-point split and the clamp to the frame's edges
+ * in i32x4 lanes (no branches); the taps' weights (cubicWeights) from the fractions in i32x4 lanes.
+ * The source rows are copied in with their edges replicated (a pixel left of each row, two right
+ * of it, a row above the band's first, two below its last), so no tap's address is clamped: the
+ * replicated pixels are the clamped taps' values. Then the four pixels' samples: when their
+ * centre taps are consecutive in one source row, as nearly all are in a frame turned by up to a
+ * degree or slightly tilted, each of the four tap rows is four 16-byte loads (taps −1 and 0
+ * interleaved and dotted with their weights in i16 pairs, taps 1 and 2 alike) for the four pixels'
+ * twelve channels at once; otherwise (a group across source rows, clamped at the left edge, or
+ * scaled) each pixel's tap rows are loaded and reordered channel by channel (R0–R3, G0–G3, B0–B3)
+ * and dotted with its weights. Sums in i32 lanes (at most 255 · 1178² ≈ 3.5·10^8), rounded, shifted
+ * by 20 and narrowed with saturation to bytes. The four pixels are 12 bytes written with one store.
+ * An affine homography (h6 = h7 = 0, h8 = 1) takes a path without the division: w is exactly 1
+ * there, so the numbers are the same. A band of output rows is warped per call: JavaScript copies
+ * in the source rows the band can reach (all of them when it cannot tell) and copies the band out.
+ * One kernel per thread; its memory grows to the largest band asked for.
  */
 
 /**
- * The kernel's parameters: source rows from row `first` at `src`, output rows [rowStart, rowEnd)
- * written from `dst`; at `h` the homography's nine entries as f64, then the f64 pairs (0, 1) and (2, 3);
- * at `columnTerms` room for the columns' terms, COLUMN_TERMS bytes a group of four columns.
+ * The kernel's parameters: source pixel (0, `first`) at `src`, rows `stride` bytes apart (the
+ * replicated edges included: pixel −1 at src − 3), output rows [rowStart, rowEnd) written from
+ * `dst`; at `h` the homography's nine entries as f64, then the f64 pairs (0, 1) and (2, 3); at
+ * `columnTerms` room for the columns' terms, COLUMN_TERMS bytes a group of four columns.
  */
 const PARAMS = {
   src: I32,
   first: I32,
   width: I32,
   height: I32,
+  stride: I32,
   dst: I32,
   columns: I32,
   rowStart: I32,
@@ -42,7 +50,7 @@ const LOCALS = {
   o: I32,
   t: I32,
   q: I32,
-  stride: I32,
+  j: I32,
   // f64 pairs: the row's terms h1·y + h2, h4·y + h5, h7·y + h8, the per-column ones, the last column
   rowX: V128,
   rowY: V128,
@@ -60,7 +68,6 @@ const LOCALS = {
   // i32x4 constants
   zero: V128,
   half: V128,
-  full: V128,
   fraction: V128,
   three: V128,
   maxX: V128,
@@ -69,7 +76,7 @@ const LOCALS = {
   base: V128,
   scale: V128,
   round: V128,
-  // the four pixels' positions, sample addresses and weights
+  // the four pixels' positions, centre tap addresses and weights
   X: V128,
   Y: V128,
   x0: V128,
@@ -78,38 +85,46 @@ const LOCALS = {
   fy: V128,
   outside: V128,
   p: V128,
-  across: V128,
-  weights: V128,
-  gy: V128,
+  f2: V128,
+  f3: V128,
+  w0: V128,
+  w2: V128,
+  w3: V128,
+  // taps −1, 0 and taps 1, 2 horizontally as i16 pairs; the four rows' weights as i32
+  pair01: V128,
+  pair23: V128,
+  wy0: V128,
+  wy1: V128,
+  wy2: V128,
+  wy3: V128,
   v0: V128,
   v1: V128,
   v2: V128,
   v3: V128,
-  // the consecutive path's: the steps (0, 3, 6, 9), each channel's weights (channels 0–3, 4–7, 8–11),
-  // a row's 16 bytes at p0 and p0 + 3 and their first 8 interleaved, each row's horizontal blends
+  // the gathered path's: a pixel's horizontal weights (w0 w1 w2 w3 twice, i16), a tap row reordered, sums
+  weights: V128,
+  taps: V128,
+  sumA: V128,
+  sumB: V128,
+  // the consecutive path's: steps (0, 3, 6, 9), channels 0–3, 4–7, 8–11's weights, loads, sums
   steps: V128,
-  across0: V128,
-  across1: V128,
-  across2: V128,
-  gy0: V128,
-  gy1: V128,
-  gy2: V128,
-  fy0: V128,
-  fy1: V128,
-  fy2: V128,
+  a01_0: V128,
+  a01_1: V128,
+  a01_2: V128,
+  a23_0: V128,
+  a23_1: V128,
+  a23_2: V128,
   here: V128,
   next: V128,
   pairs: V128,
-  top0: V128,
-  top1: V128,
-  top2: V128,
-  bottom0: V128,
-  bottom1: V128,
-  bottom2: V128,
+  r0: V128,
+  r1: V128,
+  r2: V128,
+  acc0: V128,
+  acc1: V128,
+  acc2: V128,
 } as const;
 
-/** i8x16.shuffle lanes that take a pixel and its right neighbour (bytes 0–5) to bytes P.r, Q.r, P.g, Q.g, P.b, Q.b (of the first vector only, so one byte shuffle), widened after. */
-const PAIRS = [0, 3, 1, 4, 2, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0];
 /** i8x16.shuffle lanes that repeat 4-byte lane `k` of the first vector. */
 const laneOf = (k: number) => Array.from({ length: 16 }, (_, i) => 4 * k + (i % 4));
 /** i8x16.shuffle lanes that take the low i32 pairs of two vectors (trunc_sat_f64x2_s_zero's results) to one vector of four. */
@@ -128,15 +143,26 @@ const INTERLEAVE_LOW = Array.from({ length: 16 }, (_, i) => (i >> 1) + (i % 2) *
 const INTERLEAVE_HIGH = INTERLEAVE_LOW.map((lane) => lane + 8);
 /** i8x16.shuffle lanes that drop every fourth byte: four pixels [r g b 0] to 12 bytes (the last 4 unused). */
 const PACK = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15];
+/** i8x16.shuffle lanes that reorder a tap row's four pixels (12 bytes) channel by channel: R0–R3, G0–G3, B0–B3. */
+const BY_CHANNEL = [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, 12, 13, 14, 15];
+/** i8x16.shuffle lanes that take pixel k's pairs (w0, w1) and (w2, w3) from two vectors to i16 lanes w0 w1 w2 w3 w0 w1 w2 w3. */
+const WEIGHTS_OF = (k: number) => [0, 1, 2, 3].flatMap((i) => 4 * k + i).concat([0, 1, 2, 3].map((i) => 16 + 4 * k + i)).concat([0, 1, 2, 3].map((i) => 4 * k + i), [0, 1, 2, 3].map((i) => 16 + 4 * k + i));
+/** i32 lanes (as i8x16.shuffle lanes of two vectors) 0, 2 of the first and 0 of the second, and 1, 3 of the first and 1 of the second: a pixel's R, G, B partial sums side by side. */
+const EVEN = [0, 2, 4, 4].flatMap((l) => [0, 1, 2, 3].map((i) => (l < 4 ? 4 * l : 16 + 4 * (l - 4)) + i));
+const ODD = [1, 3, 5, 5].flatMap((l) => [0, 1, 2, 3].map((i) => (l < 4 ? 4 * l : 16 + 4 * (l - 4)) + i));
+
+/** The rounding and shift of a sum of taps × horizontal × vertical weights (each in 1/2^WEIGHT_BITS). */
+const SHIFT = 2 * WEIGHT_BITS;
 
 /** Bytes of a group of four columns' terms (warp): h0·x, h3·x, h6·x, each as two f64 pairs. */
 const COLUMN_TERMS = 96;
 
 /**
- * `warp(src, first, width, height, dst, columns, rowStart, rowEnd, h, columnTerms)`: a band of warpRowsJs,
- * projective or (`affine`) without the division. A row is written in groups of four pixels; the
- * last group's pixels beyond the row repeat its last pixel's position (so they sample inside the
- * rows copied in) and are written over by the next row, or land in the slack after the band.
+ * `warp(src, first, width, height, stride, dst, columns, rowStart, rowEnd, h, columnTerms)`: a band
+ * of warpRowsJs, projective or (`affine`) without the division. A row is written in groups of four
+ * pixels; the last group's pixels beyond the row repeat its last pixel's position (so they sample
+ * inside the rows copied in) and are written over by the next row, or land in the slack after the
+ * band.
  */
 function warp(affine: boolean): Code {
   return fn({ params: PARAMS, locals: LOCALS }, (code, $) => {
@@ -145,7 +171,6 @@ function warp(affine: boolean): Code {
       value();
       code.op('i32x4.splat').set(local);
     };
-    code.get($.width).i32(3).op('i32.mul').set($.stride);
     code.get($.dst).set($.o);
     f64Splat(0, $.h0);
     f64Splat(24, $.h3);
@@ -156,8 +181,7 @@ function warp(affine: boolean): Code {
     code.f64(256).op('f64x2.splat').set($.scale);
     code.f64(0.5).op('f64x2.splat').set($.round);
     i32Splat(() => code.i32(0), $.zero);
-    i32Splat(() => code.i32(32768), $.half);
-    i32Splat(() => code.i32(256), $.full);
+    i32Splat(() => code.i32(1 << (SHIFT - 1)), $.half);
     i32Splat(() => code.i32(255), $.fraction);
     i32Splat(() => code.i32(3), $.three);
     i32Splat(() => code.get($.width).i32(1).op('i32.sub'), $.maxX);
@@ -165,7 +189,7 @@ function warp(affine: boolean): Code {
     i32Splat(() => code.get($.stride), $.strideV);
     // (0, 3, 6, 9): the columns' pairs (0, 1) and (2, 3) truncated to one i32x4, times 3
     code.get($.low).op('i32x4.trunc_sat_f64x2_s_zero').get($.high).op('i32x4.trunc_sat_f64x2_s_zero').shuffle(LOW_PAIRS).get($.three).op('i32x4.mul').set($.steps);
-    // the address of source row 0 (rows before `first` are not copied in; none is read)
+    // the address of source pixel (0, 0) (rows before `first` − 1 are not copied in; none is read)
     i32Splat(() => code.get($.src).get($.first).get($.stride).op('i32.mul', 'i32.sub'), $.base);
 
     /** Splits the fixed-point positions (i32x4 local `at`) into whole pixels and fractions, clamped as warpRowsJs clamps them. */
@@ -189,21 +213,54 @@ function warp(affine: boolean): Code {
       }
       code.shuffle(LOW_PAIRS).set(into);
     };
-    /** The blended pixel `k` of the four, as i32 lanes [r, g, b, ·]. */
+    /** (the i32x4 on the stack + 2^14) >> 15, arithmetic: cubicWeights' rounding. */
+    const toWeight = () => code.i32(1 << 14).op('i32x4.splat', 'i32x4.add').i32(15).op('i32x4.shr_s');
+    /** cubicWeights of the fractions `f` (i32x4) into w0, `w1`, w2, w3 (w1 = 1024 − the others). */
+    const weights = (f: number, w1: number) => {
+      code.get(f).get(f).op('i32x4.mul').set($.f2);
+      code.get($.f2).get(f).op('i32x4.mul').set($.f3);
+      // w0 = −F³ + 512F² − 65536F
+      code.get($.f2).i32(9).op('i32x4.shl').get($.f3).op('i32x4.sub').get(f).i32(16).op('i32x4.shl', 'i32x4.sub');
+      toWeight();
+      code.set($.w0);
+      // w2 = −3F³ + 1024F² + 65536F
+      code.get($.f2).i32(10).op('i32x4.shl').get($.f3).get($.three).op('i32x4.mul', 'i32x4.sub').get(f).i32(16).op('i32x4.shl', 'i32x4.add');
+      toWeight();
+      code.set($.w2);
+      // w3 = F³ − 256F²
+      code.get($.f3).get($.f2).i32(8).op('i32x4.shl', 'i32x4.sub');
+      toWeight();
+      code.set($.w3);
+      code.i32(1 << WEIGHT_BITS).op('i32x4.splat').get($.w0).op('i32x4.sub').get($.w2).op('i32x4.sub').get($.w3).op('i32x4.sub').set(w1);
+    };
+    /** The rounding, shift and saturating narrowing of three channel groups' sums (i32x4 locals) to 12 bytes stored at `o` (16 written). */
+    const store = (sums: [number, number, number, number]) => {
+      const out = (sum: number) => code.get(sum).get($.half).op('i32x4.add').i32(SHIFT).op('i32x4.shr_s');
+      code.get($.o);
+      out(sums[0]);
+      out(sums[1]);
+      code.op('i16x8.narrow_i32x4_u');
+      out(sums[2]);
+      out(sums[3]);
+      code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u');
+    };
+    /** Pixel `k` of the four: its 4 × 4 taps, each tap row reordered by channel and dotted with its horizontal weights, as i32 lanes [r, g, b, ·] (before rounding) in `into`. */
     const pixel = (k: number, into: number) => {
-      const lane = (local: number) => code.get(local).get(local).shuffle(laneOf(k));
-      code.get($.p).extractLane(k).set($.q);
-      lane($.across).set($.weights);
-      // a row's P and Q (6 bytes at its address) as i16 lanes P.r, Q.r, P.g, Q.g, P.b, Q.b, dotted with the weights
-      const row = () => code.shuffle(PAIRS).op('i16x8.extend_low_i8x16_u').get($.weights).op('i32x4.dot_i16x8_s');
-      code.get($.q).load64Splat(0).get($.zero);
-      row();
-      lane($.gy);
-      code.op('i32x4.mul');
-      code.get($.q).get($.stride).op('i32.add').load64Splat(0).get($.zero);
-      row();
-      lane($.fy);
-      code.op('i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u').set(into);
+      code.get($.pair01).get($.pair23).shuffle(WEIGHTS_OF(k)).set($.weights);
+      // tap −1 of row −1
+      code.get($.p).extractLane(k).i32(3).op('i32.sub').get($.stride).op('i32.sub').set($.q);
+      [$.wy0, $.wy1, $.wy2, $.wy3].forEach((wy, j) => {
+        code.get($.q).load(0).get($.zero).shuffle(BY_CHANNEL).set($.taps);
+        // [R01, R23, G01, G23] and [B01, B23, ·, ·], times the row's weight
+        code.get($.taps).op('i16x8.extend_low_i8x16_u').get($.weights).op('i32x4.dot_i16x8_s').get(wy).get(wy).shuffle(laneOf(k)).op('i32x4.mul');
+        if (j > 0) code.get($.sumA).op('i32x4.add');
+        code.set($.sumA);
+        code.get($.taps).op('i16x8.extend_high_i8x16_u').get($.weights).op('i32x4.dot_i16x8_s').get(wy).get(wy).shuffle(laneOf(k)).op('i32x4.mul');
+        if (j > 0) code.get($.sumB).op('i32x4.add');
+        code.set($.sumB);
+        code.get($.q).get($.stride).op('i32.add').set($.q);
+      });
+      code.get($.sumA).get($.sumB).shuffle(EVEN).get($.sumA).get($.sumB).shuffle(ODD).op('i32x4.add').set(into);
     };
     /** The four pixels gathered one by one (pixel), packed into 12 bytes and stored at `o` (16 bytes written). */
     const gathered = () => {
@@ -211,48 +268,54 @@ function warp(affine: boolean): Code {
       pixel(1, $.v1);
       pixel(2, $.v2);
       pixel(3, $.v3);
-      code.get($.o);
-      code.get($.v0).get($.v1).op('i16x8.narrow_i32x4_u').get($.v2).get($.v3).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u');
+      store([$.v0, $.v1, $.v2, $.v3]);
       code.get($.zero).shuffle(PACK).store(0);
     };
-    /** A source row's horizontal blends P·(256 − fx) + Q·fx of channels 0–3, 4–7, 8–11 (i32 lanes) from the 16 bytes at `q` (P) and `q` + 3 (Q): each pair of bytes interleaved and dotted with its pixel's weights. */
-    const row = (into: [number, number, number]) => {
+    /** A tap row's taps t and t + 1 for the four pixels' channels 0–3, 4–7, 8–11 (i32 lanes): the 16 bytes at `q` (tap t) and `q` + 3 (tap t + 1) interleaved and dotted with each channel's pixel's weights `across`; added to `into` when `add`. */
+    const row = (across: [number, number, number], into: [number, number, number], add: boolean) => {
       code.get($.q).load(0).set($.here);
       code.get($.q).load(3).set($.next);
       code.get($.here).get($.next).shuffle(INTERLEAVE_LOW).set($.pairs);
-      code.get($.pairs).op('i16x8.extend_low_i8x16_u').get($.across0).op('i32x4.dot_i16x8_s').set(into[0]);
-      code.get($.pairs).op('i16x8.extend_high_i8x16_u').get($.across1).op('i32x4.dot_i16x8_s').set(into[1]);
-      code.get($.here).get($.next).shuffle(INTERLEAVE_HIGH).op('i16x8.extend_low_i8x16_u').get($.across2).op('i32x4.dot_i16x8_s').set(into[2]);
+      const dot = (value: () => void, c: 0 | 1 | 2) => {
+        value();
+        code.get(across[c]).op('i32x4.dot_i16x8_s');
+        if (add) code.get(into[c]).op('i32x4.add');
+        code.set(into[c]);
+      };
+      dot(() => code.get($.pairs).op('i16x8.extend_low_i8x16_u'), 0);
+      dot(() => code.get($.pairs).op('i16x8.extend_high_i8x16_u'), 1);
+      dot(() => code.get($.here).get($.next).shuffle(INTERLEAVE_HIGH).op('i16x8.extend_low_i8x16_u'), 2);
     };
     /**
-     * The four pixels when their top-left samples are consecutive in the source (p = p0 + (0, 3, 6,
-     * 9)), as most of a turned or slightly tilted frame's are: their 12 bytes are the first 12 of
-     * the 16 at p0, their right neighbours' those at p0 + 3, and the same a row down, so each row is
-     * two 16-byte loads instead of a gather a pixel. The arithmetic is the gathered path's in the
-     * same lanes, channel by channel instead of pixel by pixel: the horizontal blend an i16 dot
-     * product of each channel's P and Q, the vertical one in i32 lanes, each channel with its
-     * pixel's weights (i32 lanes repeated: one 32-bit shuffle each). The 12 bytes come out in order;
-     * the 4 after them (0) are written at o + 12..15 as the gathered path writes its slack. Reads
-     * p0..p0 + 18 of both rows (the gathered path p0..p0 + 16).
+     * The four pixels when their centre taps are consecutive in the source (p = p0 + (0, 3, 6, 9)),
+     * as most of a turned or slightly tilted frame's are: tap t of the four pixels is the 12 bytes
+     * at p0 + 3(t − 1) of each tap row, so a tap row is four 16-byte loads (taps −1 and 0 at q and q
+     * + 3, taps 1 and 2 at q + 6 and q + 9) instead of a gather a pixel, its sums made channel by
+     * channel with each channel's pixel's weights (i32 lanes repeated: one 32-bit shuffle each),
+     * then times the row's vertical weights and added up. The 12 bytes come out in order; the 4
+     * after them are written at o + 12..15 as the gathered path writes its slack. Reads p0 − 3 −
+     * stride .. p0 + 25 + 2·stride.
      */
     const consecutive = () => {
-      code.get($.p).extractLane(0).set($.q);
       CHANNELS.forEach((lanes, i) => {
-        code.get($.across).get($.across).shuffle(lanes).set([$.across0, $.across1, $.across2][i]!);
-        code.get($.gy).get($.gy).shuffle(lanes).set([$.gy0, $.gy1, $.gy2][i]!);
-        code.get($.fy).get($.fy).shuffle(lanes).set([$.fy0, $.fy1, $.fy2][i]!);
+        code.get($.pair01).get($.pair01).shuffle(lanes).set([$.a01_0, $.a01_1, $.a01_2][i]!);
+        code.get($.pair23).get($.pair23).shuffle(lanes).set([$.a23_0, $.a23_1, $.a23_2][i]!);
       });
-      row([$.top0, $.top1, $.top2]);
-      code.get($.q).get($.stride).op('i32.add').set($.q);
-      row([$.bottom0, $.bottom1, $.bottom2]);
-      const down = (top: number, bottom: number, gy: number, fy: number) =>
-        code.get(top).get(gy).op('i32x4.mul').get(bottom).get(fy).op('i32x4.mul', 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
-      code.get($.o);
-      down($.top0, $.bottom0, $.gy0, $.fy0);
-      down($.top1, $.bottom1, $.gy1, $.fy1);
-      code.op('i16x8.narrow_i32x4_u');
-      down($.top2, $.bottom2, $.gy2, $.fy2);
-      code.get($.zero).op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
+      code.get($.p).extractLane(0).i32(3).op('i32.sub').get($.stride).op('i32.sub').set($.j);
+      [$.wy0, $.wy1, $.wy2, $.wy3].forEach((wy, j) => {
+        code.get($.j).set($.q);
+        row([$.a01_0, $.a01_1, $.a01_2], [$.r0, $.r1, $.r2], false);
+        code.get($.j).i32(6).op('i32.add').set($.q);
+        row([$.a23_0, $.a23_1, $.a23_2], [$.r0, $.r1, $.r2], true);
+        [$.r0, $.r1, $.r2].forEach((r, c) => {
+          code.get(r).get(wy).get(wy).shuffle(CHANNELS[c]!).op('i32x4.mul');
+          if (j > 0) code.get([$.acc0, $.acc1, $.acc2][c]!).op('i32x4.add');
+          code.set([$.acc0, $.acc1, $.acc2][c]!);
+        });
+        code.get($.j).get($.stride).op('i32.add').set($.j);
+      });
+      store([$.acc0, $.acc1, $.acc2, $.zero]);
+      code.store(0);
     };
 
     // Each group's column terms h0·x, h3·x (and h6·x) as f64 pairs, COLUMN_TERMS bytes a group, made
@@ -292,13 +355,17 @@ function warp(affine: boolean): Code {
         positions(32, $.rowY, $.Y);
         split($.X, $.x0, $.fx, $.maxX);
         split($.Y, $.y0, $.fy, $.maxY);
-        // p: each top-left sample's address. The right and lower neighbours are read even at an
-        // edge, where their weight is 0: P·256 + Q·0 is P exactly.
+        // p: each centre tap's address; its neighbours are read at ±3 and ±stride, the edges replicated
         code.get($.y0).get($.strideV).op('i32x4.mul').get($.x0).get($.three).op('i32x4.mul', 'i32x4.add').get($.base).op('i32x4.add').set($.p);
-        // weights as i16 pairs (256 − fx, fx), and the rows' 256 − fy (fy as it is)
-        code.get($.full).get($.fx).op('i32x4.sub').get($.fx).i32(16).op('i32x4.shl', 'v128.or').set($.across);
-        code.get($.full).get($.fy).op('i32x4.sub').set($.gy);
-        // p = p0 + (0, 3, 6, 9) in every lane: one row's consecutive samples; otherwise a gather a pixel
+        // horizontal weights as i16 pairs (w0, w1) and (w2, w3); the rows' weights as they are
+        weights($.fx, $.v0);
+        code.get($.w0).i32(0xffff).op('i32x4.splat', 'v128.and').get($.v0).i32(16).op('i32x4.shl', 'v128.or').set($.pair01);
+        code.get($.w2).i32(0xffff).op('i32x4.splat', 'v128.and').get($.w3).i32(16).op('i32x4.shl', 'v128.or').set($.pair23);
+        weights($.fy, $.wy1);
+        code.get($.w0).set($.wy0);
+        code.get($.w2).set($.wy2);
+        code.get($.w3).set($.wy3);
+        // p = p0 + (0, 3, 6, 9) in every lane: one row's consecutive taps; otherwise a gather a pixel
         code.get($.p).get($.p).shuffle(laneOf(0)).get($.steps).op('i32x4.add').get($.p).op('i32x4.eq', 'i32x4.all_true').when(consecutive, gathered);
         code.get($.o).i32(12).op('i32.add').set($.o);
         code.get($.t).i32(COLUMN_TERMS).op('i32.add').set($.t);
@@ -324,7 +391,7 @@ interface Kernel {
 let kernel: Kernel | null = null;
 let arena: KernelArena | null = null;
 
-/** Source rows a bilinear sample may need beyond the band's corners: the corners' row and the next, and slack for rounding. */
+/** Source rows beyond the band's corners' rows copied in for rounding (warpBand adds the taps' one above and two below). */
 const ROW_SLACK = 2;
 
 /**
@@ -352,142 +419,165 @@ export function sourceRows(h: number[], columns: number, rowStart: number, rowEn
   return [Math.min(first, last), last];
 }
 
+/**
+ * An address for `bytes` bytes in `arena` at the same offset modulo 8 as byte `index` of `array`:
+ * V8 copies between a SharedArrayBuffer and another buffer word by word only when both ends have
+ * the same offset in a word, byte by byte otherwise (about 4 times slower).
+ */
+export function allocAligned(arena: KernelArena, bytes: number, array: Uint8Array, index: number): number {
+  const at = arena.alloc(bytes + 8);
+  return at + (((array.byteOffset + index - at) % 8) + 8) % 8;
+}
+
+/** Pixels replicated left of each source row copied in (the tap at −1 of column 0) and right of it (taps 1 and 2 of the last column). */
+const LEFT = 1;
+const RIGHT = 2;
+
+/**
+ * Bytes between source rows copied in with their edges (copyRowsPadded): a row's own, the
+ * replicated pixels, and slack to 16 more, so that every row is at the same offset modulo 8
+ * from its bytes in the frame as the first (allocAligned).
+ */
+export function paddedStride(width: number): number {
+  return width * 3 + 16;
+}
+
+/**
+ * Copies rows `first` … `first` + `rows` − 1 of the frame `src` into `arena`, each clamped to the
+ * frame (a row above or below it is its edge row), `paddedStride` bytes apart, each with its first
+ * pixel repeated before it (LEFT) and its last after it (RIGHT), and `slack` bytes after the last.
+ * Returns the address of row `first`'s pixel 0. The rows keep their offset modulo 8 in the frame,
+ * so V8 copies them word by word.
+ */
+export function copyRowsPadded(arena: KernelArena, src: Uint8Array, width: number, height: number, first: number, rows: number, slack: number): number {
+  const rowBytes = width * 3;
+  const stride = paddedStride(width);
+  // 8 bytes before the first row for its replicated pixel (8: the offset modulo 8 is kept)
+  const at0 = allocAligned(arena, 8 + rows * stride + slack, src, first * rowBytes) + 8;
+  const { u8 } = arena.ready();
+  for (let r = 0; r < rows; r++) {
+    const y = Math.min(height - 1, Math.max(0, first + r));
+    const at = at0 + r * stride;
+    u8.set(src.subarray(y * rowBytes, (y + 1) * rowBytes), at);
+    u8.copyWithin(at - LEFT * 3, at, at + 3);
+    for (let k = 0; k < RIGHT; k++) u8.copyWithin(at + rowBytes + k * 3, at + rowBytes - 3, at + rowBytes);
+  }
+  return at0;
+}
+
 /** Output rows [rowStart, rowEnd) of `out` = `frame` warped by `h` (see warpRowsJs), in the kernel. */
 export function warpBand(src: Uint8Array, width: number, height: number, dst: Uint8Array, columns: number, h: number[], rowStart: number, rowEnd: number): void {
   if (rowEnd <= rowStart) return;
   kernel ??= instantiate(warpModule()).exports as unknown as Kernel;
   arena ??= new KernelArena(kernel.memory);
   const [first, last] = sourceRows(h, columns, rowStart, rowEnd, height);
-  const stride = width * 3;
-  const inBytes = (last - first + 1) * stride;
+  const stride = paddedStride(width);
   const outBytes = (rowEnd - rowStart) * columns * 3;
-  // one row more than copied in: the lower neighbour of the last row is read, with weight 0; and 16
-  // bytes more: four consecutive samples ending at the last pixel of a row read 16 bytes from its
-  // right neighbour's in the row below, 7 bytes beyond that row (gathered, 5), with weight 0
-  const srcAt = arena.reset().alloc(inBytes + stride + 16);
+  // rows first − 1 .. last + 2, edges replicated: the taps of a sample in rows [first, last], their
+  // coordinates clamped to the frame as warpRowsJs clamps them; 32 bytes more: the consecutive path
+  // reads up to 25 bytes past its last group's first pixel, which may be a row's last but three
+  const rowAbove = copyRowsPadded(arena.reset(), src, width, height, first - 1, last - first + 4, 32);
   // the last group of four pixels may reach 3 pixels beyond the band, and its store 4 bytes further
-  const dstAt = arena.alloc(outBytes + 16);
+  const dstAt = allocAligned(arena, outBytes + 16, dst, rowStart * columns * 3);
   const terms = arena.alloc(13 * 8);
   const columnTerms = arena.alloc(Math.ceil(columns / 4) * COLUMN_TERMS);
   const { u8, f64 } = arena.ready();
-  u8.set(src.subarray(first * stride, first * stride + inBytes), srcAt);
   f64.set([...h.slice(0, 9), 0, 1, 2, 3], terms / 8);
   const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
-  (affine ? kernel.affine : kernel.projective)(srcAt, first, width, height, dstAt, columns, rowStart, rowEnd, terms, columnTerms);
+  (affine ? kernel.affine : kernel.projective)(rowAbove + stride, first, width, height, stride, dstAt, columns, rowStart, rowEnd, terms, columnTerms);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }
 
-/** The locals both translation kernels (blendRow, blendRows) name alike: the fractions, their weights, and the 16 bytes read at `at` and `at` + 3. */
-type FixedWeights = Record<'fx' | 'fy' | 'gx' | 'wx' | 'gy' | 'wy' | 'half' | 'at' | 'p' | 'q', number>;
-
-/** The weights every pixel of the row shares: 256 − fx, fx, 256 − fy and fy as i16x8 splats, and the rounding 32768 as i32x4. */
-function setWeights(code: Code, $: FixedWeights): void {
-  code.i32(256).get($.fx).op('i32.sub', 'i16x8.splat').set($.gx);
-  code.get($.fx).op('i16x8.splat').set($.wx);
-  code.i32(256).get($.fy).op('i32.sub', 'i16x8.splat').set($.gy);
-  code.get($.fy).op('i16x8.splat').set($.wy);
-  code.i32(32768).op('i32x4.splat').set($.half);
-}
-
-/** A source row's 16 bytes from `at`: P·(256 − fx) + Q·fx (Q the bytes from `at` + 3) as two u16 vectors, bytes 0–7 into `low`, 8–15 into `high`. */
-function across(code: Code, $: FixedWeights, low: number, high: number): void {
-  code.get($.at).load(0).set($.p);
-  code.get($.at).load(3).set($.q);
-  code.get($.p).op('i16x8.extend_low_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_low_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(low);
-  code.get($.p).op('i16x8.extend_high_i8x16_u').get($.gx).op('i16x8.mul').get($.q).op('i16x8.extend_high_i8x16_u').get($.wx).op('i16x8.mul', 'i16x8.add').set(high);
-}
-
 /**
- * The vertical blend of two rows' horizontal ones, (top·(256 − fy) + bottom·fy + 32768) >> 16 in
- * i32 lanes, narrowed back to 16 bytes and stored at the address on the stack.
+ * `horizontal(src, dst, bytes, w0, w1, w2, w3)`: one source row of a translation by a fractional
+ * shift (align/warp.ts warpTranslationRows), where every pixel has the same horizontal weights:
+ * i32 lane i of `dst` is w0·src[i − 3] + w1·src[i] + w2·src[i + 3] + w3·src[i + 6] (the taps at
+ * −1, 0, 1, 2 pixels of byte i's channel), for bytes [0, bytes). 16 bytes a step: four unaligned
+ * loads, widened to i16, multiplied by each tap's weight into i32 lanes (extended multiplies) and
+ * added, 64 bytes stored. Reads src − 3 to 21 bytes past the last step's start; the last step
+ * writes up to 60 bytes beyond 4·bytes.
  */
-function downAndStore(code: Code, $: FixedWeights, topLow: number, topHigh: number, bottomLow: number, bottomHigh: number): void {
-  const down = (top: number, bottom: number, extmul: 'i32x4.extmul_low_i16x8_u' | 'i32x4.extmul_high_i16x8_u') =>
-    code.get(top).get($.gy).op(extmul).get(bottom).get($.wy).op(extmul, 'i32x4.add').get($.half).op('i32x4.add').i32(16).op('i32x4.shr_u');
-  down(topLow, bottomLow, 'i32x4.extmul_low_i16x8_u');
-  down(topLow, bottomLow, 'i32x4.extmul_high_i16x8_u');
-  code.op('i16x8.narrow_i32x4_u');
-  down(topHigh, bottomHigh, 'i32x4.extmul_low_i16x8_u');
-  down(topHigh, bottomHigh, 'i32x4.extmul_high_i16x8_u');
-  code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
-}
-
-/**
- * `blend(top, bottom, dst, bytes, fx, fy)`: one output row of a translation by a fractional shift
- * (align/warp.ts warpTranslationRows), where every pixel's sample has the same weights: byte i of
- * the row is ((top[i]·(256 − fx) + top[i + 3]·fx)·(256 − fy) + (bottom[i]·(256 − fx) +
- * bottom[i + 3]·fx)·fy + 32768) >> 16, warpRowsJs's arithmetic for a pixel whose top-left sample
- * is at `top` (its lower neighbour's row at `bottom`), channel by channel. 16 bytes a step:
- * unaligned loads at i and i + 3 of both rows, widened to u16; the horizontal blend in u16 lanes
- * (at most 255·256 = 65280); the vertical one in i32 lanes (extended multiplies), rounded, shifted
- * and narrowed back to bytes. The last step may read 18 bytes and write 15 beyond `bytes`.
- */
-function blendRow(): Code {
+function horizontal(): Code {
   return fn(
     {
-      params: { top: I32, bottom: I32, dst: I32, bytes: I32, fx: I32, fy: I32 },
-      locals: { i: I32, at: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
+      params: { src: I32, dst: I32, bytes: I32, w0: I32, w1: I32, w2: I32, w3: I32 },
+      locals: { i: I32, at: I32, out: I32, k0: V128, k1: V128, k2: V128, k3: V128, v: V128, low: V128, high: V128, s0: V128, s1: V128, s2: V128, s3: V128 },
     },
     (code, $) => {
-      setWeights(code, $);
+      const weights = [$.k0, $.k1, $.k2, $.k3];
+      [$.w0, $.w1, $.w2, $.w3].forEach((w, t) => code.get(w).op('i16x8.splat').set(weights[t]!));
+      const sums = [$.s0, $.s1, $.s2, $.s3];
       code.forStep($.i, $.bytes, 16, () => {
-        code.get($.top).get($.i).op('i32.add').set($.at);
-        across(code, $, $.topLow, $.topHigh);
-        code.get($.bottom).get($.i).op('i32.add').set($.at);
-        across(code, $, $.bottomLow, $.bottomHigh);
-        code.get($.dst).get($.i).op('i32.add');
-        downAndStore(code, $, $.topLow, $.topHigh, $.bottomLow, $.bottomHigh);
+        code.get($.src).get($.i).op('i32.add').i32(3).op('i32.sub').set($.at);
+        for (let t = 0; t < 4; t++) {
+          code.get($.at).load(3 * t).set($.v);
+          code.get($.v).op('i16x8.extend_low_i8x16_u').set($.low);
+          code.get($.v).op('i16x8.extend_high_i8x16_u').set($.high);
+          const parts: Array<[number, 'i32x4.extmul_low_i16x8_s' | 'i32x4.extmul_high_i16x8_s']> = [
+            [$.low, 'i32x4.extmul_low_i16x8_s'],
+            [$.low, 'i32x4.extmul_high_i16x8_s'],
+            [$.high, 'i32x4.extmul_low_i16x8_s'],
+            [$.high, 'i32x4.extmul_high_i16x8_s'],
+          ];
+          parts.forEach(([half, extmul], k) => {
+            code.get(half).get(weights[t]!).op(extmul);
+            if (t > 0) code.get(sums[k]!).op('i32x4.add');
+            code.set(sums[k]!);
+          });
+        }
+        code.get($.dst).get($.i).i32(2).op('i32.shl', 'i32.add').set($.out);
+        sums.forEach((sum, k) => code.get($.out).get(sum).store(16 * k));
       });
     },
   );
 }
 
 /**
- * `blendRows(src, stride, dst, dstStride, rows, bytes, fx, fy)`: `rows` output rows of blendRow
- * (bytes ≥ 16), row r from source rows r and r + 1 of `src` with the same fractions: the
- * horizontal blend of each source row is made once and serves two output rows, as the kernel goes
- * down each 16-byte column of the rows before the next. The last column starts at bytes − 16
- * (written twice, with the same bytes): nothing is read beyond a row's bytes + 3 or written beyond
- * its bytes, which the next row's first column, written before, may hold.
+ * `vertical(r0, r1, r2, r3, dst, bytes, w0, w1, w2, w3)`: one output row of a translation from the
+ * horizontal sums (i32 lanes, `horizontal`) of its four tap rows at r0..r3: byte i of `dst` is
+ * (w0·r0[i] + w1·r1[i] + w2·r2[i] + w3·r3[i] + 2^19) >> 20, clamped to 0–255 (warpRowsJs's sum,
+ * rounding and clamp). 16 bytes a step; the last step writes up to 15 bytes beyond `bytes`.
  */
-function blendRows(): Code {
+function vertical(): Code {
   return fn(
     {
-      params: { src: I32, stride: I32, dst: I32, dstStride: I32, rows: I32, bytes: I32, fx: I32, fy: I32 },
-      locals: { i: I32, r: I32, at: I32, o: I32, gx: V128, wx: V128, gy: V128, wy: V128, half: V128, topLow: V128, topHigh: V128, bottomLow: V128, bottomHigh: V128, p: V128, q: V128 },
+      params: { r0: I32, r1: I32, r2: I32, r3: I32, dst: I32, bytes: I32, w0: I32, w1: I32, w2: I32, w3: I32 },
+      locals: { i: I32, at: I32, k0: V128, k1: V128, k2: V128, k3: V128, half: V128 },
     },
     (code, $) => {
-      setWeights(code, $);
-      code.i32(0).set($.i);
-      code.whileBelow($.i, $.bytes, () => {
-        // the column's first byte: i, or bytes − 16 for the last one
-        code.get($.i).get($.bytes).i32(16).op('i32.sub').get($.i).get($.bytes).i32(16).op('i32.sub', 'i32.lt_s', 'select').set($.o);
-        code.get($.src).get($.o).op('i32.add').set($.at);
-        code.get($.dst).get($.o).op('i32.add').set($.o);
-        across(code, $, $.topLow, $.topHigh);
-        code.forStep($.r, $.rows, 1, () => {
-          code.get($.at).get($.stride).op('i32.add').set($.at);
-          across(code, $, $.bottomLow, $.bottomHigh);
-          code.get($.o);
-          downAndStore(code, $, $.topLow, $.topHigh, $.bottomLow, $.bottomHigh);
-          code.get($.bottomLow).set($.topLow);
-          code.get($.bottomHigh).set($.topHigh);
-          code.get($.o).get($.dstStride).op('i32.add').set($.o);
-        });
-        code.get($.i).i32(16).op('i32.add').set($.i);
+      const weights = [$.k0, $.k1, $.k2, $.k3];
+      [$.w0, $.w1, $.w2, $.w3].forEach((w, t) => code.get(w).op('i32x4.splat').set(weights[t]!));
+      code.i32(1 << (SHIFT - 1)).op('i32x4.splat').set($.half);
+      const rows = [$.r0, $.r1, $.r2, $.r3];
+      code.forStep($.i, $.bytes, 16, () => {
+        code.get($.i).i32(2).op('i32.shl').set($.at);
+        code.get($.dst).get($.i).op('i32.add');
+        const lanes = (k: number) => {
+          rows.forEach((row, j) => {
+            code.get(row).get($.at).op('i32.add').load(16 * k).get(weights[j]!).op('i32x4.mul');
+            if (j > 0) code.op('i32x4.add');
+          });
+          code.get($.half).op('i32x4.add').i32(SHIFT).op('i32x4.shr_s');
+        };
+        lanes(0);
+        lanes(1);
+        code.op('i16x8.narrow_i32x4_u');
+        lanes(2);
+        lanes(3);
+        code.op('i16x8.narrow_i32x4_u', 'i8x16.narrow_i16x8_u').store(0);
       });
     },
   );
 }
 
-/** The module of the translation's row kernels (its own memory: align/warp.ts copies in only the rows it blends). */
+/** The module of the translation's row kernels (its own memory: align/warp.ts copies in only the rows it reads). */
 export function warpTranslationModule(): ModuleSource {
-  return { functions: { blendRow: blendRow(), blendRows: blendRows() }, pages: 1 };
+  return { functions: { horizontal: horizontal(), vertical: vertical() }, pages: 1 };
 }
 
 interface TranslationKernel {
-  blendRow(top: number, bottom: number, dst: number, bytes: number, fx: number, fy: number): void;
-  blendRows(src: number, stride: number, dst: number, dstStride: number, rows: number, bytes: number, fx: number, fy: number): void;
+  horizontal(src: number, dst: number, bytes: number, w0: number, w1: number, w2: number, w3: number): void;
+  vertical(r0: number, r1: number, r2: number, r3: number, dst: number, bytes: number, w0: number, w1: number, w2: number, w3: number): void;
   memory: WasmMemory;
 }
 

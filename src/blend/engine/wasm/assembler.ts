@@ -126,6 +126,8 @@ export const SIMD = {
   'v128.andnot': 0x4f,
   'v128.or': 0x50,
   'i16x8.splat': 0x10,
+  'i32x4.extmul_low_i16x8_s': 0xbc,
+  'i32x4.extmul_high_i16x8_s': 0xbd,
   'i32x4.extmul_low_i16x8_u': 0xbe,
   'i32x4.extmul_high_i16x8_u': 0xbf,
   'i32x4.eq': 0x37,
