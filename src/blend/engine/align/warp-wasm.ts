@@ -1,5 +1,5 @@
 import { Code, F64, fn, I32, instantiate, KernelArena, type ModuleSource, V128, type WasmMemory } from '../wasm/assembler.js';
-import { WEIGHT_BITS } from './cubic.js';
+import { cubicWeights, WEIGHT_BITS } from './cubic.js';
 
 /**
  * The full-size warp (align/warp.ts) in WebAssembly, byte for byte the JavaScript definition
@@ -42,6 +42,7 @@ const PARAMS = {
   rowEnd: I32,
   h: I32,
   columnTerms: I32,
+  table: I32,
 } as const;
 
 const LOCALS = {
@@ -125,6 +126,8 @@ const LOCALS = {
   acc2: V128,
 } as const;
 
+/** i8x16.shuffle lanes that take i32 lanes `lanes` (0–3 of the first vector, 4–7 of the second). */
+const lanes32 = (lanes: number[]) => lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]);
 /** i8x16.shuffle lanes that repeat 4-byte lane `k` of the first vector. */
 const laneOf = (k: number) => Array.from({ length: 16 }, (_, i) => 4 * k + (i % 4));
 /** i8x16.shuffle lanes that take the low i32 pairs of two vectors (trunc_sat_f64x2_s_zero's results) to one vector of four. */
@@ -153,6 +156,22 @@ const ODD = [1, 3, 5, 5].flatMap((l) => [0, 1, 2, 3].map((i) => (l < 4 ? 4 * l :
 
 /** The rounding and shift of a sum of taps × horizontal × vertical weights (each in 1/2^WEIGHT_BITS). */
 const SHIFT = 2 * WEIGHT_BITS;
+
+/**
+ * cubicWeights of every fraction 0–255, 32 bytes each, for the general kernel to load instead of
+ * computing: the horizontal weights as i16 pairs (w0, w1), (w2, w3) in bytes 0–7, the four as
+ * i32 in bytes 16–31.
+ */
+const WEIGHT_TABLE = (() => {
+  const table = new Int32Array(256 * 8);
+  for (let f = 0; f < 256; f++) {
+    const [w0, w1, w2, w3] = cubicWeights(f);
+    table[8 * f] = (w0 & 0xffff) | (w1 << 16);
+    table[8 * f + 1] = (w2 & 0xffff) | (w3 << 16);
+    table.set([w0, w1, w2, w3], 8 * f + 4);
+  }
+  return new Uint8Array(table.buffer);
+})();
 
 /** Bytes of a group of four columns' terms (warp): h0·x, h3·x, h6·x, each as two f64 pairs. */
 const COLUMN_TERMS = 96;
@@ -213,25 +232,31 @@ function warp(affine: boolean): Code {
       }
       code.shuffle(LOW_PAIRS).set(into);
     };
-    /** (the i32x4 on the stack + 2^14) >> 15, arithmetic: cubicWeights' rounding. */
-    const toWeight = () => code.i32(1 << 14).op('i32x4.splat', 'i32x4.add').i32(15).op('i32x4.shr_s');
-    /** cubicWeights of the fractions `f` (i32x4) into w0, `w1`, w2, w3 (w1 = 1024 − the others). */
-    const weights = (f: number, w1: number) => {
-      code.get(f).get(f).op('i32x4.mul').set($.f2);
-      code.get($.f2).get(f).op('i32x4.mul').set($.f3);
-      // w0 = −F³ + 512F² − 65536F
-      code.get($.f2).i32(9).op('i32x4.shl').get($.f3).op('i32x4.sub').get(f).i32(16).op('i32x4.shl', 'i32x4.sub');
-      toWeight();
-      code.set($.w0);
-      // w2 = −3F³ + 1024F² + 65536F
-      code.get($.f2).i32(10).op('i32x4.shl').get($.f3).get($.three).op('i32x4.mul', 'i32x4.sub').get(f).i32(16).op('i32x4.shl', 'i32x4.add');
-      toWeight();
-      code.set($.w2);
-      // w3 = F³ − 256F²
-      code.get($.f3).get($.f2).i32(8).op('i32x4.shl', 'i32x4.sub');
-      toWeight();
-      code.set($.w3);
-      code.i32(1 << WEIGHT_BITS).op('i32x4.splat').get($.w0).op('i32x4.sub').get($.w2).op('i32x4.sub').get($.w3).op('i32x4.sub').set(w1);
+    /**
+     * The four pixels' weights from the table (WEIGHT_TABLE, at `table`): the horizontal ones as
+     * i16 pairs (w0, w1) into pair01 and (w2, w3) into pair23, one i32 lane a pixel; the vertical
+     * ones into wy0..wy3, lane k pixel k's. Each pixel's entry loaded at its fraction, then
+     * transposed by shuffles.
+     */
+    const weights = () => {
+      const entry = (f: number, k: number) => code.get(f).extractLane(k).i32(5).op('i32.shl').get($.table).op('i32.add');
+      const loaded = [$.v0, $.v1, $.v2, $.v3];
+      loaded.forEach((into, k) => entry($.fx, k).load64Splat(0).set(into));
+      // [p01₀, p23₀, p01₁, p23₁] and [p01₂, p23₂, p01₃, p23₃], then their even and odd lanes
+      code.get($.v0).get($.v1).shuffle(lanes32([0, 1, 4, 5])).set($.f2);
+      code.get($.v2).get($.v3).shuffle(lanes32([0, 1, 4, 5])).set($.f3);
+      code.get($.f2).get($.f3).shuffle(lanes32([0, 2, 4, 6])).set($.pair01);
+      code.get($.f2).get($.f3).shuffle(lanes32([1, 3, 5, 7])).set($.pair23);
+      loaded.forEach((into, k) => entry($.fy, k).load(16).set(into));
+      // a 4 × 4 transpose: pixel k's (w0, w1, w2, w3) → wy_j's lane k
+      code.get($.v0).get($.v1).shuffle(lanes32([0, 4, 1, 5])).set($.w0);
+      code.get($.v2).get($.v3).shuffle(lanes32([0, 4, 1, 5])).set($.w2);
+      code.get($.v0).get($.v1).shuffle(lanes32([2, 6, 3, 7])).set($.w3);
+      code.get($.v2).get($.v3).shuffle(lanes32([2, 6, 3, 7])).set($.outside);
+      code.get($.w0).get($.w2).shuffle(lanes32([0, 1, 4, 5])).set($.wy0);
+      code.get($.w0).get($.w2).shuffle(lanes32([2, 3, 6, 7])).set($.wy1);
+      code.get($.w3).get($.outside).shuffle(lanes32([0, 1, 4, 5])).set($.wy2);
+      code.get($.w3).get($.outside).shuffle(lanes32([2, 3, 6, 7])).set($.wy3);
     };
     /** The rounding, shift and saturating narrowing of three channel groups' sums (i32x4 locals) to 12 bytes stored at `o` (16 written). */
     const store = (sums: [number, number, number, number]) => {
@@ -358,13 +383,7 @@ function warp(affine: boolean): Code {
         // p: each centre tap's address; its neighbours are read at ±3 and ±stride, the edges replicated
         code.get($.y0).get($.strideV).op('i32x4.mul').get($.x0).get($.three).op('i32x4.mul', 'i32x4.add').get($.base).op('i32x4.add').set($.p);
         // horizontal weights as i16 pairs (w0, w1) and (w2, w3); the rows' weights as they are
-        weights($.fx, $.v0);
-        code.get($.w0).i32(0xffff).op('i32x4.splat', 'v128.and').get($.v0).i32(16).op('i32x4.shl', 'v128.or').set($.pair01);
-        code.get($.w2).i32(0xffff).op('i32x4.splat', 'v128.and').get($.w3).i32(16).op('i32x4.shl', 'v128.or').set($.pair23);
-        weights($.fy, $.wy1);
-        code.get($.w0).set($.wy0);
-        code.get($.w2).set($.wy2);
-        code.get($.w3).set($.wy3);
+        weights();
         // p = p0 + (0, 3, 6, 9) in every lane: one row's consecutive taps; otherwise a gather a pixel
         code.get($.p).get($.p).shuffle(laneOf(0)).get($.steps).op('i32x4.add').get($.p).op('i32x4.eq', 'i32x4.all_true').when(consecutive, gathered);
         code.get($.o).i32(12).op('i32.add').set($.o);
@@ -481,10 +500,12 @@ export function warpBand(src: Uint8Array, width: number, height: number, dst: Ui
   const dstAt = allocAligned(arena, outBytes + 16, dst, rowStart * columns * 3);
   const terms = arena.alloc(13 * 8);
   const columnTerms = arena.alloc(Math.ceil(columns / 4) * COLUMN_TERMS);
+  const table = arena.alloc(WEIGHT_TABLE.length);
   const { u8, f64 } = arena.ready();
   f64.set([...h.slice(0, 9), 0, 1, 2, 3], terms / 8);
+  u8.set(WEIGHT_TABLE, table);
   const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
-  (affine ? kernel.affine : kernel.projective)(rowAbove + stride, first, width, height, stride, dstAt, columns, rowStart, rowEnd, terms, columnTerms);
+  (affine ? kernel.affine : kernel.projective)(rowAbove + stride, first, width, height, stride, dstAt, columns, rowStart, rowEnd, terms, columnTerms, table);
   dst.set(u8.subarray(dstAt, dstAt + outBytes), rowStart * columns * 3);
 }
 
