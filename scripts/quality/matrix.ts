@@ -1,5 +1,8 @@
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
 import type { Homography } from '../../src/blend/engine/align/homography.js';
 import { warpRows } from '../../src/blend/engine/align/warp.js';
@@ -248,6 +251,8 @@ export interface Case {
   oracle: Score;
   /** Exposure: the result's clipped fraction and the brackets' mean. */
   clipped?: { result: number; brackets: number };
+  /** exposure-bracket, where Debian's enfuse is installed: its fusion of the same JPEGs (its defaults), judged by the same rule (ENFUSE_SCENARIOS). */
+  enfuse?: { ssim: number; clipped: number; pass: boolean };
   pass: boolean;
   why: string;
 }
@@ -274,6 +279,37 @@ export function photoFiles(): string[] {
     .filter((f) => f.endsWith('.jpg'))
     .sort()
     .map((f) => path.join(PHOTOS_DIR, f));
+}
+
+/**
+ * The scenarios whose fusion is also made by enfuse, for reference: those judged against a truth
+ * that is no engine's output (exposure-bracket: the 0 EV photo). exposure-walker's target is the
+ * engine's own fusion of the still bracket, against which another tool's tones would be judged
+ * unfairly.
+ */
+const ENFUSE_SCENARIOS = new Set(['exposure-bracket']);
+
+/** Whether `enfuse` (Debian's package of that name) runs here: the reference is left out where it does not. */
+const enfuseInstalled = (() => {
+  let known: boolean | undefined;
+  return () => (known ??= spawnSync('enfuse', ['--version'], { stdio: 'ignore' }).status === 0);
+})();
+
+/** enfuse's fusion of the JPEGs `jpegs`, with its default weights, decoded. */
+async function enfuse(jpegs: Buffer[]): Promise<RgbImage> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'montage-enfuse-'));
+  try {
+    const inputs = jpegs.map((jpeg, i) => {
+      const file = path.join(dir, `${i}.jpg`);
+      fs.writeFileSync(file, jpeg);
+      return file;
+    });
+    const output = path.join(dir, 'fused.tif');
+    await promisify(execFile)('enfuse', ['-o', output, ...inputs]);
+    return await decode(output);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Runs every photo × scenario × draw through the API; the people of crowds and walkers come from the next photo. */
@@ -341,11 +377,26 @@ async function runCase(api: QualityApi, pool: WorkerPool, scenario: Scenario, ph
     const result = score(image);
     const methods = ((job.alignment ?? []) as Array<{ method: string }>).map((a) => a.method).join(',') || 'not aligned';
     if (scenario.judge === 'exposure') {
-      const c = clippedFractions(image);
-      const brackets = sent.reduce((sum, f) => sum + (({ dark, bright }) => dark + bright)(clippedFractions(f)), 0) / sent.length;
-      const clipped = { result: c.dark + c.bright, brackets };
+      const clippedOf = (im: RgbImage) => (({ dark, bright }) => dark + bright)(clippedFractions(im));
+      const brackets = sent.reduce((sum, f) => sum + clippedOf(f), 0) / sent.length;
+      const clipped = { result: clippedOf(image), brackets };
       const pass = result.ssim >= 0.9 && clipped.result < brackets;
-      return { ...base, result, methods, clipped, pass, why: pass ? '' : `SSIM ${result.ssim.toFixed(4)} (≥ 0.9), clipped ${clipped.result.toFixed(4)} (< ${brackets.toFixed(4)})` };
+      let reference: Case['enfuse'];
+      if (ENFUSE_SCENARIOS.has(scenario.name) && enfuseInstalled()) {
+        const fused = await enfuse(jpegs);
+        const [ssimOf, clippedFused] = [score(fused).ssim, clippedOf(fused)];
+        reference = { ssim: ssimOf, clipped: clippedFused, pass: ssimOf >= 0.9 && clippedFused < brackets };
+      }
+      const enfuseNote = reference ? `; enfuse: SSIM ${reference.ssim.toFixed(4)}, clipped ${reference.clipped.toFixed(4)}` : '';
+      return {
+        ...base,
+        result,
+        methods,
+        clipped,
+        ...(reference ? { enfuse: reference } : {}),
+        pass,
+        why: pass ? '' : `SSIM ${result.ssim.toFixed(4)} (≥ 0.9), clipped ${clipped.result.toFixed(4)} (< ${brackets.toFixed(4)})${enfuseNote}`,
+      };
     }
     const pass = atLeast(judged(result), judged(baselines[best]));
     const over = walking ? ' over the whole frame' : '';
@@ -419,11 +470,18 @@ export function markdown(cases: Case[]): string {
     ].join(' | '),
   );
   const failures = cases.filter((c) => !c.pass);
+  const enfused = [...new Set(cases.filter((c) => c.enfuse).map((c) => c.scenario))].map((scenario) => {
+    const mine = cases.filter((c) => c.scenario === scenario && c.enfuse && c.result);
+    const ours = average(mine.map((c) => c.result!.ssim));
+    const theirs = average(mine.map((c) => c.enfuse!.ssim));
+    return `${scenario}: enfuse SSIM ${theirs.toFixed(4)} on average against ${ours.toFixed(4)} here, ${mine.filter((c) => c.enfuse!.pass).length} / ${mine.length} meeting the target (here ${mine.filter((c) => c.pass).length})`;
+  });
   return [
     '| scenario | jobs completed | PSNR dB, mean | best naive baseline, mean | oracle, mean | beat the baseline | within 1 dB of the oracle | ghost energy: result / naive mean / oracle |',
     '|---|---|---|---|---|---|---|---|',
     ...rows.map((row) => `| ${row} |`),
     '',
+    ...(enfused.length ? [`For reference, Debian's enfuse (its default weights) on the same JPEGs, judged by the same rule: ${enfused.join('; ')}.`, ''] : []),
     failures.length ? 'Cases that missed a target:' : 'Every case met its targets.',
     '',
     ...failures.map((c) => `- ${c.scenario}, ${c.photo}, draw ${c.draw} (seed ${c.seed}, JPEG q${c.jpegQuality}, ${Object.entries(c.params).map(([k, v]) => `${k} ${v}`).join(', ')}; alignment ${c.methods ?? '–'}): ${c.why}`),

@@ -7,7 +7,7 @@ import { cubicWeights, WEIGHT_BITS } from './cubic.js';
  * exactly as it computes them (h0·x + (h1·y + h2) and the others, then (n / w)·256 + 0.5
  * truncated, saturating), in two f64 pairs per coordinate, the column terms h0·x, h3·x, h6·x made
  * once per band and loaded in each row; the fixed-point split and the clamp to the frame's edges
- * in i32x4 lanes (no branches); the taps' weights (cubicWeights) from the fractions in i32x4 lanes.
+ * in i32x4 lanes (no branches); the taps' weights (cubicWeights) loaded from a table by fraction.
  * The source rows are copied in with their edges replicated (a pixel left of each row, two right
  * of it, a row above the band's first, two below its last), so no tap's address is clamped: the
  * replicated pixels are the clamped taps' values. Then the four pixels' samples: when their
