@@ -86,11 +86,12 @@ const LOCALS = {
   fy: V128,
   outside: V128,
   p: V128,
-  f2: V128,
-  f3: V128,
-  w0: V128,
-  w2: V128,
-  w3: V128,
+  // scratch of the weights' loads and shuffles
+  s0: V128,
+  s1: V128,
+  s2: V128,
+  s3: V128,
+  s4: V128,
   // taps −1, 0 and taps 1, 2 horizontally as i16 pairs; the four rows' weights as i32
   pair01: V128,
   pair23: V128,
@@ -243,20 +244,20 @@ function warp(affine: boolean): Code {
       const loaded = [$.v0, $.v1, $.v2, $.v3];
       loaded.forEach((into, k) => entry($.fx, k).load64Splat(0).set(into));
       // [p01₀, p23₀, p01₁, p23₁] and [p01₂, p23₂, p01₃, p23₃], then their even and odd lanes
-      code.get($.v0).get($.v1).shuffle(lanes32([0, 1, 4, 5])).set($.f2);
-      code.get($.v2).get($.v3).shuffle(lanes32([0, 1, 4, 5])).set($.f3);
-      code.get($.f2).get($.f3).shuffle(lanes32([0, 2, 4, 6])).set($.pair01);
-      code.get($.f2).get($.f3).shuffle(lanes32([1, 3, 5, 7])).set($.pair23);
+      code.get($.v0).get($.v1).shuffle(lanes32([0, 1, 4, 5])).set($.s0);
+      code.get($.v2).get($.v3).shuffle(lanes32([0, 1, 4, 5])).set($.s1);
+      code.get($.s0).get($.s1).shuffle(lanes32([0, 2, 4, 6])).set($.pair01);
+      code.get($.s0).get($.s1).shuffle(lanes32([1, 3, 5, 7])).set($.pair23);
       loaded.forEach((into, k) => entry($.fy, k).load(16).set(into));
       // a 4 × 4 transpose: pixel k's (w0, w1, w2, w3) → wy_j's lane k
-      code.get($.v0).get($.v1).shuffle(lanes32([0, 4, 1, 5])).set($.w0);
-      code.get($.v2).get($.v3).shuffle(lanes32([0, 4, 1, 5])).set($.w2);
-      code.get($.v0).get($.v1).shuffle(lanes32([2, 6, 3, 7])).set($.w3);
-      code.get($.v2).get($.v3).shuffle(lanes32([2, 6, 3, 7])).set($.outside);
-      code.get($.w0).get($.w2).shuffle(lanes32([0, 1, 4, 5])).set($.wy0);
-      code.get($.w0).get($.w2).shuffle(lanes32([2, 3, 6, 7])).set($.wy1);
-      code.get($.w3).get($.outside).shuffle(lanes32([0, 1, 4, 5])).set($.wy2);
-      code.get($.w3).get($.outside).shuffle(lanes32([2, 3, 6, 7])).set($.wy3);
+      code.get($.v0).get($.v1).shuffle(lanes32([0, 4, 1, 5])).set($.s2);
+      code.get($.v2).get($.v3).shuffle(lanes32([0, 4, 1, 5])).set($.s3);
+      code.get($.v0).get($.v1).shuffle(lanes32([2, 6, 3, 7])).set($.s4);
+      code.get($.v2).get($.v3).shuffle(lanes32([2, 6, 3, 7])).set($.s0);
+      code.get($.s2).get($.s3).shuffle(lanes32([0, 1, 4, 5])).set($.wy0);
+      code.get($.s2).get($.s3).shuffle(lanes32([2, 3, 6, 7])).set($.wy1);
+      code.get($.s4).get($.s0).shuffle(lanes32([0, 1, 4, 5])).set($.wy2);
+      code.get($.s4).get($.s0).shuffle(lanes32([2, 3, 6, 7])).set($.wy3);
     };
     /** The rounding, shift and saturating narrowing of three channel groups' sums (i32x4 locals) to 12 bytes stored at `o` (16 written). */
     const store = (sums: [number, number, number, number]) => {
