@@ -150,10 +150,10 @@ const PACK = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15];
 /** i8x16.shuffle lanes that reorder a tap row's four pixels (12 bytes) channel by channel: R0–R3, G0–G3, B0–B3. */
 const BY_CHANNEL = [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, 12, 13, 14, 15];
 /** i8x16.shuffle lanes that take pixel k's pairs (w0, w1) and (w2, w3) from two vectors to i16 lanes w0 w1 w2 w3 w0 w1 w2 w3. */
-const WEIGHTS_OF = (k: number) => [0, 1, 2, 3].flatMap((i) => 4 * k + i).concat([0, 1, 2, 3].map((i) => 16 + 4 * k + i)).concat([0, 1, 2, 3].map((i) => 4 * k + i), [0, 1, 2, 3].map((i) => 16 + 4 * k + i));
+const WEIGHTS_OF = (k: number) => lanes32([k, 4 + k, k, 4 + k]);
 /** i32 lanes (as i8x16.shuffle lanes of two vectors) 0, 2 of the first and 0 of the second, and 1, 3 of the first and 1 of the second: a pixel's R, G, B partial sums side by side. */
-const EVEN = [0, 2, 4, 4].flatMap((l) => [0, 1, 2, 3].map((i) => (l < 4 ? 4 * l : 16 + 4 * (l - 4)) + i));
-const ODD = [1, 3, 5, 5].flatMap((l) => [0, 1, 2, 3].map((i) => (l < 4 ? 4 * l : 16 + 4 * (l - 4)) + i));
+const EVEN = lanes32([0, 2, 4, 4]);
+const ODD = lanes32([1, 3, 5, 5]);
 
 /** The rounding and shift of a sum of taps × horizontal × vertical weights (each in 1/2^WEIGHT_BITS). */
 const SHIFT = 2 * WEIGHT_BITS;

@@ -91,7 +91,6 @@ function warpTranslationRows(frame: RgbImage, out: RgbImage, h: Homography, shif
   const dst = out.data;
   const maxX = width - 1;
   const maxY = height - 1;
-  const stride = width * 3;
   const columns = out.width;
   const rowBytes = columns * 3;
   // (not >> and &: far outside the frame, the shift need not be an int32)
